@@ -1,0 +1,41 @@
+# pixelrl: `make demo` and `make test` set themselves up on first use (idempotent).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.pixelrl-installed
+SYSTEM_STAMP := $(VENV)/.pixelrl-system
+
+.PHONY: demo test bench lint setup system-deps clean
+
+setup: $(STAMP) $(SYSTEM_STAMP)
+
+# The virtual environment with pixelrl and every extra the tests use; redone when pyproject changes.
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[all]'
+	@touch $(STAMP)
+
+# System packages the tests drive for real: Xvfb, xdotool, Chromium + driver, Tk.
+$(SYSTEM_STAMP):
+	@bash scripts/install_system_deps.sh
+	@mkdir -p $(VENV) && touch $(SYSTEM_STAMP)
+
+system-deps:
+	@bash scripts/install_system_deps.sh
+
+demo: setup
+	$(PY) -m pixelrl demo
+
+test: setup
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+bench: setup
+	@for f in bench/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,1 @@
+"""Embodied agents: ResNet+GRU actor-critic, navigation recipes, shortest-path expert, benchmark."""

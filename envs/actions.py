@@ -1,0 +1,839 @@
+"""The GUI action: one value type shared by every GUI backend, and its codecs.
+
+An :class:`Action` is what a GUI agent does in one step. Its kinds follow OSWorld's
+``computer_13`` set::
+
+    move(x, y)            click(x, y)          double_click(x, y)     right_click(x, y)
+    drag(x, y, x2, y2)    scroll(x, y, dx, dy) type(text)             key(key)
+    hotkey(keys)          wait()               done()                 fail()
+
+Coordinates are absolute screen pixels (origin top-left, x right, y down). ``scroll`` counts
+wheel notches: ``dy > 0`` scrolls down (content moves up), ``dx > 0`` scrolls right. A ``type``
+text may end in ``"\\n"``, which presses enter after typing (UI-TARS' convention).
+
+Codecs, all in this module:
+
+- coordinates: :func:`to_relative1000` / :func:`from_relative1000` (UI-TARS v1, 0-1000) and
+  :func:`to_unit` / :func:`from_unit` (0-1 floats);
+- action text: :func:`parse_action` reads pyautogui calls (``pyautogui.click(x=120, y=45)``) and
+  UI-TARS calls (``click(start_box='(120,45)')``); :func:`to_pyautogui` and :func:`to_uitars`
+  write them. Parsing uses :mod:`ast` with a whitelist of calls and literal argument types and
+  never evaluates anything; any other text raises :class:`ActionParseError` saying what is wrong;
+- Gymnasium: :func:`action_space` builds the ``Dict`` space a PPO policy samples from, and
+  :meth:`Action.to_sample` / :meth:`Action.from_sample` convert both ways.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+KINDS: tuple[str, ...] = (
+    "move",
+    "click",
+    "double_click",
+    "right_click",
+    "drag",
+    "scroll",
+    "type",
+    "key",
+    "hotkey",
+    "wait",
+    "done",
+    "fail",
+)
+POINTER_KINDS = frozenset({"move", "click", "double_click", "right_click", "drag", "scroll"})
+
+MODIFIER_KEYS: tuple[str, ...] = ("ctrl", "shift", "alt", "win")
+# The key vocabulary, in pyautogui's names. Modifiers first: a hotkey lists its keys in this order.
+KEY_NAMES: tuple[str, ...] = (
+    MODIFIER_KEYS
+    + (
+        "enter",
+        "tab",
+        "space",
+        "backspace",
+        "delete",
+        "escape",
+        "up",
+        "down",
+        "left",
+        "right",
+        "home",
+        "end",
+        "pageup",
+        "pagedown",
+        "insert",
+    )
+    + tuple(f"f{i}" for i in range(1, 13))
+    + tuple(string.ascii_lowercase)
+    + tuple(string.digits)
+    + tuple("`-=[]\\;',./")
+)
+_KEY_INDEX = {k: i for i, k in enumerate(KEY_NAMES)}
+KEY_ALIASES: dict[str, str] = {
+    "return": "enter",
+    "esc": "escape",
+    "control": "ctrl",
+    "ctrlleft": "ctrl",
+    "ctrlright": "ctrl",
+    "shiftleft": "shift",
+    "shiftright": "shift",
+    "altleft": "alt",
+    "altright": "alt",
+    "option": "alt",
+    "cmd": "win",
+    "command": "win",
+    "super": "win",
+    "meta": "win",
+    "winleft": "win",
+    "winright": "win",
+    "del": "delete",
+    "bksp": "backspace",
+    "arrowup": "up",
+    "arrowdown": "down",
+    "arrowleft": "left",
+    "arrowright": "right",
+    "page_up": "pageup",
+    "page_down": "pagedown",
+    "pgup": "pageup",
+    "pgdn": "pagedown",
+    " ": "space",
+    "\n": "enter",
+    "\t": "tab",
+}
+
+# Characters a `type` action and an observation's instruction may hold.
+TEXT_CHARSET: str = "".join(c for c in string.printable if c not in "\r\x0b\x0c")
+MAX_TEXT_LENGTH = 256
+# What parse_action reads at most: agent output is untrusted, and ast.parse of a huge text is slow.
+MAX_ACTION_TEXT_LENGTH = 4096
+# Wheel notches of one UI-TARS scroll (its text names a direction, not an amount).
+UITARS_SCROLL_NOTCHES = 5
+MAX_SCROLL = 50
+
+
+class ActionError(ValueError):
+    """An action that is not valid: unknown kind, missing or off-screen coordinates, bad key."""
+
+
+class ActionParseError(ActionError):
+    """Action text that does not parse into exactly one valid :class:`Action`."""
+
+
+def normalize_key(name: str) -> str:
+    """The canonical (pyautogui) name of a key, case-insensitive, or :class:`ActionError`."""
+    if not isinstance(name, str) or not name:
+        raise ActionError(f"a key must be a non-empty string, got {name!r}")
+    key = name if name in (" ", "\n", "\t") else name.strip().lower()
+    key = KEY_ALIASES.get(key, key)
+    if key not in _KEY_INDEX:
+        raise ActionError(f"unknown key {name!r}; known keys: {', '.join(KEY_NAMES)}")
+    return key
+
+
+def _order_hotkey(keys: Sequence[str]) -> tuple[str, ...]:
+    """Modifiers first (in KEY_NAMES order), then the other keys in the order given."""
+    keys = [normalize_key(k) for k in keys]
+    mods = sorted({k for k in keys if k in MODIFIER_KEYS}, key=_KEY_INDEX.__getitem__)
+    rest = [k for k in keys if k not in MODIFIER_KEYS]
+    return tuple(mods + list(dict.fromkeys(rest)))
+
+
+@dataclass(frozen=True)
+class Action:
+    """One GUI step. Build with the class methods (``Action.click(10, 20)``) or the constructor.
+
+    Fields not used by a kind keep their defaults; :meth:`validate` checks a value against a
+    screen size. ``keys`` holds one key for ``key`` and the chord for ``hotkey``.
+    """
+
+    kind: str
+    x: int | None = None
+    y: int | None = None
+    x2: int | None = None
+    y2: int | None = None
+    dx: int = 0
+    dy: int = 0
+    text: str = ""
+    keys: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ActionError(f"unknown action kind {self.kind!r}; kinds: {', '.join(KINDS)}")
+        for name in ("x", "y", "x2", "y2"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _as_pixel(value, name))
+        if self.kind in POINTER_KINDS and (self.x is None or self.y is None):
+            raise ActionError(f"{self.kind} needs x and y")
+        if self.kind == "drag" and (self.x2 is None or self.y2 is None):
+            raise ActionError("drag needs x2 and y2 (where the drag ends)")
+        if self.kind == "scroll" and self.dx == 0 and self.dy == 0:
+            raise ActionError("scroll needs a non-zero dx or dy")
+        if self.kind == "type":
+            if not isinstance(self.text, str) or not self.text:
+                raise ActionError("type needs a non-empty text")
+            if len(self.text) > MAX_TEXT_LENGTH:
+                raise ActionError(
+                    f"text too long: {len(self.text)} characters (at most {MAX_TEXT_LENGTH})"
+                )
+            bad = sorted(set(self.text) - set(TEXT_CHARSET))
+            if bad:
+                raise ActionError(f"text holds characters that cannot be typed: {bad!r}")
+        if self.kind == "key":
+            if len(self.keys) != 1:
+                raise ActionError(f"key needs exactly one key, got {self.keys!r}")
+            object.__setattr__(self, "keys", (normalize_key(self.keys[0]),))
+        if self.kind == "hotkey":
+            if not self.keys:
+                raise ActionError("hotkey needs at least one key")
+            object.__setattr__(self, "keys", _order_hotkey(self.keys))
+
+    # -- constructors -------------------------------------------------------------------------
+    @classmethod
+    def move(cls, x: int, y: int) -> Action:
+        return cls("move", x, y)
+
+    @classmethod
+    def click(cls, x: int, y: int) -> Action:
+        return cls("click", x, y)
+
+    @classmethod
+    def double_click(cls, x: int, y: int) -> Action:
+        return cls("double_click", x, y)
+
+    @classmethod
+    def right_click(cls, x: int, y: int) -> Action:
+        return cls("right_click", x, y)
+
+    @classmethod
+    def drag(cls, x: int, y: int, x2: int, y2: int) -> Action:
+        return cls("drag", x, y, x2, y2)
+
+    @classmethod
+    def scroll(cls, x: int, y: int, dx: int = 0, dy: int = 0) -> Action:
+        return cls("scroll", x, y, dx=int(dx), dy=int(dy))
+
+    @classmethod
+    def type_text(cls, text: str) -> Action:
+        return cls("type", text=text)
+
+    @classmethod
+    def key(cls, key: str) -> Action:
+        return cls("key", keys=(key,))
+
+    @classmethod
+    def hotkey(cls, *keys: str) -> Action:
+        return cls("hotkey", keys=tuple(keys))
+
+    @classmethod
+    def wait(cls) -> Action:
+        return cls("wait")
+
+    @classmethod
+    def done(cls) -> Action:
+        return cls("done")
+
+    @classmethod
+    def fail(cls) -> Action:
+        return cls("fail")
+
+    # -- checks -------------------------------------------------------------------------------
+    @property
+    def point(self) -> tuple[int, int] | None:
+        return None if self.x is None else (self.x, self.y)
+
+    def validate(self, screen_size: tuple[int, int]) -> Action:
+        """Return self, or raise :class:`ActionError` if a coordinate lies off a W×H screen."""
+        width, height = screen_size
+        for xn, yn in (("x", "y"), ("x2", "y2")):
+            x, y = getattr(self, xn), getattr(self, yn)
+            if x is None:
+                continue
+            if not (0 <= x < width and 0 <= y < height):
+                raise ActionError(
+                    f"{self.kind} at ({x}, {y}) is off-screen: the screen is {width}x{height}, "
+                    f"so x must lie in [0, {width - 1}] and y in [0, {height - 1}]"
+                )
+        if abs(self.dx) > MAX_SCROLL or abs(self.dy) > MAX_SCROLL:
+            raise ActionError(f"scroll of ({self.dx}, {self.dy}) notches exceeds ±{MAX_SCROLL}")
+        return self
+
+    # -- Gymnasium ----------------------------------------------------------------------------
+    def to_sample(self) -> dict[str, np.ndarray | int | str]:
+        """This action as an element of :func:`action_space` (unused fields are zero)."""
+        chord = np.zeros(len(KEY_NAMES), dtype=np.int8)
+        for k in self.keys:
+            chord[_KEY_INDEX[k]] = 1
+        return {
+            "kind": KINDS.index(self.kind),
+            "point": np.array([self.x or 0, self.y or 0], dtype=np.int32),
+            "point2": np.array([self.x2 or 0, self.y2 or 0], dtype=np.int32),
+            "scroll": np.array([self.dx, self.dy], dtype=np.int32),
+            "text": self.text,
+            "key": _KEY_INDEX[self.keys[0]] if self.kind == "key" else 0,
+            "hotkey": chord,
+        }
+
+    @classmethod
+    def from_sample(cls, sample: dict) -> Action:
+        """The action an element of :func:`action_space` stands for (reads only what its kind uses)."""
+        try:
+            kind = KINDS[int(sample["kind"])]
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            raise ActionError(f"action sample needs 'kind' in 0..{len(KINDS) - 1}: {e}") from None
+        x, y = (int(v) for v in np.asarray(sample.get("point", (0, 0))).reshape(2))
+        if kind in ("move", "click", "double_click", "right_click"):
+            return cls(kind, x, y)
+        if kind == "drag":
+            x2, y2 = (int(v) for v in np.asarray(sample["point2"]).reshape(2))
+            return cls(kind, x, y, x2, y2)
+        if kind == "scroll":
+            dx, dy = (int(v) for v in np.asarray(sample["scroll"]).reshape(2))
+            return cls(kind, x, y, dx=dx, dy=dy)
+        if kind == "type":
+            return cls(kind, text=str(sample["text"]))
+        if kind == "key":
+            return cls(kind, keys=(KEY_NAMES[int(sample["key"])],))
+        if kind == "hotkey":
+            chord = np.asarray(sample["hotkey"]).reshape(-1)
+            return cls(kind, keys=tuple(KEY_NAMES[i] for i in np.flatnonzero(chord)))
+        return cls(kind)
+
+
+def _as_pixel(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ActionError(f"{name} must be a number, got {value!r}")
+    if not np.isfinite(value):
+        raise ActionError(f"{name} must be finite, got {value!r}")
+    return int(round(float(value)))
+
+
+def action_space(screen_size: tuple[int, int]):
+    """The Gymnasium ``Dict`` action space of a W×H GUI env.
+
+    ``kind`` indexes :data:`KINDS`; ``point``/``point2`` are pixel (x, y); ``scroll`` is
+    (dx, dy) notches; ``key`` indexes :data:`KEY_NAMES`; ``hotkey`` marks the keys of a chord.
+    """
+    from gymnasium import spaces
+
+    width, height = screen_size
+    high = np.array([width - 1, height - 1], dtype=np.int32)
+    return spaces.Dict(
+        {
+            "kind": spaces.Discrete(len(KINDS)),
+            "point": spaces.Box(low=0, high=high, shape=(2,), dtype=np.int32),
+            "point2": spaces.Box(low=0, high=high, shape=(2,), dtype=np.int32),
+            "scroll": spaces.Box(low=-10, high=10, shape=(2,), dtype=np.int32),
+            "text": spaces.Text(max_length=MAX_TEXT_LENGTH, min_length=0, charset=TEXT_CHARSET),
+            "key": spaces.Discrete(len(KEY_NAMES)),
+            "hotkey": spaces.MultiBinary(len(KEY_NAMES)),
+        }
+    )
+
+
+def as_action(action: Action | dict | str, screen_size: tuple[int, int]) -> Action:
+    """What a GUI env's ``step`` accepts, as a validated :class:`Action`.
+
+    An :class:`Action`, an element of :func:`action_space` (a dict) or action text (pyautogui or
+    UI-TARS syntax, pixel coordinates for pyautogui, 0-1000 for UI-TARS).
+    """
+    if isinstance(action, Action):
+        return action.validate(screen_size)
+    if isinstance(action, dict):
+        return Action.from_sample(action).validate(screen_size)
+    if isinstance(action, str):
+        return parse_action(action, screen_size)
+    raise ActionError(
+        f"a GUI action is an Action, an action-space dict or action text, got {type(action).__name__}"
+    )
+
+
+# -- coordinates ------------------------------------------------------------------------------
+def to_relative1000(x: float, y: float, screen_size: tuple[int, int]) -> tuple[int, int]:
+    """Pixels -> UI-TARS v1 relative coordinates in 0..1000.
+
+    Pixel x covers [x·1000/W, (x+1)·1000/W) in relative units; we take the first whole unit in
+    it, so pixels -> 0-1000 -> pixels is exact on screens up to 1000 px and within
+    ceil(W/1000) - 1 pixels beyond.
+    """
+    width, height = screen_size
+    rx = min(int(np.ceil(x * 1000 / width - 1e-9)), 1000)
+    ry = min(int(np.ceil(y * 1000 / height - 1e-9)), 1000)
+    return rx, ry
+
+
+def from_relative1000(rx: float, ry: float, screen_size: tuple[int, int]) -> tuple[int, int]:
+    """UI-TARS v1 0..1000 coordinates -> the pixel whose area holds that point (clamped)."""
+    width, height = screen_size
+    x = min(max(int(np.floor(rx * width / 1000)), 0), width - 1)
+    y = min(max(int(np.floor(ry * height / 1000)), 0), height - 1)
+    return x, y
+
+
+def to_unit(x: float, y: float, screen_size: tuple[int, int]) -> tuple[float, float]:
+    """Pixels -> 0..1 floats (the pixel's centre)."""
+    width, height = screen_size
+    return (x + 0.5) / width, (y + 0.5) / height
+
+
+def from_unit(ux: float, uy: float, screen_size: tuple[int, int]) -> tuple[int, int]:
+    """0..1 floats -> the pixel whose area holds that point (clamped)."""
+    width, height = screen_size
+    x = min(max(int(np.floor(ux * width)), 0), width - 1)
+    y = min(max(int(np.floor(uy * height)), 0), height - 1)
+    return x, y
+
+
+_COORDINATE_SPACES = {
+    "pixels": None,
+    "relative1000": (to_relative1000, from_relative1000),
+    "unit": (to_unit, from_unit),
+}
+
+
+def _check_space(coordinates: str) -> None:
+    if coordinates not in _COORDINATE_SPACES:
+        raise ValueError(
+            f"coordinates must be one of {', '.join(_COORDINATE_SPACES)}, got {coordinates!r}"
+        )
+
+
+def _to_pixels(
+    x: float, y: float, coordinates: str, screen_size: tuple[int, int] | None
+) -> tuple[float, float]:
+    if coordinates == "pixels":
+        return x, y
+    if screen_size is None:
+        raise ActionParseError(f"{coordinates} coordinates need the screen size to map to pixels")
+    return _COORDINATE_SPACES[coordinates][1](x, y, screen_size)
+
+
+def _from_pixels(
+    x: int, y: int, coordinates: str, screen_size: tuple[int, int] | None
+) -> tuple[float, float]:
+    if coordinates == "pixels":
+        return x, y
+    if screen_size is None:
+        raise ValueError(f"{coordinates} coordinates need the screen size")
+    return _COORDINATE_SPACES[coordinates][0](x, y, screen_size)
+
+
+# -- action text: writing ---------------------------------------------------------------------
+def _num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else f"{v:.4f}".rstrip("0")
+
+
+def to_pyautogui(
+    action: Action, coordinates: str = "pixels", screen_size: tuple[int, int] | None = None
+) -> str:
+    """The action as pyautogui calls (OSWorld's action text). A drag is ``moveTo`` then ``dragTo``;
+    ``wait``/``done``/``fail`` are OSWorld's ``WAIT``/``DONE``/``FAIL``."""
+    _check_space(coordinates)
+    a = action
+    if a.point is not None:
+        px, py = (_num(v) for v in _from_pixels(a.x, a.y, coordinates, screen_size))
+    if a.kind == "move":
+        return f"pyautogui.moveTo(x={px}, y={py})"
+    if a.kind == "click":
+        return f"pyautogui.click(x={px}, y={py})"
+    if a.kind == "double_click":
+        return f"pyautogui.doubleClick(x={px}, y={py})"
+    if a.kind == "right_click":
+        return f"pyautogui.rightClick(x={px}, y={py})"
+    if a.kind == "drag":
+        qx, qy = (_num(v) for v in _from_pixels(a.x2, a.y2, coordinates, screen_size))
+        return f"pyautogui.moveTo(x={px}, y={py}); pyautogui.dragTo(x={qx}, y={qy})"
+    if a.kind == "scroll":
+        calls = []
+        # pyautogui scrolls up for positive clicks; ours scrolls down for positive dy.
+        if a.dy:
+            calls.append(f"pyautogui.scroll({-a.dy}, x={px}, y={py})")
+        if a.dx:
+            calls.append(f"pyautogui.hscroll({a.dx}, x={px}, y={py})")
+        return "; ".join(calls)
+    if a.kind == "type":
+        return f"pyautogui.write({a.text!r})"
+    if a.kind == "key":
+        return f"pyautogui.press({a.keys[0]!r})"
+    if a.kind == "hotkey":
+        return "pyautogui.hotkey(" + ", ".join(repr(k) for k in a.keys) + ")"
+    return a.kind.upper()
+
+
+def to_uitars(
+    action: Action, screen_size: tuple[int, int] | None = None, coordinates: str = "relative1000"
+) -> str:
+    """The action in UI-TARS' action text. v1 uses 0-1000 coordinates (the default, which needs
+    ``screen_size``); UI-TARS-1.5 uses pixels of the image it saw (``coordinates='pixels'``).
+    A scroll keeps only its direction (UI-TARS names no amount)."""
+    _check_space(coordinates)
+    a = action
+
+    def box(x: int, y: int) -> str:
+        bx, by = _from_pixels(x, y, coordinates, screen_size)
+        return f"'({_num(bx)},{_num(by)})'"
+
+    if a.kind == "move":
+        return f"hover(start_box={box(a.x, a.y)})"
+    if a.kind == "click":
+        return f"click(start_box={box(a.x, a.y)})"
+    if a.kind == "double_click":
+        return f"left_double(start_box={box(a.x, a.y)})"
+    if a.kind == "right_click":
+        return f"right_single(start_box={box(a.x, a.y)})"
+    if a.kind == "drag":
+        return f"drag(start_box={box(a.x, a.y)}, end_box={box(a.x2, a.y2)})"
+    if a.kind == "scroll":
+        if abs(a.dy) >= abs(a.dx):
+            direction = "down" if a.dy > 0 else "up"
+        else:
+            direction = "right" if a.dx > 0 else "left"
+        return f"scroll(start_box={box(a.x, a.y)}, direction='{direction}')"
+    if a.kind == "type":
+        return f"type(content={a.text!r})"
+    if a.kind == "key":
+        return f"hotkey(key={a.keys[0]!r})"
+    if a.kind == "hotkey":
+        return f"hotkey(key={' '.join(a.keys)!r})"
+    if a.kind == "wait":
+        return "wait()"
+    if a.kind == "done":
+        return "finished()"
+    return "call_user()"
+
+
+# -- action text: reading ---------------------------------------------------------------------
+def _literal(node: ast.expr, where: str) -> object:
+    """A literal argument (number, string, bool, None, or a list/tuple of those); nothing else."""
+    if isinstance(node, ast.Constant) and isinstance(
+        node.value, (int, float, str, bool, type(None))
+    ):
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, (ast.USub, ast.UAdd))
+        and isinstance(node.operand, ast.Constant)
+        and isinstance(node.operand.value, (int, float))
+        and not isinstance(node.operand.value, bool)
+    ):
+        return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(e, where) for e in node.elts]
+    raise ActionParseError(
+        f"{where}: arguments must be literal numbers or strings, got {type(node).__name__} "
+        f"({ast.unparse(node)[:60]!r})"
+    )
+
+
+def _call_name(func: ast.expr) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.{func.attr}"
+    raise ActionParseError(f"unknown function {ast.unparse(func)[:60]!r}")
+
+
+@dataclass
+class _Call:
+    name: str
+    args: list
+    kwargs: dict
+
+    def arg(self, index: int, name: str, default: object = ..., types: tuple = ()) -> object:
+        if name in self.kwargs:
+            value = self.kwargs[name]
+        elif index is not None and index < len(self.args):
+            value = self.args[index]
+        elif default is not ...:
+            return default
+        else:
+            raise ActionParseError(f"{self.name}() is missing its argument {name!r}")
+        if types and not isinstance(value, types) or isinstance(value, bool) and bool not in types:
+            want = " or ".join(t.__name__ for t in types)
+            raise ActionParseError(f"{self.name}(): {name} must be {want}, got {value!r}")
+        return value
+
+    def check_arguments(self, allowed: Sequence[str]) -> None:
+        extra = set(self.kwargs) - set(allowed)
+        if extra:
+            raise ActionParseError(
+                f"{self.name}() got unknown argument(s) {', '.join(sorted(extra))}; "
+                f"it takes {', '.join(allowed) or 'none'}"
+            )
+        if len(self.args) > len(allowed):
+            raise ActionParseError(
+                f"{self.name}() takes at most {len(allowed)} positional argument(s), "
+                f"got {len(self.args)}"
+            )
+
+
+_NUMBER = (int, float)
+_BOX = re.compile(
+    r"^\s*(?:<\|box_start\|>)?\s*[\(\[]\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*"
+    r"(?:,\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*)?[\)\]]\s*(?:<\|box_end\|>)?\s*$"
+)
+
+
+def _split_statements(text: str) -> list[_Call]:
+    """Parse ``text`` into calls and bare names (``DONE``), checking only the shape."""
+    if not isinstance(text, str):
+        raise ActionParseError(f"action text must be a string, got {type(text).__name__}")
+    if len(text) > MAX_ACTION_TEXT_LENGTH:
+        raise ActionParseError(
+            f"action text too long: {len(text)} characters (at most {MAX_ACTION_TEXT_LENGTH})"
+        )
+    # UI-TARS writes "Thought: ...\nAction: click(...)"; the action follows the last "Action:".
+    marker = text.rfind("Action:")
+    if marker >= 0:
+        text = text[marker + len("Action:") :]
+    text = text.strip().strip("`").removeprefix("python").strip()
+    if not text:
+        raise ActionParseError("empty action text")
+    try:
+        tree = ast.parse(text, mode="exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        raise ActionParseError(f"action text is not a call: {e.__class__.__name__}: {e}") from None
+    calls = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            continue  # OSWorld scripts start with "import pyautogui"; importing is harmless here
+        if not isinstance(stmt, ast.Expr):
+            raise ActionParseError(
+                f"only calls are allowed, got a {type(stmt).__name__} statement "
+                f"({ast.unparse(stmt)[:60]!r})"
+            )
+        node = stmt.value
+        if isinstance(node, ast.Name):
+            calls.append(_Call(node.id, [], {}))
+            continue
+        if not isinstance(node, ast.Call):
+            raise ActionParseError(f"expected a call, got {ast.unparse(node)[:60]!r}")
+        name = _call_name(node.func)
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
+            raise ActionParseError(f"{name}(): *args and **kwargs are not allowed")
+        args = [_literal(a, name) for a in node.args]
+        kwargs = {k.arg: _literal(k.value, name) for k in node.keywords}
+        calls.append(_Call(name, args, kwargs))
+    if not calls:
+        raise ActionParseError("no action in the text")
+    return calls
+
+
+def _point(call: _Call, coords: str, screen: tuple[int, int] | None) -> tuple[float, float]:
+    x = call.arg(0, "x", types=_NUMBER)
+    y = call.arg(1, "y", types=_NUMBER)
+    return _to_pixels(x, y, coords, screen)
+
+
+def _box_point(
+    call: _Call, name: str, coords: str, screen: tuple[int, int] | None
+) -> tuple[float, float]:
+    raw = call.arg(None, name, types=(str, list))
+    if isinstance(raw, list):
+        values = raw
+    else:
+        m = _BOX.match(raw)
+        if not m:
+            raise ActionParseError(f"{call.name}(): {name} must look like '(x,y)', got {raw!r}")
+        values = [float(v) for v in m.groups() if v is not None]
+    if len(values) not in (2, 4) or not all(isinstance(v, _NUMBER) for v in values):
+        raise ActionParseError(f"{call.name}(): {name} must hold 2 or 4 numbers, got {raw!r}")
+    if len(values) == 4:  # a box: act at its centre
+        values = [(values[0] + values[2]) / 2, (values[1] + values[3]) / 2]
+    return _to_pixels(values[0], values[1], coords, screen)
+
+
+_PYAUTOGUI_POINTER = {
+    "pyautogui.moveTo": "move",
+    "pyautogui.click": "click",
+    "pyautogui.leftClick": "click",
+    "pyautogui.doubleClick": "double_click",
+    "pyautogui.rightClick": "right_click",
+}
+_UITARS_POINTER = {
+    "hover": "move",
+    "mouse_move": "move",
+    "click": "click",
+    "left_single": "click",
+    "left_double": "double_click",
+    "right_single": "right_click",
+}
+_SCROLL_DIRECTIONS = {"down": (0, 1), "up": (0, -1), "right": (1, 0), "left": (-1, 0)}
+
+
+def _pyautogui_action(call: _Call, coords: str, screen) -> Action:
+    name = call.name
+    if name in _PYAUTOGUI_POINTER:
+        kind = _PYAUTOGUI_POINTER[name]
+        allowed = ["x", "y", "button", "clicks", "interval", "duration"]
+        call.check_arguments(allowed)
+        button = call.arg(None, "button", "left", (str,))
+        clicks = call.arg(None, "clicks", 1, (int,))
+        if button not in ("left", "right", "middle", "primary", "secondary"):
+            raise ActionParseError(f"{name}(): unknown button {button!r}")
+        if kind == "click" and button in ("right", "secondary"):
+            kind = "right_click"
+        if kind == "click" and clicks == 2:
+            kind = "double_click"
+        elif clicks not in (1, 2) or (clicks == 2 and kind != "double_click"):
+            raise ActionParseError(f"{name}(): clicks must be 1 (or 2 for a left click)")
+        return Action(kind, *_point(call, coords, screen))
+    if name in ("pyautogui.scroll", "pyautogui.hscroll", "pyautogui.vscroll"):
+        call.check_arguments(["clicks", "x", "y"])
+        clicks = call.arg(0, "clicks", types=(int,))
+        if "x" not in call.kwargs and len(call.args) < 2:
+            raise ActionParseError(f"{name}() needs x and y: where the wheel turns")
+        x, y = _to_pixels(
+            call.arg(1, "x", types=_NUMBER), call.arg(2, "y", types=_NUMBER), coords, screen
+        )
+        if name == "pyautogui.hscroll":
+            return Action.scroll(x, y, dx=clicks)
+        return Action.scroll(x, y, dy=-clicks)
+    if name in ("pyautogui.write", "pyautogui.typewrite"):
+        call.check_arguments(["message", "interval"])
+        return Action.type_text(call.arg(0, "message", types=(str,)))
+    if name in ("pyautogui.press", "pyautogui.keyDown"):
+        call.check_arguments(["keys", "presses", "interval"])
+        keys = call.arg(0, "keys", types=(str, list))
+        if isinstance(keys, list):
+            if len(keys) != 1:
+                raise ActionParseError(f"{name}() presses one key per action, got {keys!r}")
+            keys = keys[0]
+        if call.arg(1, "presses", 1, (int,)) != 1:
+            raise ActionParseError(f"{name}(): presses must be 1")
+        return Action.key(keys)
+    if name == "pyautogui.hotkey":
+        if call.kwargs.keys() - {"interval"}:
+            raise ActionParseError(f"{name}() takes the keys as positional strings")
+        keys = call.args[0] if len(call.args) == 1 and isinstance(call.args[0], list) else call.args
+        if not keys or not all(isinstance(k, str) for k in keys):
+            raise ActionParseError(f"{name}() needs key names as strings, got {keys!r}")
+        return Action.hotkey(*keys)
+    if name in ("WAIT", "time.sleep"):
+        return Action.wait()
+    if name == "DONE":
+        return Action.done()
+    if name == "FAIL":
+        return Action.fail()
+    raise ActionParseError(f"unknown function {name!r}")
+
+
+def _uitars_action(call: _Call, coords: str, screen) -> Action:
+    name = call.name
+    if name in _UITARS_POINTER:
+        call.check_arguments(["start_box"])
+        return Action(_UITARS_POINTER[name], *_box_point(call, "start_box", coords, screen))
+    if name in ("drag", "select"):
+        call.check_arguments(["start_box", "end_box"])
+        x, y = _box_point(call, "start_box", coords, screen)
+        x2, y2 = _box_point(call, "end_box", coords, screen)
+        return Action.drag(x, y, x2, y2)
+    if name == "scroll":
+        call.check_arguments(["start_box", "direction"])
+        x, y = _box_point(call, "start_box", coords, screen)
+        direction = call.arg(None, "direction", types=(str,)).strip().lower()
+        if direction not in _SCROLL_DIRECTIONS:
+            raise ActionParseError(
+                f"scroll(): direction must be up/down/left/right, got {direction!r}"
+            )
+        sx, sy = _SCROLL_DIRECTIONS[direction]
+        return Action.scroll(x, y, dx=sx * UITARS_SCROLL_NOTCHES, dy=sy * UITARS_SCROLL_NOTCHES)
+    if name == "type":
+        call.check_arguments(["content"])
+        return Action.type_text(call.arg(None, "content", types=(str,)))
+    if name in ("hotkey", "press"):
+        call.check_arguments(["key"])
+        keys = call.arg(None, "key", types=(str,)).split()
+        if not keys:
+            raise ActionParseError(f"{name}(): key is empty")
+        return Action.key(keys[0]) if len(keys) == 1 else Action.hotkey(*keys)
+    if name == "wait":
+        call.check_arguments([])
+        return Action.wait()
+    if name == "finished":
+        call.check_arguments(["content"])
+        return Action.done()
+    if name == "call_user":
+        call.check_arguments([])
+        return Action.fail()
+    raise ActionParseError(f"unknown function {name!r}")
+
+
+def parse_actions(
+    text: str,
+    screen_size: tuple[int, int] | None = None,
+    coordinates: str | None = None,
+) -> list[Action]:
+    """Every action in ``text`` (one per call; ``moveTo`` + ``dragTo`` make one drag).
+
+    ``coordinates`` is how the text's numbers are to be read: ``"pixels"``, ``"relative1000"``
+    or ``"unit"``; by default pixels for pyautogui calls and 0-1000 for UI-TARS calls. With
+    ``screen_size`` every action is checked to lie on the screen.
+    """
+    if coordinates is not None:
+        _check_space(coordinates)
+    actions: list[Action] = []
+    calls = _split_statements(text)
+    for i, call in enumerate(calls):
+        try:
+            if call.name == "pyautogui.dragTo":
+                previous = calls[i - 1] if i else None
+                if not actions or previous is None or previous.name != "pyautogui.moveTo":
+                    raise ActionParseError("pyautogui.dragTo() must follow pyautogui.moveTo()")
+                call.check_arguments(["x", "y", "duration", "button"])
+                start = actions.pop()
+                x2, y2 = _point(call, coordinates or "pixels", screen_size)
+                actions.append(Action.drag(start.x, start.y, x2, y2))
+            elif call.name.startswith("pyautogui.") or call.name in (
+                "WAIT",
+                "DONE",
+                "FAIL",
+                "time.sleep",
+            ):
+                actions.append(_pyautogui_action(call, coordinates or "pixels", screen_size))
+            else:
+                actions.append(_uitars_action(call, coordinates or "relative1000", screen_size))
+        except ActionParseError:
+            raise
+        except ActionError as e:
+            raise ActionParseError(f"{call.name}(): {e}") from None
+    # Two scroll calls at one point (vertical + horizontal) are one scroll action.
+    merged: list[Action] = []
+    for a in actions:
+        prev = merged[-1] if merged else None
+        if prev and a.kind == prev.kind == "scroll" and a.point == prev.point:
+            if not (prev.dx and a.dx or prev.dy and a.dy):
+                merged[-1] = Action.scroll(a.x, a.y, dx=prev.dx + a.dx, dy=prev.dy + a.dy)
+                continue
+        merged.append(a)
+    if screen_size is not None:
+        for a in merged:
+            try:
+                a.validate(screen_size)
+            except ActionError as e:
+                raise ActionParseError(str(e)) from None
+    return merged
+
+
+def parse_action(
+    text: str,
+    screen_size: tuple[int, int] | None = None,
+    coordinates: str | None = None,
+) -> Action:
+    """Exactly one :class:`Action` from agent text, or :class:`ActionParseError`.
+
+    See :func:`parse_actions` for the accepted syntax and ``coordinates``.
+    """
+    actions = parse_actions(text, screen_size, coordinates)
+    if len(actions) != 1:
+        raise ActionParseError(f"expected one action, found {len(actions)}")
+    return actions[0]

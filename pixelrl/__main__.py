@@ -1,0 +1,5 @@
+import sys
+
+from pixelrl.cli import main
+
+sys.exit(main())
