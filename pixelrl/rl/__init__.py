@@ -1,0 +1,19 @@
+"""The RL core: rollout collection, storage, GAE and PPO, shared by every recipe.
+
+Read in this order (each module is one idea):
+
+- :mod:`pixelrl.rl.policy` -- the ``Policy`` protocol every trainable agent follows
+  (``act`` while collecting, ``evaluate`` while updating) and helpers for recurrent states.
+- :mod:`pixelrl.rl.collect` -- the env loop: steps a ``gymnasium.vector.VectorEnv`` with a policy,
+  fills a :class:`~pixelrl.rl.storage.RolloutStorage` and reports finished episodes.
+- :mod:`pixelrl.rl.storage` -- fixed-size tensors of one rollout (dict observations, recurrent
+  states, done masks) and the minibatches PPO reads from them.
+- :mod:`pixelrl.rl.gae` -- generalised advantage estimation.
+- :mod:`pixelrl.rl.ppo` -- the clipped PPO loss and the update loop (habitat-baselines defaults).
+- :mod:`pixelrl.rl.normalize` -- running mean/std for reward and value normalisation.
+- :mod:`pixelrl.rl.distributed` -- DD-PPO under ``torchrun``: gradient all-reduce, straggler
+  preemption.
+
+Collection and update are separate on purpose: GRPO and SFT reuse ``collect`` with their own
+update.
+"""

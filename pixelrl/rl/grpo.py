@@ -1,0 +1,307 @@
+"""Group Relative Policy Optimization for text-emitting policies (VLMs that write actions).
+
+GRPO needs no value function: it samples G completions for the same prompt (or G episodes
+from the same start state), scores each with a verifiable reward and uses the reward relative
+to its group as the advantage. One training iteration::
+
+    samples  = policy.generate(prompts, num_samples=G)          # G completions per prompt
+    rewards  = reward_fn(samples)                               # vision.rewards, task success
+    A        = group_advantages(rewards, group_size=G)          # (r - mean) / std per group
+    old_lp   = policy.score(prompts, samples).logprobs.detach() # log-probs when sampled
+    for epoch: grpo_update(policy, optimizer, batch, A, old_lp) # the clipped loss below
+
+The loss, per completion token t of completion i, with ratio = exp(logp - logp_old)::
+
+    L_t = -min(ratio * A_i, clip(ratio, 1 - eps_low, 1 + eps_high) * A_i) + beta * KL_t
+    KL_t = exp(ref - logp) - (ref - logp) - 1          # the k3 estimator of KL(pi || pi_ref)
+
+averaged over every completion token of the batch ("token" aggregation, DAPO / TRL's default)
+or per completion first and then over completions ("sequence", the original GRPO).
+
+Multi-turn tasks (whole episodes) add step-level credit the GiGPO way (verl-agent): steps of
+episodes from the same seed that start from the *same observation* (an "anchor state",
+found by hashing the observation) form a group of their own, and their discounted returns are
+normalised within it. The advantage of a step is the episode-level advantage of its episode
+plus ``step_weight`` times its step-level advantage.
+
+References: DeepSeekMath (GRPO), DAPO (token-level loss, clip-higher), TRL's GRPOTrainer,
+verl-agent's GiGPO.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+
+@dataclass
+class GRPOConfig:
+    """GRPO hyper-parameters; the names are the keys of the ``grpo:`` section of a recipe."""
+
+    num_samples: int = 8  # G: completions per prompt (GUI-R1 / UI-R1 use 5-8)
+    lr: float = 1e-6
+    epochs: int = 1  # passes over one batch of samples (1: ratio is 1, the loss is plain PG)
+    clip_low: float = 0.2  # eps_low
+    clip_high: float = 0.2  # eps_high (DAPO's clip-higher raises it, e.g. 0.28)
+    kl_coef: float = 0.0  # beta; GUI recipes use 0-0.04
+    scale_by_std: bool = True  # False: Dr. GRPO's (r - mean) without the division
+    loss_aggregation: str = "token"  # "token" or "sequence"
+    max_grad_norm: float = 1.0
+    step_weight: float = 1.0  # GiGPO's omega: weight of step-level advantages
+    gamma: float = 0.95  # discount for step returns in multi-turn episodes
+    temperature: float = 1.0
+    max_new_tokens: int = 32
+
+
+# -- advantages -------------------------------------------------------------------------------
+def _group_index(
+    n: int, group_ids: Sequence[Hashable] | None, group_size: int | None
+) -> np.ndarray:
+    """An integer group per item: contiguous blocks of ``group_size`` or the given ids."""
+    if (group_ids is None) == (group_size is None):
+        raise ValueError("give exactly one of group_ids and group_size")
+    if group_size is not None:
+        if group_size <= 0 or n % group_size:
+            raise ValueError(f"{n} rewards do not split into groups of {group_size}")
+        return np.arange(n) // group_size
+    if len(group_ids) != n:
+        raise ValueError(f"{n} rewards but {len(group_ids)} group ids")
+    index: dict[Hashable, int] = {}
+    return np.array([index.setdefault(g, len(index)) for g in group_ids], dtype=np.int64)
+
+
+def group_advantages(
+    rewards,
+    group_ids: Sequence[Hashable] | None = None,
+    group_size: int | None = None,
+    scale_by_std: bool = True,
+    eps: float = 1e-6,
+) -> np.ndarray:
+    """GRPO's advantage ``A_i = (r_i - mean_g) / std_g`` within each group g.
+
+    Groups are contiguous blocks of ``group_size`` (how :meth:`VLMPolicy.generate` orders G
+    samples of each prompt) or items sharing a ``group_ids`` value. ``std`` is the sample
+    standard deviation (``ddof=1``, as ``torch.std`` in TRL); a group whose rewards are all
+    equal (std < eps), or a group of one, has advantage 0 — it carries no learning signal.
+    ``scale_by_std=False`` gives Dr. GRPO's ``r_i - mean_g``. Non-finite rewards are an error.
+    """
+    r = np.asarray(rewards, dtype=np.float64).reshape(-1)
+    if not np.isfinite(r).all():
+        raise ValueError(f"rewards must be finite, got {r[~np.isfinite(r)][:5]}")
+    groups = _group_index(len(r), group_ids, group_size)
+    advantages = np.zeros_like(r)
+    for g in np.unique(groups):
+        members = groups == g
+        if members.sum() < 2:
+            continue
+        centred = r[members] - r[members].mean()
+        std = r[members].std(ddof=1)
+        if std < eps:
+            continue
+        advantages[members] = centred / std if scale_by_std else centred
+    return advantages
+
+
+def anchor_key(observation: Any) -> str:
+    """A hash naming an observation exactly (GiGPO's anchor state): same screenshot pixels and
+    same instruction -> same key. Dicts hash their items in key order; arrays their dtype,
+    shape and bytes."""
+    h = hashlib.blake2b(digest_size=16)
+
+    def feed(value: Any) -> None:
+        if isinstance(value, dict):
+            for k in sorted(value):
+                h.update(f"<{k}>".encode())
+                feed(value[k])
+        elif isinstance(value, np.ndarray) or torch.is_tensor(value):
+            arr = np.ascontiguousarray(value.cpu().numpy() if torch.is_tensor(value) else value)
+            h.update(f"{arr.dtype}{arr.shape}".encode())
+            h.update(arr.tobytes())
+        elif isinstance(value, (list, tuple)):
+            h.update(b"[")
+            for v in value:
+                feed(v)
+            h.update(b"]")
+        else:
+            h.update(repr(value).encode())
+
+    feed(observation)
+    return h.hexdigest()
+
+
+def discounted_returns(rewards: Sequence[float], gamma: float) -> np.ndarray:
+    """``R_t = r_t + gamma * R_{t+1}`` along one episode."""
+    out = np.zeros(len(rewards))
+    running = 0.0
+    for t in reversed(range(len(rewards))):
+        running = rewards[t] + gamma * running
+        out[t] = running
+    return out
+
+
+@dataclass
+class StepAdvantages:
+    """GiGPO advantages of every step of a batch of episodes, flattened in episode order."""
+
+    advantages: np.ndarray  # episode + step_weight * step
+    episode: np.ndarray  # the episode-level part, repeated over the episode's steps
+    step: np.ndarray  # the step-level (anchor-state) part
+    step_groups: np.ndarray  # the anchor-state group of each step
+    episode_index: np.ndarray  # which episode each step belongs to
+
+
+def gigpo_advantages(
+    episode_rewards: Sequence[Sequence[float]],
+    episode_groups: Sequence[Hashable],
+    step_keys: Sequence[Sequence[str]],
+    gamma: float = 0.95,
+    step_weight: float = 1.0,
+    scale_by_std: bool = True,
+) -> StepAdvantages:
+    """Episode-level plus step-level (anchor-state) advantages for multi-turn GRPO.
+
+    ``episode_rewards[e]`` are the per-step rewards of episode e; ``episode_groups[e]`` its
+    group (episodes from the same seed / start state share one); ``step_keys[e][t]`` the
+    :func:`anchor_key` of the observation at step t.
+
+    - episode level: ``A^E_e`` = :func:`group_advantages` of the episode returns
+      ``sum_t r_t`` within each episode group;
+    - step level: steps whose (episode group, anchor key) agree form a group;
+      ``A^S`` = :func:`group_advantages` of their discounted returns ``R_t`` within it (a state
+      visited once has ``A^S = 0``);
+    - ``A = A^E + step_weight * A^S`` for each step.
+    """
+    if not (len(episode_rewards) == len(episode_groups) == len(step_keys)):
+        raise ValueError("episode_rewards, episode_groups and step_keys need one entry per episode")
+    for e, (rs, ks) in enumerate(zip(episode_rewards, step_keys)):
+        if len(rs) != len(ks):
+            raise ValueError(f"episode {e}: {len(rs)} rewards but {len(ks)} step keys")
+    totals = [float(np.sum(rs)) for rs in episode_rewards]
+    episode_adv = group_advantages(
+        totals, group_ids=list(episode_groups), scale_by_std=scale_by_std
+    )
+    returns, groups, owner = [], [], []
+    for e, (rs, ks) in enumerate(zip(episode_rewards, step_keys)):
+        returns.extend(discounted_returns(rs, gamma))
+        groups.extend((episode_groups[e], k) for k in ks)
+        owner.extend([e] * len(rs))
+    owner_arr = np.array(owner, dtype=np.int64)
+    if not returns:
+        empty = np.zeros(0)
+        return StepAdvantages(empty, empty, empty, np.zeros(0, np.int64), owner_arr)
+    step_adv = group_advantages(returns, group_ids=groups, scale_by_std=scale_by_std)
+    group_index = _group_index(len(groups), groups, None)
+    per_step_episode = episode_adv[owner_arr]
+    return StepAdvantages(
+        per_step_episode + step_weight * step_adv,
+        per_step_episode,
+        step_adv,
+        group_index,
+        owner_arr,
+    )
+
+
+# -- loss -------------------------------------------------------------------------------------
+def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
+    """Per-token k3 estimate of KL(pi || pi_ref): ``exp(d) - d - 1`` with ``d = ref - logp``
+    (unbiased, always >= 0; Schulman's "Approximating KL divergence")."""
+    d = ref_logprobs - logprobs
+    return torch.exp(d) - d - 1
+
+
+def grpo_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+    ref_logprobs: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+    loss_aggregation: str = "token",
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The clipped token-level GRPO surrogate (see the module docstring) and its statistics.
+
+    ``logprobs``, ``old_logprobs``, ``ref_logprobs`` and ``mask`` are (B, T); ``advantages``
+    is (B,) — one per completion, shared by its tokens. Returns ``(loss, stats)`` with
+    ``stats`` holding ``policy_loss``, ``kl``, ``clip_fraction`` and ``ratio_mean``.
+    """
+    if loss_aggregation not in ("token", "sequence"):
+        raise ValueError(
+            f"loss_aggregation must be 'token' or 'sequence', got {loss_aggregation!r}"
+        )
+    mask = mask.to(logprobs.dtype)
+    adv = advantages.to(logprobs.dtype).unsqueeze(-1)
+    ratio = torch.exp(logprobs - old_logprobs)
+    clipped = torch.clamp(ratio, 1 - clip_low, 1 + clip_high)
+    per_token = -torch.min(ratio * adv, clipped * adv)
+    policy_per_token = per_token
+    kl = torch.zeros_like(per_token)
+    if ref_logprobs is not None and kl_coef:
+        kl = kl_k3(logprobs, ref_logprobs)
+        per_token = per_token + kl_coef * kl
+
+    def aggregate(x: torch.Tensor) -> torch.Tensor:
+        if loss_aggregation == "token":
+            return (x * mask).sum() / mask.sum().clamp(min=1)
+        per_sequence = (x * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+        return per_sequence.mean()
+
+    loss = aggregate(per_token)
+    with torch.no_grad():
+        was_clipped = ((ratio - clipped).abs() > 0).to(mask.dtype)
+        stats = {
+            "loss": float(loss),
+            "policy_loss": float(aggregate(policy_per_token)),
+            "kl": float(aggregate(kl)),
+            "clip_fraction": float((was_clipped * mask).sum() / mask.sum().clamp(min=1)),
+            "ratio_mean": float((ratio * mask).sum() / mask.sum().clamp(min=1)),
+        }
+    return loss, stats
+
+
+# -- update -----------------------------------------------------------------------------------
+def grpo_update(
+    policy,
+    optimizer: torch.optim.Optimizer,
+    screenshots: Sequence,
+    instructions: Sequence[str],
+    completions: Sequence,
+    advantages,
+    old_logprobs: torch.Tensor | None = None,
+    histories: Sequence | None = None,
+    ref_policy=None,
+    config: GRPOConfig | None = None,
+) -> dict[str, float]:
+    """One gradient step of GRPO on a batch of (prompt, completion, advantage) rows.
+
+    ``policy`` (and ``ref_policy``, the frozen reference, when ``config.kl_coef > 0``) follow
+    the VLM policy interface: ``score(screenshots, instructions, completions, histories)``
+    returns per-token ``logprobs`` and ``mask``. Without ``old_logprobs`` the current
+    log-probs (detached) stand in: the ratio is 1 and the step is the plain policy gradient.
+    """
+    cfg = config or GRPOConfig()
+    scored = policy.score(screenshots, instructions, completions, histories)
+    logprobs, mask = scored.logprobs, scored.mask
+    if old_logprobs is None:
+        old_logprobs = logprobs.detach()
+    ref = None
+    if ref_policy is not None and cfg.kl_coef:
+        with torch.no_grad():
+            ref = ref_policy.score(screenshots, instructions, completions, histories).logprobs
+    adv = torch.as_tensor(np.asarray(advantages), dtype=torch.float32, device=logprobs.device)
+    loss, stats = grpo_loss(
+        logprobs, old_logprobs.to(logprobs.device), adv, mask, cfg.clip_low, cfg.clip_high,
+        ref, cfg.kl_coef, cfg.loss_aggregation,
+    )  # fmt: skip
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+    optimizer.step()
+    return stats

@@ -1,0 +1,161 @@
+"""The VLM policy wrapper on a tiny random model of every supported family (offline)."""
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from envs.actions import Action  # noqa: E402
+from vision.rewards import format_reward  # noqa: E402
+from vision.vlm import FAMILIES, VLMPolicy, load_vlm, train_bpe_tokenizer  # noqa: E402
+
+SCREEN = (64, 48)
+
+
+def _screens(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 256, (SCREEN[1], SCREEN[0], 3), dtype=np.uint8) for _ in range(n)]
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def policy(request) -> VLMPolicy:
+    return load_vlm(f"tiny-{request.param}", seed=0)
+
+
+def test_generate_logprobs_match_rescoring(policy):
+    """Sampled completions (G per prompt) and their sampling-time log-probs equal those the
+    full forward pass recomputes, for prompts of different lengths in one batch."""
+    torch.manual_seed(0)
+    instructions = ["Click the OK button", "Type hello into the name field please"]
+    histories = [[Action.click(3, 4)], []]
+    groups = policy.generate(
+        _screens(2), instructions, histories, num_samples=3, max_new_tokens=8, screen_size=SCREEN
+    )
+    assert [len(g) for g in groups] == [3, 3]
+    flat = [c for g in groups for c in g]
+    scored = policy.score(
+        [s for s in _screens(2) for _ in range(3)],
+        [i for i in instructions for _ in range(3)],
+        flat,
+        [h for h in histories for _ in range(3)],
+    )
+    for row, c in enumerate(flat):
+        n = len(c.token_ids)
+        assert 1 <= n <= 8
+        assert scored.mask[row].sum() == n
+        np.testing.assert_allclose(
+            scored.logprobs[row, :n].detach().numpy(), c.sampled_logprobs, atol=2e-4
+        )
+        assert c.logprob == pytest.approx(float(scored.sequence_logprobs[row].detach()), abs=1e-3)
+
+
+def test_score_text_completions_is_differentiable(policy):
+    texts = ["click(start_box='(100,200)')", "type(content='hello')"]
+    scored = policy.score(_screens(2), ["Click OK", "Type hello"], texts)
+    lengths = [len(policy.completion_ids(t)) for t in texts]
+    assert scored.mask.sum(-1).tolist() == lengths
+    assert scored.token_ids[0, lengths[0] - 1] == policy.end_token_id  # the end token is scored
+    assert (scored.logprobs[scored.mask.bool()] < 0).all()
+    scored.sequence_logprobs.sum().backward()
+    grads = [p.grad for p in policy.model.parameters() if p.grad is not None]
+    assert grads and any(g.abs().sum() > 0 for g in grads)
+    policy.model.zero_grad()
+
+
+def test_unparsable_output_is_a_noop_with_format_reward_zero(policy):
+    torch.manual_seed(1)
+    groups = policy.generate(_screens(1), ["Click OK"], num_samples=4, max_new_tokens=6)
+    for c in groups[0]:
+        assert c.parsed == bool(format_reward([c.text])[0])
+        if not c.parsed:
+            assert c.action == Action.wait() and c.error
+    for junk in ["", "I would click it", "click(start_box=", "os.system('rm -rf /')", "\x00\xff"]:
+        action, parsed, error = policy.parse(junk)
+        assert action == Action.wait() and not parsed and error
+
+
+def test_prompt_holds_image_instruction_and_history(policy):
+    prompt = policy.build_prompt("Click OK", ["click(start_box='(1,2)')", Action.key("enter")])
+    assert "Click OK" in prompt and "click(start_box='(1,2)')" in prompt
+    assert "hotkey(key='enter')" in prompt
+    assert policy.processor.image_token in prompt
+    batch = policy.encode_prompts(_screens(1), ["Click OK"])
+    image_id = policy.processor.tokenizer.convert_tokens_to_ids(policy.processor.image_token)
+    assert (batch["input_ids"] == image_id).sum() > 1  # the placeholder was expanded
+
+
+def test_act_follows_the_policy_protocol(policy):
+    torch.manual_seed(2)
+    obs = {"screenshot": np.stack(_screens(2)), "instruction": ["Click OK", "Press enter"]}
+    actions, logprobs, values, state = policy.act(obs, None, max_new_tokens=6)
+    assert len(actions) == 2 and all(isinstance(a, Action) for a in actions)
+    assert logprobs.shape == (2,) and values is None
+    assert [len(h) for h in state] == [1, 1]
+    for a in actions:
+        if a.point is not None:
+            a.validate(SCREEN)  # parsed with the screen size: on screen or a no-op
+
+
+def test_tokenizer_keeps_special_tokens_whole_and_round_trips_bytes():
+    tok = train_bpe_tokenizer(["<pad>", "<eos>", "<image>"], eos_token="<eos>", pad_token="<pad>",
+                              image_token="<image>", vocab_size=300)  # fmt: skip
+    ids = tok("<image><image>click(start_box='(1,2)')", add_special_tokens=False)["input_ids"]
+    assert ids[:2] == [tok.image_token_id] * 2
+    text = "type(content='héllo wörld ✓')"
+    assert tok.decode(tok(text, add_special_tokens=False)["input_ids"]) == text
+
+
+def test_unknown_family_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown VLM family 'gpt9'"):
+        load_vlm("tiny-gpt9")
+
+
+def test_greedy_generation_picks_the_most_likely_token_each_step(policy):
+    groups = policy.generate(_screens(1), ["Click OK"], do_sample=False, max_new_tokens=5)
+    again = policy.generate(_screens(1), ["Click OK"], do_sample=False, max_new_tokens=5)
+    c = groups[0][0]
+    assert c.token_ids == again[0][0].token_ids
+    batch = policy.encode_prompts(_screens(1), ["Click OK"])
+    ids = torch.cat([batch.pop("input_ids"), torch.tensor([c.token_ids[:-1]])], 1)
+    batch["attention_mask"] = torch.ones_like(ids)
+    for key in ("token_type_ids", "mm_token_type_ids"):  # per-token side inputs of some families
+        if key in batch:
+            fill = 1 if key == "token_type_ids" else 0
+            pad = torch.full((1, len(c.token_ids) - 1), fill, dtype=batch[key].dtype)
+            batch[key] = torch.cat([batch[key], pad], 1)
+    with torch.no_grad():
+        logits = policy.model(input_ids=ids, **batch).logits[0, -len(c.token_ids) :]
+    assert logits.argmax(-1).tolist() == c.token_ids
+
+
+def test_image_placeholders_never_enter_an_answer(policy):
+    image_token = policy.processor.image_token
+    # Written in a completion's text, a placeholder is read as plain characters...
+    ids = policy.completion_ids(f"type(content='{image_token}')")
+    assert not set(ids) & policy.placeholder_token_ids
+    scored = policy.score(_screens(1), ["Click OK"], [f"{image_token} click"])
+    assert torch.isfinite(scored.logprobs).all()
+    # ...as token ids it is refused, and sampling never produces one.
+    placeholder = next(iter(policy.placeholder_token_ids))
+    with pytest.raises(ValueError, match="placeholder"):
+        policy.score(_screens(1), ["Click OK"], [[placeholder, policy.end_token_id]])
+    torch.manual_seed(3)
+    groups = policy.generate(_screens(2), ["a", "b"], num_samples=4, max_new_tokens=12)
+    assert not any(set(c.token_ids) & policy.placeholder_token_ids for g in groups for c in g)
+
+
+def test_text_size_builds_a_larger_model_from_config():
+    small = load_vlm("tiny-qwen2_5_vl")
+    size = dict(hidden_size=96, intermediate_size=192, num_hidden_layers=3, num_attention_heads=6)
+    big = load_vlm("tiny-qwen2.5-vl", text_size=size)
+    assert big.model.config.text_config.hidden_size == 96
+    assert sum(p.numel() for p in big.model.parameters()) > sum(
+        p.numel() for p in small.model.parameters()
+    )
+    assert len(big.generate(_screens(1), ["Click OK"], num_samples=2, max_new_tokens=3)[0]) == 2
+    with pytest.raises(ValueError, match="unknown keys"):
+        load_vlm("tiny-llava", text_size={"width": 3})

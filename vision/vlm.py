@@ -1,0 +1,804 @@
+"""A vision-language policy: screenshot + instruction + history -> action text -> :class:`Action`.
+
+:class:`VLMPolicy` wraps any transformers image-text-to-text model and its processor. It
+
+1. builds the prompt — the screenshot, the instruction and the last few actions — with the
+   processor's chat template where the family has one (PaliGemma has none: its prompt is the
+   image token followed by the text, and its processor adds ``<bos>`` and the closing newline);
+2. ``generate``\\ s text: greedy or sampled, ``num_samples`` (GRPO's G) completions per prompt,
+   each with the token ids and the log-probabilities it was sampled with;
+3. scores ``logprobs`` of given completions (text or token ids) under the model, token by token,
+   masked to the completion — differentiable, for SFT and GRPO;
+4. parses the output with :func:`envs.actions.parse_action`: unparsable text becomes a ``wait``
+   no-op with ``parsed = False`` (format reward 0), never an exception;
+5. helps training: :meth:`VLMPolicy.frozen_copy` (GRPO's KL reference) and
+   :meth:`VLMPolicy.add_lora` (peft adapters on the language model, for large models).
+
+Image placeholder tokens (``<image>``, ``<|image_pad|>``, ``<|vision_start|>``...) are never
+sampled and never read from a completion's text: an answer cannot ask for image features.
+
+Completions end with the tokenizer's end token (``eos_token``: ``<|im_end|>`` for Qwen,
+``<end_of_utterance>`` for SmolVLM/Idefics3, ``</s>`` for LLaVA, ``<eos>`` for PaliGemma); the
+end token is part of the scored completion, as in TRL, so a policy learns to stop.
+
+:func:`load_vlm` loads a model by name or path (``from_pretrained``) or builds a tiny random one,
+``"tiny-<family>"``, with a byte-level BPE tokenizer trained on the spot (fully offline). Families:
+``qwen2_vl``, ``qwen2_5_vl``, ``idefics3``, ``smolvlm``, ``paligemma``, ``llava``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from envs.actions import Action, to_pyautogui, to_uitars
+from vision.rewards import safe_parse
+
+__all__ = [
+    "FAMILIES",
+    "Completion",
+    "VLMPolicy",
+    "load_vlm",
+    "build_tiny_vlm",
+    "train_bpe_tokenizer",
+    "task_corpus",
+]
+
+FAMILIES: tuple[str, ...] = ("qwen2_vl", "qwen2_5_vl", "idefics3", "smolvlm", "paligemma", "llava")
+
+DEFAULT_PROMPT = (
+    "{instruction}\n"
+    "Previous actions: {history}\n"
+    "Answer with one action, e.g. click(start_box='(x,y)') with x, y in 0-1000."
+)
+
+
+@dataclass
+class Completion:
+    """One generated answer: its text, token ids (end token included when the model stopped),
+    the log-probability of each token when it was sampled, and the parsed action."""
+
+    text: str
+    token_ids: list[int]
+    sampled_logprobs: list[float]
+    action: Action
+    parsed: bool
+    error: str | None = None
+
+    @property
+    def logprob(self) -> float:
+        return float(sum(self.sampled_logprobs))
+
+
+@dataclass
+class ScoredTokens:
+    """Per-token log-probs of a batch of completions, right-padded: ``logprobs`` and ``mask``
+    are (B, T); ``mask`` is 1 on completion tokens, 0 on padding."""
+
+    logprobs: Any  # torch.Tensor (B, T)
+    mask: Any  # torch.Tensor (B, T)
+    token_ids: Any  # torch.Tensor (B, T)
+
+    @property
+    def sequence_logprobs(self):
+        """(B,) sum of the completion's token log-probs."""
+        return (self.logprobs * self.mask).sum(-1)
+
+
+def _to_pil(screenshot):
+    from PIL import Image
+
+    if isinstance(screenshot, Image.Image):
+        return screenshot.convert("RGB")
+    arr = np.asarray(screenshot)
+    if arr.ndim != 3 or arr.shape[2] != 3 or arr.dtype != np.uint8:
+        raise ValueError(f"screenshot must be uint8 H×W×3, got {arr.dtype} {arr.shape}")
+    return Image.fromarray(arr)
+
+
+class VLMPolicy:
+    """An image-text-to-text model that acts in GUI environments through action text.
+
+    ``coordinates`` is how the numbers in the action text are read (``None``: pyautogui calls
+    in pixels, UI-TARS calls in 0-1000 — the defaults of :func:`envs.actions.parse_action`;
+    or ``"pixels"``, ``"relative1000"``, ``"unit"``). ``history_length`` recent actions go into
+    the prompt. ``prompt_template`` is formatted with ``instruction`` and ``history``.
+    """
+
+    def __init__(
+        self,
+        model,
+        processor,
+        family: str | None = None,
+        coordinates: str | None = None,
+        history_length: int = 3,
+        prompt_template: str = DEFAULT_PROMPT,
+        action_format: str = "uitars",
+    ) -> None:
+        self.model = model
+        self.processor = processor
+        self.tokenizer = processor.tokenizer
+        self.family = family or _family_of(model)
+        self.coordinates = coordinates
+        self.history_length = history_length
+        self.prompt_template = prompt_template
+        if action_format not in ("uitars", "pyautogui"):
+            raise ValueError(
+                f"action_format must be 'uitars' or 'pyautogui', got {action_format!r}"
+            )
+        self.action_format = action_format
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.end_token_id = self.tokenizer.eos_token_id
+        self.placeholder_token_ids = _placeholder_token_ids(model, processor)
+
+    # -- prompt -----------------------------------------------------------------------------
+    def action_text(self, action: Action, screen_size: tuple[int, int] | None = None) -> str:
+        """How this policy writes an action (for history lines and SFT targets)."""
+        if self.action_format == "uitars":
+            coords = (
+                "relative1000" if self.coordinates in (None, "relative1000") else self.coordinates
+            )
+            return to_uitars(action, screen_size, coords)
+        return to_pyautogui(action, self.coordinates or "pixels", screen_size)
+
+    def prompt_text(
+        self,
+        instruction: str,
+        history: Sequence[str | Action] = (),
+        screen_size: tuple[int, int] | None = None,
+    ) -> str:
+        """The user turn's text: the instruction and the last ``history_length`` actions
+        (action text as is; :class:`Action` values written with :meth:`action_text`, which needs
+        ``screen_size`` for relative coordinates)."""
+        recent = list(history)[-self.history_length :] if self.history_length else []
+        lines = [h if isinstance(h, str) else self.action_text(h, screen_size) for h in recent]
+        return self.prompt_template.format(
+            instruction=instruction, history="; ".join(lines) if lines else "none"
+        )
+
+    def build_prompt(
+        self,
+        instruction: str,
+        history: Sequence[str | Action] = (),
+        screen_size: tuple[int, int] | None = None,
+    ) -> str:
+        """The full prompt string with the image placeholder, before the processor expands it."""
+        text = self.prompt_text(instruction, history, screen_size)
+        if getattr(self.processor, "chat_template", None):
+            messages = [
+                {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}
+            ]
+            return self.processor.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=False
+            )
+        # No chat template (PaliGemma): image token(s) first; the processor adds <bos> and "\n".
+        return self.processor.image_token + text
+
+    def encode_prompts(
+        self,
+        screenshots: Sequence,
+        instructions: Sequence[str],
+        histories: Sequence[Sequence[str | Action]] | None = None,
+    ):
+        """Processor inputs (tensors) for a batch of prompts, left-padded for generation."""
+        if len(screenshots) != len(instructions):
+            raise ValueError(
+                f"screenshots and instructions differ in length: {len(screenshots)} vs {len(instructions)}"
+            )
+        histories = histories if histories is not None else [()] * len(instructions)
+        images = [[_to_pil(s)] for s in screenshots]
+        texts = [
+            self.build_prompt(i, h, image[0].size)
+            for i, h, image in zip(instructions, histories, images)
+        ]
+        self.tokenizer.padding_side = "left"
+        batch = self.processor(text=texts, images=images, padding=True, return_tensors="pt")
+        batch.pop("labels", None)  # PaliGemma's processor adds labels for its suffix API
+        return batch.to(self.model.device)
+
+    # -- parsing ----------------------------------------------------------------------------
+    def parse(
+        self, text: str, screen_size: tuple[int, int] | None = None
+    ) -> tuple[Action, bool, str | None]:
+        """``(action, parsed, error)``: unparsable text gives ``(wait, False, reason)``."""
+        action, error = safe_parse(text, screen_size, self.coordinates)
+        if action is None:
+            return Action.wait(), False, error
+        return action, True, None
+
+    # -- generation -------------------------------------------------------------------------
+    def generate(
+        self,
+        screenshots: Sequence,
+        instructions: Sequence[str],
+        histories: Sequence[Sequence[str | Action]] | None = None,
+        num_samples: int = 1,
+        max_new_tokens: int = 32,
+        do_sample: bool = True,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        screen_size: tuple[int, int] | None = None,
+    ) -> list[list[Completion]]:
+        """``num_samples`` completions for each prompt: a list (prompts) of lists (samples).
+
+        ``sampled_logprobs`` are the log-softmax of the model's raw logits at each step (before
+        temperature / top-p), i.e. the same quantity :meth:`score` recomputes. With
+        ``screen_size`` the parsed actions must lie on that screen.
+        """
+        import torch
+
+        if num_samples < 1 or (num_samples > 1 and not do_sample):
+            raise ValueError(
+                f"num_samples={num_samples} needs num_samples >= 1 and, above 1, do_sample"
+            )
+        batch = self.encode_prompts(screenshots, instructions, histories)
+        prompt_length = batch["input_ids"].shape[1]
+        kwargs = dict(
+            max_new_tokens=max_new_tokens,
+            do_sample=do_sample,
+            num_return_sequences=num_samples,
+            output_logits=True,
+            return_dict_in_generate=True,
+            pad_token_id=self.tokenizer.pad_token_id,
+            eos_token_id=self.end_token_id,
+            # An image placeholder in the answer would ask the model for image features it
+            # does not have (and break scoring): never sample one.
+            suppress_tokens=sorted(self.placeholder_token_ids),
+        )
+        if do_sample:
+            kwargs.update(temperature=temperature, top_p=top_p, top_k=top_k)
+        else:
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        with torch.no_grad():
+            out = self.model.generate(**batch, **kwargs)
+        new_tokens = out.sequences[:, prompt_length:]
+        # log π(token) step by step, gathering the sampled token (never a (B, T, vocab) tensor).
+        logprobs = torch.cat(
+            [
+                torch.log_softmax(step.float(), -1).gather(1, new_tokens[:, t : t + 1])
+                for t, step in enumerate(out.logits)
+            ],
+            1,
+        ).cpu()
+        new_tokens = new_tokens.cpu()
+        results: list[list[Completion]] = []
+        for row in range(new_tokens.shape[0]):
+            ids = new_tokens[row].tolist()
+            if self.end_token_id in ids:
+                ids = ids[: ids.index(self.end_token_id) + 1]
+            lps = logprobs[row, : len(ids)].tolist()
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+            action, parsed, error = self.parse(text, screen_size)
+            if row % num_samples == 0:
+                results.append([])
+            results[-1].append(Completion(text, ids, lps, action, parsed, error))
+        return results
+
+    # -- scoring ----------------------------------------------------------------------------
+    def completion_ids(self, text: str) -> list[int]:
+        """Token ids of a completion given as text: its tokens, then the end token. Special
+        tokens written in the text (``"<image>"``) are read as plain characters: completions
+        come from models and datasets, and must not smuggle in image placeholders."""
+        ids = self.tokenizer(text, add_special_tokens=False, split_special_tokens=True)
+        return ids["input_ids"] + [self.end_token_id]
+
+    def _token_ids(self, completion: str | Sequence[int] | Completion) -> list[int]:
+        if isinstance(completion, str):
+            return self.completion_ids(completion)
+        ids = list(completion.token_ids if isinstance(completion, Completion) else completion)
+        ids = [int(t) for t in ids]
+        bad = sorted(set(ids) & self.placeholder_token_ids)
+        if bad:
+            raise ValueError(f"completion token ids hold image placeholder tokens {bad}")
+        return ids
+
+    def score(
+        self,
+        screenshots: Sequence,
+        instructions: Sequence[str],
+        completions: Sequence[str | Sequence[int] | Completion],
+        histories: Sequence[Sequence[str | Action]] | None = None,
+    ) -> ScoredTokens:
+        """Per-token log-probs ``log π(c_t | prompt, c_<t)`` of each completion (one per prompt;
+        repeat a prompt to score several completions). Differentiable: runs with the model's
+        current grad mode. Completions are text (tokenised, end token appended), token ids or
+        :class:`Completion` objects (their ``token_ids``, exactly as sampled)."""
+        import torch
+
+        if len(completions) != len(instructions):
+            raise ValueError(
+                f"one completion per prompt: {len(completions)} completions, {len(instructions)} prompts"
+            )
+        batch = self.encode_prompts(screenshots, instructions, histories)
+        ids = [self._token_ids(c) for c in completions]
+        if any(len(c) == 0 for c in ids):
+            raise ValueError("a completion to score is empty")
+        length = max(len(c) for c in ids)
+        device = batch["input_ids"].device
+        comp = torch.full((len(ids), length), self.tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(ids), length), dtype=torch.long)
+        for i, c in enumerate(ids):
+            comp[i, : len(c)] = torch.tensor(c)
+            mask[i, : len(c)] = 1
+        comp, mask = comp.to(device), mask.to(device)
+        inputs = dict(batch)
+        prompt_ids = inputs.pop("input_ids")
+        inputs["input_ids"] = torch.cat([prompt_ids, comp], 1)
+        inputs["attention_mask"] = torch.cat([inputs["attention_mask"], mask], 1)
+        # Per-token side inputs grow with the completion: PaliGemma's token_type_ids mark it as
+        # the (causal) suffix with 1; Qwen's mm_token_type_ids mark it as text with 0.
+        for key, value in list(inputs.items()):
+            if key in ("input_ids", "attention_mask") or not torch.is_tensor(value):
+                continue
+            if value.dim() == 2 and value.shape == prompt_ids.shape:
+                fill = 1 if key == "token_type_ids" else 0
+                inputs[key] = torch.cat([value, torch.full_like(comp, fill)], 1)
+        # Logits at positions P-1 .. P+T-2 predict the T completion tokens; keep only those.
+        out = self.model(**inputs, use_cache=False, logits_to_keep=length + 1)
+        logits = out.logits[:, :-1].float()
+        logprobs = torch.log_softmax(logits, -1).gather(-1, comp.unsqueeze(-1)).squeeze(-1)
+        return ScoredTokens(logprobs * mask, mask, comp)
+
+    # -- training helpers -------------------------------------------------------------------
+    def frozen_copy(self) -> VLMPolicy:
+        """A deep copy with gradients off, in eval mode: GRPO's reference policy for the KL."""
+        import copy
+
+        ref = copy.copy(self)
+        ref.model = copy.deepcopy(self.model).eval()
+        for p in ref.model.parameters():
+            p.requires_grad_(False)
+        return ref
+
+    def add_lora(
+        self,
+        r: int = 16,
+        alpha: int = 32,
+        dropout: float = 0.0,
+        target_modules: Sequence[str] | str = ("q_proj", "k_proj", "v_proj", "o_proj"),
+    ) -> None:
+        """Wrap the model with peft LoRA adapters on the language model's attention projections
+        (vision tower left frozen): only the adapters train. For large models."""
+        from peft import LoraConfig, get_peft_model
+
+        targets = target_modules if isinstance(target_modules, str) else list(target_modules)
+        # Restrict to the language model: vision towers name their projections alike.
+        if not isinstance(targets, str):
+            targets = r".*(language_model|text_model).*\.(" + "|".join(targets) + r")$"
+        config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets)
+        self.model = get_peft_model(self.model, config)
+
+    def trainable_parameters(self) -> list:
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    # -- Policy protocol --------------------------------------------------------------------
+    def initial_state(self, batch_size: int) -> list[list[Action]]:
+        """Empty action histories, one per env. (A VLM's memory is its recent actions as text,
+        not a tensor: it is trained by SFT / GRPO through :meth:`score`, not by PPO.)"""
+        return [[] for _ in range(batch_size)]
+
+    def act(self, obs_batch: dict, state: Any = None, deterministic: bool = False, **gen_kwargs):
+        """``(actions, logprobs, None, state)`` for a batch of GUI observations
+        (``screenshot`` N×H×W×3, ``instruction`` N strings). ``state`` is the per-env history
+        (a list of lists of past actions), extended here."""
+        screenshots = np.asarray(obs_batch["screenshot"])
+        instructions = list(obs_batch["instruction"])
+        if screenshots.ndim == 3:
+            screenshots, instructions = screenshots[None], [obs_batch["instruction"]]
+        n = len(instructions)
+        state = [list(h) for h in state] if state is not None else [[] for _ in range(n)]
+        screen_size = (screenshots.shape[2], screenshots.shape[1])
+        samples = self.generate(
+            list(screenshots),
+            instructions,
+            state,
+            num_samples=1,
+            do_sample=not deterministic,
+            screen_size=screen_size,
+            **gen_kwargs,
+        )
+        actions = [s[0].action for s in samples]
+        logprobs = np.array([s[0].logprob for s in samples])
+        for history, action in zip(state, actions):
+            history.append(action)
+        return actions, logprobs, None, state
+
+
+_PLACEHOLDER_NAMES = ("image_token", "video_token", "vision_start_token", "vision_end_token",
+                      "fake_image_token", "global_image_token", "boi_token", "eoi_token")  # fmt: skip
+_PLACEHOLDER_CONFIG_KEYS = ("image_token_id", "image_token_index", "video_token_id",
+                            "vision_start_token_id", "vision_end_token_id")  # fmt: skip
+
+
+def _placeholder_token_ids(model, processor) -> set[int]:
+    """Ids of the tokens that mark or stand for images in a prompt (never part of an answer)."""
+    tok = processor.tokenizer
+    ids: set[int] = set()
+    for name in _PLACEHOLDER_NAMES:
+        for owner in (processor, tok):
+            token = getattr(owner, name, None)
+            if isinstance(token, str):
+                token_id = tok.convert_tokens_to_ids(token)
+                if token_id is not None and token_id != tok.unk_token_id:
+                    ids.add(int(token_id))
+    for key in _PLACEHOLDER_CONFIG_KEYS:
+        value = getattr(model.config, key, None)
+        if isinstance(value, int) and 0 <= value < len(tok):
+            ids.add(value)
+    ids.discard(tok.eos_token_id)
+    ids.discard(tok.pad_token_id)
+    return ids
+
+
+def _family_of(model) -> str:
+    model_type = getattr(model.config, "model_type", "")
+    return {"qwen2_5_vl": "qwen2_5_vl", "qwen2_vl": "qwen2_vl"}.get(model_type, model_type)
+
+
+# -- loading ----------------------------------------------------------------------------------
+def load_vlm(
+    name_or_path: str,
+    dtype: str | None = None,
+    device: str | None = None,
+    seed: int = 0,
+    text_size: dict[str, int] | None = None,
+    **policy_kwargs,
+) -> VLMPolicy:
+    """A :class:`VLMPolicy` from a pretrained model (``from_pretrained``: a hub name, offline
+    when ``HF_HUB_OFFLINE=1``, or a local folder) or a tiny random one (``"tiny-<family>"``, e.g.
+    ``"tiny-qwen2_vl"``; ``-`` and ``_`` are interchangeable, ``tiny-qwen2.5-vl`` works too;
+    ``text_size`` scales a tiny model's language model, see :func:`build_tiny_vlm`)."""
+    import torch
+
+    if name_or_path.startswith("tiny-"):
+        family = name_or_path[len("tiny-") :].replace("-", "_").replace(".", "_")
+        model, processor = build_tiny_vlm(family, seed=seed, text_size=text_size)
+    else:
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        torch_dtype = getattr(torch, dtype) if dtype else "auto"
+        processor = AutoProcessor.from_pretrained(name_or_path)
+        model = AutoModelForImageTextToText.from_pretrained(name_or_path, dtype=torch_dtype)
+        family = None
+    if dtype and name_or_path.startswith("tiny-"):
+        model = model.to(getattr(torch, dtype))
+    if device:
+        model = model.to(device)
+    return VLMPolicy(model, processor, family=family, **policy_kwargs)
+
+
+# -- tiny models ------------------------------------------------------------------------------
+_INSTRUCTION_WORDS = (
+    "click the button OK Cancel Submit Yes No Save Open Close check box field type into text "
+    "enter press key select menu item tab link icon on off file edit view help search name email "
+    "password username login next back first second third left right top bottom red green blue "
+    "and then a an of to in is fill form"
+).split()
+
+
+def task_corpus(n_actions: int = 400, seed: int = 0) -> list[str]:
+    """Texts to train a tiny tokenizer on: action texts in both syntaxes over random actions,
+    and instruction-like sentences. Deterministic for a seed."""
+    rng = random.Random(seed)
+    texts: list[str] = []
+    screen = (1000, 1000)
+    kinds = ["click", "double_click", "right_click", "move", "type", "key", "hotkey", "scroll",
+             "drag", "wait", "done"]  # fmt: skip
+    for _ in range(n_actions):
+        kind = rng.choice(kinds)
+        x, y, x2, y2 = (rng.randrange(1000) for _ in range(4))
+        if kind in ("click", "double_click", "right_click", "move"):
+            a = Action(kind, x, y)
+        elif kind == "drag":
+            a = Action.drag(x, y, x2, y2)
+        elif kind == "scroll":
+            a = Action.scroll(x, y, dy=rng.choice([-5, 5]))
+        elif kind == "type":
+            a = Action.type_text(" ".join(rng.sample(_INSTRUCTION_WORDS, 2)))
+        elif kind == "key":
+            a = Action.key(rng.choice(["enter", "tab", "escape", "backspace", "a", "1"]))
+        elif kind == "hotkey":
+            a = Action.hotkey("ctrl", rng.choice(["c", "v", "s", "a"]))
+        else:
+            a = Action(kind)
+        texts.append(to_uitars(a, screen))
+        texts.append(to_pyautogui(a))
+    for _ in range(n_actions // 2):
+        texts.append(" ".join(rng.choice(_INSTRUCTION_WORDS) for _ in range(rng.randint(3, 8))))
+    texts.append(DEFAULT_PROMPT)
+    texts.append("0123456789 ,.()[]'\"=_-:;\n")
+    return texts
+
+
+def train_bpe_tokenizer(
+    special_tokens: Sequence[str],
+    corpus: Sequence[str] | None = None,
+    vocab_size: int = 600,
+    **named_tokens: str,
+):
+    """A byte-level BPE tokenizer (a transformers fast tokenizer) trained on ``corpus``
+    (:func:`task_corpus` by default). ``special_tokens`` get the first ids and are never split;
+    ``named_tokens`` set the tokenizer's roles (``eos_token="<|im_end|>"``, ``pad_token=...``,
+    ``image_token=...``)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(special_tokens),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus if corpus is not None else task_corpus(), trainer)
+    standard = {
+        k: v
+        for k, v in named_tokens.items()
+        if k in ("bos_token", "eos_token", "pad_token", "unk_token")
+    }
+    extra = {k: v for k, v in named_tokens.items() if k not in standard}
+    return PreTrainedTokenizerFast(tokenizer_object=tok, extra_special_tokens=extra, **standard)
+
+
+# Hidden sizes of the tiny models: small enough for CPU tests, big enough to learn a little.
+_TEXT = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, max_position_embeddings=2048)  # fmt: skip
+_TINY_IMAGE = 32  # pixels a side for fixed-size vision towers
+_TINY_PATCH = 8
+
+
+def _qwen_tokenizer(corpus):
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>",
+                "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]  # fmt: skip
+    return train_bpe_tokenizer(
+        specials, corpus, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        image_token="<|image_pad|>", video_token="<|video_pad|>",
+        vision_start_token="<|vision_start|>", vision_end_token="<|vision_end|>",
+    )  # fmt: skip
+
+
+# Qwen's chat template, reduced to what the policy sends (user turns with an image and text).
+_QWEN_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for c in message['content'] %}{% if c['type'] == 'image' %}"
+    "<|vision_start|><|image_pad|><|vision_end|>{% elif c['type'] == 'text' %}{{ c['text'] }}"
+    "{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def _tiny_qwen(version: str, corpus, text_size: dict):
+    from transformers import Qwen2VLImageProcessor, Qwen2VLVideoProcessor
+
+    tok = _qwen_tokenizer(corpus)
+    # Qwen resizes to multiples of patch·merge (16 here) within [min, max] pixels: 64×64 at most.
+    vision = dict(patch_size=_TINY_PATCH, merge_size=2, temporal_patch_size=2)
+    image_processor = Qwen2VLImageProcessor(min_pixels=16 * 16, max_pixels=64 * 64, **vision)
+    video_processor = Qwen2VLVideoProcessor(min_pixels=16 * 16, max_pixels=64 * 64, **vision)
+    ids = {
+        "image_token_id": tok.convert_tokens_to_ids("<|image_pad|>"),
+        "video_token_id": tok.convert_tokens_to_ids("<|video_pad|>"),
+        "vision_start_token_id": tok.convert_tokens_to_ids("<|vision_start|>"),
+        "vision_end_token_id": tok.convert_tokens_to_ids("<|vision_end|>"),
+    }
+    # mrope splits the rotary half-dim (head_dim 16 -> 8) over (time, height, width).
+    half = text_size["hidden_size"] // text_size["num_attention_heads"] // 2
+    sections = [half // 4, (half - half // 4) // 2, half - half // 4 - (half - half // 4) // 2]
+    text = dict(text_size, vocab_size=len(tok), eos_token_id=tok.eos_token_id, bos_token_id=None,
+                pad_token_id=tok.pad_token_id, rope_scaling={"type": "mrope", "mrope_section": sections})  # fmt: skip
+    if version == "qwen2_vl":
+        from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor
+
+        vision_config = dict(depth=2, embed_dim=32, hidden_size=text_size["hidden_size"], num_heads=2, mlp_ratio=2,
+                             patch_size=_TINY_PATCH, spatial_merge_size=2, temporal_patch_size=2)  # fmt: skip
+        config = Qwen2VLConfig(text_config=text, vision_config=vision_config, **ids)
+        model = Qwen2VLForConditionalGeneration(config)
+        processor = Qwen2VLProcessor(
+            image_processor, tok, video_processor, chat_template=_QWEN_TEMPLATE
+        )
+    else:
+        from transformers import (
+            Qwen2_5_VLConfig,
+            Qwen2_5_VLForConditionalGeneration,
+            Qwen2_5_VLProcessor,
+        )
+
+        vision_config = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
+                             out_hidden_size=text_size["hidden_size"], patch_size=_TINY_PATCH, spatial_merge_size=2,
+                             temporal_patch_size=2, window_size=32, fullatt_block_indexes=[1])  # fmt: skip
+        config = Qwen2_5_VLConfig(text_config=text, vision_config=vision_config, **ids)
+        model = Qwen2_5_VLForConditionalGeneration(config)
+        processor = Qwen2_5_VLProcessor(
+            image_processor, tok, video_processor, chat_template=_QWEN_TEMPLATE
+        )
+    return model, processor
+
+
+def _tiny_idefics3(version: str, corpus, text_size: dict):
+    # SmolVLM and Idefics3 share the layout: Llama text model, SigLIP-like vision tower,
+    # pixel-shuffle connector (scale_factor), images squared to max_image_size when not split.
+    specials = ["<|endoftext|>", "<|im_start|>", "<end_of_utterance>", "<fake_token_around_image>",
+                "<image>", "<global-img>", "<video>"]  # fmt: skip
+    specials += [f"<row_{r}_col_{c}>" for r in range(1, 5) for c in range(1, 5)]
+    tok = train_bpe_tokenizer(
+        specials, corpus, bos_token="<|im_start|>", eos_token="<end_of_utterance>",
+        pad_token="<|endoftext|>", image_token="<image>", fake_image_token="<fake_token_around_image>",
+        global_image_token="<global-img>", end_of_utterance_token="<end_of_utterance>",
+    )  # fmt: skip
+    scale = 2
+    image_seq_len = (_TINY_IMAGE // _TINY_PATCH) ** 2 // scale**2
+    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                  image_size=_TINY_IMAGE, patch_size=_TINY_PATCH)  # fmt: skip
+    text = dict(text_size, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
+                bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
+    image_token_id = tok.convert_tokens_to_ids("<image>")
+    sizes = dict(size={"longest_edge": _TINY_IMAGE}, max_image_size={"longest_edge": _TINY_IMAGE},
+                 do_image_splitting=False)  # fmt: skip
+    if version == "idefics3":
+        from transformers import (
+            Idefics3Config,
+            Idefics3ForConditionalGeneration,
+            Idefics3ImageProcessor,
+            Idefics3Processor,
+        )
+
+        config = Idefics3Config(vision_config=vision, text_config=text, scale_factor=scale,
+                                image_token_id=image_token_id)  # fmt: skip
+        model = Idefics3ForConditionalGeneration(config)
+        processor = Idefics3Processor(
+            Idefics3ImageProcessor(**sizes), tok, image_seq_len=image_seq_len,
+            chat_template=_SMOL_TEMPLATE,
+        )  # fmt: skip
+    else:
+        from transformers import (
+            SmolVLMConfig,
+            SmolVLMForConditionalGeneration,
+            SmolVLMImageProcessor,
+            SmolVLMProcessor,
+            SmolVLMVideoProcessor,
+        )
+
+        config = SmolVLMConfig(vision_config=vision, text_config=text, scale_factor=scale,
+                               image_token_id=image_token_id)  # fmt: skip
+        model = SmolVLMForConditionalGeneration(config)
+        processor = SmolVLMProcessor(
+            SmolVLMImageProcessor(**sizes), tok, SmolVLMVideoProcessor(**sizes),
+            image_seq_len=image_seq_len, chat_template=_SMOL_TEMPLATE,
+        )  # fmt: skip
+    return model, processor
+
+
+# SmolVLM / Idefics3's chat template ("<|im_start|>User:<image>text<end_of_utterance>\nAssistant:").
+_SMOL_TEMPLATE = (
+    "<|im_start|>{% for message in messages %}{{ message['role'] | capitalize }}"
+    "{% if message['content'] is string %}{{ ': ' + message['content'] }}{% else %}"
+    "{% if message['content'][0]['type'] == 'image' %}{{ ':' }}{% else %}{{ ': ' }}{% endif %}"
+    "{% for c in message['content'] %}{% if c['type'] == 'text' %}{{ c['text'] }}"
+    "{% elif c['type'] == 'image' %}{{ '<image>' }}{% endif %}{% endfor %}{% endif %}"
+    "<end_of_utterance>\n{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"
+)
+
+
+def _tiny_paligemma(corpus, text_size: dict):
+    from transformers import (
+        PaliGemmaConfig,
+        PaliGemmaForConditionalGeneration,
+        PaliGemmaProcessor,
+        SiglipImageProcessor,
+    )
+
+    tok = train_bpe_tokenizer(
+        ["<pad>", "<eos>", "<bos>", "<unk>", "<image>"], corpus,
+        bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>",
+        image_token="<image>",
+    )  # fmt: skip
+    image_processor = SiglipImageProcessor(size={"height": _TINY_IMAGE, "width": _TINY_IMAGE})
+    image_processor.image_seq_length = (_TINY_IMAGE // _TINY_PATCH) ** 2
+    processor = PaliGemmaProcessor(image_processor, tok)  # adds <loc####>/<seg###> tokens
+    head_dim = text_size["hidden_size"] // text_size["num_attention_heads"]
+    text = dict(text_size, vocab_size=len(tok), head_dim=head_dim, pad_token_id=tok.pad_token_id,
+                bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
+    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                  image_size=_TINY_IMAGE, patch_size=_TINY_PATCH, vision_use_head=False)  # fmt: skip
+    width = text_size["hidden_size"]
+    config = PaliGemmaConfig(vision_config=vision, text_config=text, projection_dim=width,
+                             hidden_size=width, vocab_size=len(tok),
+                             image_token_index=tok.convert_tokens_to_ids("<image>"))  # fmt: skip
+    return PaliGemmaForConditionalGeneration(config), processor
+
+
+# LLaVA-1.5's chat template: "USER: <image>\n{text} ASSISTANT:".
+_LLAVA_TEMPLATE = (
+    "{% for message in messages %}{{ message['role'].upper() + ': ' }}"
+    "{% if message['content'] is string %}{{ message['content'] + ' ' }}{% else %}"
+    "{% for c in message['content'] if c['type'] == 'image' %}{{ '<image>\n' }}{% endfor %}"
+    "{% for c in message['content'] if c['type'] == 'text' %}{{ c['text'] + ' ' }}{% endfor %}"
+    "{% endif %}{% endfor %}{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"
+)
+
+
+def _tiny_llava(corpus, text_size: dict):
+    from transformers import (
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaImageProcessor,
+        LlavaProcessor,
+    )
+
+    tok = train_bpe_tokenizer(
+        ["<unk>", "<s>", "</s>", "<pad>", "<image>"], corpus,
+        bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>", image_token="<image>",
+    )  # fmt: skip
+    # do_pad: pad the screenshot to a square instead of cropping away its edges (LLaVA-1.5 style).
+    image_processor = LlavaImageProcessor(
+        size={"shortest_edge": _TINY_IMAGE}, crop_size={"height": _TINY_IMAGE, "width": _TINY_IMAGE},
+        do_pad=True,
+    )  # fmt: skip
+    processor = LlavaProcessor(
+        image_processor, tok, patch_size=_TINY_PATCH, vision_feature_select_strategy="default",
+        chat_template=_LLAVA_TEMPLATE, num_additional_image_tokens=1,
+    )  # fmt: skip
+    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                  image_size=_TINY_IMAGE, patch_size=_TINY_PATCH, projection_dim=32)  # fmt: skip
+    text = dict(text_size, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
+                bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
+    config = LlavaConfig(
+        vision_config=dict(vision, model_type="clip_vision_model"), text_config=dict(text, model_type="llama"),
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
+        image_seq_length=(_TINY_IMAGE // _TINY_PATCH) ** 2,
+        vision_feature_select_strategy="default", vision_feature_layer=-1,
+    )  # fmt: skip
+    return LlavaForConditionalGeneration(config), processor
+
+
+_TINY_BUILDERS: dict[str, Callable] = {
+    "qwen2_vl": lambda corpus, text: _tiny_qwen("qwen2_vl", corpus, text),
+    "qwen2_5_vl": lambda corpus, text: _tiny_qwen("qwen2_5_vl", corpus, text),
+    "idefics3": lambda corpus, text: _tiny_idefics3("idefics3", corpus, text),
+    "smolvlm": lambda corpus, text: _tiny_idefics3("smolvlm", corpus, text),
+    "paligemma": _tiny_paligemma,
+    "llava": _tiny_llava,
+}
+
+
+def build_tiny_vlm(
+    family: str,
+    seed: int = 0,
+    corpus: Sequence[str] | None = None,
+    text_size: dict[str, int] | None = None,
+):
+    """``(model, processor)``: a tiny random-initialised model of ``family`` (text model hidden
+    64, 2 layers; a 2-layer vision tower on 32-64 px images) and its processor, with a byte-level
+    BPE tokenizer trained on ``corpus`` (:func:`task_corpus` by default). Offline; seeded.
+
+    ``text_size`` overrides the language model's shape (``hidden_size``, ``intermediate_size``,
+    ``num_hidden_layers``, ``num_attention_heads``, ``num_key_value_heads``) to build a larger
+    model from config, e.g. ~100M parameters for a GPU throughput check."""
+    import torch
+
+    if family not in _TINY_BUILDERS:
+        raise ValueError(f"unknown VLM family {family!r}; tiny families: {', '.join(FAMILIES)}")
+    unknown = set(text_size or {}) - set(_TEXT)
+    if unknown:
+        raise ValueError(f"text_size: unknown keys {sorted(unknown)}; known: {sorted(_TEXT)}")
+    size = dict(_TEXT, **(text_size or {}))
+    if size["hidden_size"] % size["num_attention_heads"]:
+        raise ValueError(
+            f"text_size: hidden_size {size['hidden_size']} is not a multiple of "
+            f"num_attention_heads {size['num_attention_heads']}"
+        )
+    torch.manual_seed(seed)
+    model, processor = _TINY_BUILDERS[family](
+        corpus if corpus is not None else task_corpus(seed=seed), size
+    )
+    model.eval()
+    return model, processor
