@@ -283,7 +283,11 @@ class Action:
 
     @classmethod
     def from_sample(cls, sample: dict) -> Action:
-        """The action an element of :func:`action_space` stands for (reads only what its kind uses)."""
+        """The action an element of :func:`action_space` stands for (reads only what its kind uses).
+
+        Every element of the space is an action: the degenerate samples — a scroll of (0, 0), an
+        empty ``type`` text, a hotkey chord with no key — mean ``wait``.
+        """
         try:
             kind = KINDS[int(sample["kind"])]
         except (KeyError, IndexError, TypeError, ValueError) as e:
@@ -296,14 +300,16 @@ class Action:
             return cls(kind, x, y, x2, y2)
         if kind == "scroll":
             dx, dy = (int(v) for v in np.asarray(sample["scroll"]).reshape(2))
-            return cls(kind, x, y, dx=dx, dy=dy)
+            return cls(kind, x, y, dx=dx, dy=dy) if dx or dy else cls("wait")
         if kind == "type":
-            return cls(kind, text=str(sample["text"]))
+            text = str(sample["text"])
+            return cls(kind, text=text) if text else cls("wait")
         if kind == "key":
             return cls(kind, keys=(KEY_NAMES[int(sample["key"])],))
         if kind == "hotkey":
             chord = np.asarray(sample["hotkey"]).reshape(-1)
-            return cls(kind, keys=tuple(KEY_NAMES[i] for i in np.flatnonzero(chord)))
+            keys = tuple(KEY_NAMES[i] for i in np.flatnonzero(chord))
+            return cls(kind, keys=keys) if keys else cls("wait")
         return cls(kind)
 
 

@@ -12,7 +12,7 @@ import importlib
 import sys
 
 # Order here is the order in `pixelrl --help`.
-COMMANDS = ["envs"]
+COMMANDS = ["envs", "demo"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,374 @@
+"""The screen: one :class:`Desktop` holding the wallpaper, icons, windows, taskbar and popup.
+
+It owns what no single widget can: the z-order (windows bottom to top, then the taskbar, then
+at most one popup), hit-testing along it (only what shows at a point receives input there; a
+modal dialog blocks every other window), input dispatch for every :class:`~envs.actions.Action`
+kind with keyboard focus, the frame and its dirty-rectangle repaint, and the accessibility tree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from envs.actions import Action
+from envs.desktop import render
+from envs.desktop.render import Canvas, Rect, contains, intersect, text_width, union
+from envs.desktop.theme import Theme
+from envs.desktop.widgets import Icon, Label, Popup, Taskbar, TextField, Widget, Window
+from envs.gui import a11y_element
+
+
+class Desktop(Widget):
+    """The screen: wallpaper, icons, windows in z-order, taskbar, popup, focus, and the frame.
+
+    ``frame`` is the one persistent H×W×3 image; :meth:`render` repaints the rectangles
+    invalidated since the last call (overlapping ones merged), drawing every layer clipped to each.
+    """
+
+    role = "desktop"
+
+    def __init__(self, theme: Theme, frame: np.ndarray | None = None) -> None:
+        """``frame``: an H×W×3 uint8 buffer to draw into (reused between episodes), or a new one."""
+        super().__init__("Desktop", (0, 0, theme.width, theme.height))
+        self._theme = theme
+        self.desktop = self
+        self._next_id = 0
+        self._next_serial = 0
+        self.icons: list[Icon] = []
+        self.windows: list[Window] = []  # bottom to top
+        self.popup: Popup | None = None
+        self.focus: Widget | None = None
+        self.events: list[tuple[str, Widget, Any]] = []
+        self.taskbar = Taskbar(
+            "taskbar", (0, theme.height - theme.taskbar_height, theme.width, theme.height)
+        )
+        self.taskbar.attach(self, self)
+        shape = (theme.height, theme.width, 3)
+        if frame is None or frame.shape != shape or frame.dtype != np.uint8:
+            frame = np.zeros(shape, dtype=np.uint8)
+        self.frame = frame
+        self.canvas = Canvas(self.frame)
+        self.wallpaper = render.gradient(theme.width, theme.height, *theme.palette.wallpaper)
+        self.wallpaper_key = (theme.width, theme.height, *theme.palette.wallpaper)
+        self.dirty: list[Rect] = [self.rect]  # regions to repaint, kept disjoint
+        self._a11y: list[dict] | None = None
+        self._layer: Widget | None = None  # the layer a11y_tree() is walking
+        self._modal: Window | None = None
+        self.id = "desktop"
+
+    @property
+    def theme(self) -> Theme:
+        return self._theme
+
+    def new_id(self) -> str:
+        self._next_id += 1
+        return f"e{self._next_id}"
+
+    # -- scene changes ---------------------------------------------------------------------------
+    def invalidate(self, rect: Rect) -> None:
+        """Mark ``rect`` for repainting; overlapping dirty regions merge into their bounding box."""
+        self._a11y = None
+        rect = intersect(rect, self.rect)
+        if rect is None:
+            return
+        merged = True
+        while merged:
+            merged = False
+            for i, r in enumerate(self.dirty):
+                if intersect(r, rect):
+                    rect = union(r, rect)
+                    del self.dirty[i]
+                    merged = True
+                    break
+        self.dirty.append(rect)
+
+    def add_icon(self, icon: Icon, x: int, y: int) -> Icon:
+        w, h = icon.cell_size(self.theme)
+        icon.rect = (x, y, x + w, y + h)
+        icon.attach(self, self)
+        self.icons.append(icon)
+        icon.invalidate()
+        return icon
+
+    def remove_icon(self, icon: Icon) -> None:
+        icon.invalidate()
+        self.icons.remove(icon)
+        if self.focus is icon:
+            self.focus = None
+
+    def add_window(self, window: Window, x: int, y: int) -> Window:
+        window.place(x, y)
+        window.attach(self, None)
+        window.serial = self._next_serial
+        self._next_serial += 1
+        self.windows.append(window)
+        window.invalidate()
+        self.taskbar.invalidate()
+        self._previous_top_changed()
+        return window
+
+    def remove_window(self, window: Window) -> None:
+        window.invalidate()
+        self.windows.remove(window)
+        window.open = False
+        if self.focus is not None and self.focus.window() is window:
+            self.focus = None
+        if self.popup is not None and self.popup.owner.window() is window:
+            self.close_popup()
+        self.taskbar.invalidate()
+        self._previous_top_changed()
+
+    def top_window(self) -> Window | None:
+        return self.windows[-1] if self.windows else None
+
+    def raise_window(self, window: Window) -> None:
+        if self.top_window() is window:
+            return
+        modal = self.top_window()
+        if modal is not None and modal.modal:
+            return  # a dialog stays on top until it is closed
+        self.windows.remove(window)
+        self.windows.append(window)
+        window.invalidate()
+        self.taskbar.invalidate()
+        self._previous_top_changed()
+
+    def _previous_top_changed(self) -> None:
+        # The title bar colours of every window depend on which one is on top.
+        for w in self.windows:
+            self.invalidate(w.title_rect())
+
+    def open_popup(self, popup: Popup) -> None:
+        self.close_popup()
+        popup.attach(self, None)
+        self.popup = popup
+        popup.invalidate()
+        popup.owner.invalidate()
+
+    def close_popup(self) -> None:
+        if self.popup is not None:
+            popup, self.popup = self.popup, None
+            popup.invalidate()
+            popup.owner.invalidate()
+
+    def set_focus(self, widget: Widget | None) -> None:
+        if widget is not self.focus:
+            old, self.focus = self.focus, widget
+            if old is not None:
+                old.invalidate()
+                if (
+                    isinstance(old, TextField)
+                    and isinstance(old.parent, Icon)
+                    and old.parent.editor is old
+                ):
+                    old.parent.finish_rename(commit=True)  # clicking elsewhere commits a rename
+            if widget is not None:
+                widget.invalidate()
+
+    def select_icon(self, icon: Icon | None) -> None:
+        for i in self.icons:
+            i.set_selected(i is icon)
+
+    def open_icon_window(self, icon: Icon) -> None:
+        """Opening an icon shows a small window naming it (what a file manager would)."""
+        t = self.theme
+        if icon.kind == "trash":
+            lines = [f"{len(icon.contents)} item(s) in the Trash"] + icon.contents[:3]
+        elif icon.kind == "folder":
+            lines = [f"Folder {icon.name}", f"{len(icon.contents)} item(s)"] + icon.contents[:3]
+        else:
+            lines = [f"Opened {icon.name}"]
+        labels = [Label(s) for s in lines]
+        w = min(
+            t.width - 2 * t.pad,
+            max(text_width(s, t.font_size) for s in lines) + 4 * t.pad + t.title_height,
+        )
+        h = t.title_height + len(lines) * t.row_height + 2 * t.pad
+        for k, lab in enumerate(labels):
+            lab.rect = (
+                2 * t.pad,
+                t.title_height + t.pad + k * t.row_height,
+                w - t.pad,
+                t.title_height + t.pad + (k + 1) * t.row_height,
+            )
+        area = t.work_area
+        x = min(icon.rect[2] + t.pad, area[2] - w)
+        y = min(icon.rect[1], area[3] - h)
+        self.add_window(Window(icon.name, (w, h), labels), max(0, x), max(0, y))
+
+    # -- hit-testing ----------------------------------------------------------------------------
+    def owner_at(self, x: int, y: int) -> Widget | None:
+        """The top-level layer that shows at (x, y): the popup, a window, the taskbar, or None."""
+        if self.popup is not None and contains(self.popup.rect, x, y):
+            return self.popup
+        if contains(self.taskbar.rect, x, y):
+            return self.taskbar
+        for w in reversed(self.windows):
+            if contains(w.rect, x, y):
+                return w
+        return None
+
+    def hit(self, x: int, y: int) -> Widget | None:
+        """The widget that receives input at (x, y); None where a modal dialog blocks it."""
+        owner = self.owner_at(x, y)
+        top = self.top_window()
+        if top is not None and top.modal and owner is not top and owner is not self.popup:
+            return None
+        if owner is not None:
+            return owner.hit(x, y)
+        for icon in reversed(self.icons):
+            if contains(icon.rect, x, y):
+                return icon.hit(x, y)
+        return self
+
+    # -- input ------------------------------------------------------------------------------------
+    def dispatch(self, action: Action) -> None:
+        """Apply one validated :class:`Action`; what happened is appended to ``events``."""
+        kind = action.kind
+        if kind in ("click", "double_click", "right_click", "drag"):
+            x, y = action.x, action.y
+            if self.popup is not None and not contains(self.popup.rect, x, y):
+                self.close_popup()
+                return
+            target = self.hit(x, y)
+            if target is None:
+                self.events.append(("blocked", self, (x, y)))
+                return
+            window = target.window()
+            if window is not None:
+                self.raise_window(window)
+            if kind != "drag" or not isinstance(target, Icon):
+                self.set_focus(target if target.focusable else None)
+            if not isinstance(target, Icon) and kind != "right_click":
+                self.select_icon(None)
+            if kind == "click":
+                target.click(x, y)
+            elif kind == "double_click":
+                target.double_click(x, y)
+            elif kind == "right_click":
+                target.right_click(x, y)
+            else:
+                target.drag(x, y, action.x2, action.y2)
+        elif kind == "scroll":
+            target = self.hit(action.x, action.y)
+            while target is not None and not target.scroll(action.dx, action.dy):
+                target = target.parent
+        elif kind == "type":
+            text = action.text
+            submit = text.endswith("\n")
+            if self.focus is not None:
+                if submit:
+                    text = text[:-1]
+                if text:
+                    self.focus.text(text)
+                if submit:
+                    self.key("enter")
+        elif kind == "key":
+            self.key(action.keys[0])
+        elif kind == "hotkey":
+            if self.focus is not None:
+                self.focus.hotkey(action.keys)
+        # move, wait, done, fail change nothing on screen
+
+    def key(self, key: str) -> None:
+        if key == "escape" and self.popup is not None:
+            self.close_popup()
+            return
+        focus = self.focus
+        if focus is None:
+            return
+        if (
+            isinstance(focus, TextField)
+            and isinstance(focus.parent, Icon)
+            and focus.parent.editor is focus
+        ):
+            if key in ("enter", "escape"):
+                focus.parent.finish_rename(commit=key == "enter")
+                return
+        focus.key(key)
+
+    # -- rendering --------------------------------------------------------------------------------
+    def render(self) -> np.ndarray:
+        """Repaint the dirty regions of ``frame`` and return ``frame`` (not a copy)."""
+        for rect in self.dirty:
+            self._repaint(rect)
+        self.dirty = []
+        return self.frame
+
+    def _repaint(self, rect: Rect) -> None:
+        """Draw every layer, bottom to top, clipped to ``rect``."""
+        c = self.canvas
+        c.set_clip(rect)
+        clip = c.clip
+        c.copy_from(self.wallpaper, clip)
+        for icon in self.icons:
+            if intersect(icon.rect, clip):
+                icon.draw(c)
+        for w in self.windows:
+            if intersect(w.rect, clip):
+                w.draw(c)
+        if intersect(self.taskbar.rect, clip):
+            self.taskbar.draw(c)
+        if self.popup is not None and intersect(self.popup.rect, clip):
+            self.popup.draw(c)
+
+    # -- accessibility ---------------------------------------------------------------------------
+    def element(
+        self,
+        widget: Widget,
+        role: str,
+        name: str,
+        bbox: Rect,
+        state: dict,
+        window: str,
+        element_id: str | None = None,
+    ) -> dict:
+        """An a11y element for ``widget`` with ``visible`` / ``enabled`` judged by the z-order.
+
+        Called while :meth:`a11y_tree` walks one layer (``self._layer``: a window, the taskbar,
+        the popup, or None for the icons on the desktop itself). ``state`` is the widget's fresh
+        state dict and gains ``visible``, ``enabled`` (False behind a modal dialog), ``window``.
+        """
+        x0, y0, x1, y1 = bbox
+        cx, cy = (x0 + x1 - 1) // 2, (y0 + y1 - 1) // 2
+        layer = self._layer
+        t = self.theme
+        visible = 0 <= cx < t.width and 0 <= cy < t.height and self.owner_at(cx, cy) is layer
+        blocked = self._modal is not None and layer is not self._modal and layer is not self.popup
+        state["visible"] = visible
+        if blocked or "enabled" in state:
+            state["enabled"] = state.get("enabled", True) and not blocked
+        if window:
+            state["window"] = window
+        if x0 < 0 or y0 < 0 or x1 > t.width or y1 > t.height:
+            bbox = intersect(bbox, (0, 0, t.width, t.height)) or (0, 0, 0, 0)
+        return a11y_element(
+            element_id or widget.id,
+            role,
+            name,
+            bbox,
+            state,
+            self.focus is widget and role != "listitem",
+        )
+
+    def a11y_tree(self) -> list[dict]:
+        """Every element on screen, bottom layer first (cached until something changes)."""
+        if self._a11y is None:
+            out: list[dict] = []
+            top = self.top_window()
+            self._modal = top if top is not None and top.modal else None
+            self._layer = None
+            for icon in self.icons:
+                icon.a11y(out, "")
+            for w in self.windows:
+                self._layer = w
+                w.a11y(out, w.name)
+            self._layer = self.taskbar
+            self.taskbar.a11y(out, "")
+            if self.popup is not None:
+                self._layer = self.popup
+                self.popup.a11y(out, "")
+            self._a11y = out
+        return self._a11y
