@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, on Debian/Ubuntu, the system programs pixelrl's real backends and tests drive:
-# Xvfb and xdotool (X11 desktop), Chromium and its driver (MiniWoB++), Tk (test apps).
+# Xvfb and xdotool (X11 desktop), Chromium and its driver (MiniWoB++), Tk (test apps), x11-apps
+# (xedit, xcalc: real applications of the X11 tasks).
 # Does nothing when they are all present; uses sudo when not root; elsewhere says what to install.
 set -euo pipefail
 
@@ -11,6 +12,7 @@ command -v xwininfo >/dev/null 2>&1 || missing+=(x11-utils)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v wish >/dev/null 2>&1 || missing+=(tk)
+command -v xedit >/dev/null 2>&1 || missing+=(x11-apps)  # xedit and xcalc for the X11 tasks
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then
