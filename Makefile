@@ -3,11 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.pixelrl-installed
-SYSTEM_STAMP := $(VENV)/.pixelrl-system
 
 .PHONY: demo test bench lint setup system-deps clean
 
-setup: $(STAMP) $(SYSTEM_STAMP)
+setup: $(STAMP) system-deps
 
 # The virtual environment with pixelrl and every extra the tests use; redone when pyproject changes.
 $(STAMP): pyproject.toml
@@ -16,11 +15,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[all]'
 	@touch $(STAMP)
 
-# System packages the tests drive for real: Xvfb, xdotool, Chromium + driver, Tk.
-$(SYSTEM_STAMP):
-	@bash scripts/install_system_deps.sh
-	@mkdir -p $(VENV) && touch $(SYSTEM_STAMP)
-
+# System packages the tests drive for real (Xvfb, xdotool, Chromium + driver, Tk, x11-apps);
+# a quick check when they are all there.
 system-deps:
 	@bash scripts/install_system_deps.sh
 
