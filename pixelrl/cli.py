@@ -12,7 +12,7 @@ import importlib
 import sys
 
 # Order here is the order in `pixelrl --help`.
-COMMANDS = ["envs", "demo"]
+COMMANDS = ["envs", "record", "replay", "view", "demo"]
 
 
 def build_parser() -> argparse.ArgumentParser:

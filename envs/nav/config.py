@@ -1,0 +1,115 @@
+"""``NavConfig``: every option of the navigation envs, with habitat's defaults.
+
+``gymnasium.make("pixelrl/PointNav-v0", width=128, height=128, dataset_path=...)`` passes its
+keyword arguments here; an unknown key is an error that lists the valid ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+TASKS = ("pointnav", "objectnav")
+SENSORS = ("rgb", "depth", "semantic")
+
+
+@dataclass
+class NavConfig:
+    """Options of ``pixelrl/PointNav-v0`` and ``pixelrl/ObjectNav-v0``.
+
+    Task: ``task`` ("pointnav" | "objectnav"), ``max_episode_steps`` (500), ``success_distance``
+    (None -> 0.2 m PointNav, 0.1 m ObjectNav), reward ``slack_reward`` and ``success_reward``.
+    Sensors: ``sensors`` (subset of rgb, depth, semantic), ``width`` x ``height`` px, ``hfov``
+    degrees, ``sensor_height`` m, depth ``min_depth``/``max_depth`` m and ``normalize_depth``.
+    Actions: ``forward_step`` m, ``turn_angle`` degrees (None -> 10 PointNav, 30 ObjectNav),
+    ``allow_sliding`` along walls. Agent body: ``agent_radius``, ``agent_height``, ``max_climb``,
+    grid ``cell_size``. Episodes: ``dataset_path`` (habitat .json.gz; walked in order unless
+    ``shuffle``), ``scene_dir`` (where relative scene ids live), or generated on the fly in
+    ``scenes`` (mesh paths) or ``num_scenes`` procedural apartments from ``scene_seed`` with
+    generator knobs ``apartment`` (rooms, room_size, clutter, ...) and ``episode_rules``
+    (min_geodesic, max_geodesic, min_ratio). ``backend``: "embedded" or "habitat".
+    """
+
+    task: str = "pointnav"
+    backend: str = "embedded"
+    width: int = 256
+    height: int = 256
+    hfov: float = 90.0
+    sensor_height: float = 1.25
+    sensors: tuple[str, ...] = ("rgb", "depth")
+    min_depth: float = 0.0
+    max_depth: float = 10.0
+    normalize_depth: bool = False
+    forward_step: float = 0.25
+    turn_angle: float | None = None
+    allow_sliding: bool = True
+    max_episode_steps: int = 500
+    success_distance: float | None = None
+    slack_reward: float = -0.01
+    success_reward: float = 2.5
+    agent_radius: float = 0.1
+    agent_height: float = 1.5
+    max_climb: float = 0.2
+    cell_size: float = 0.05
+    dataset_path: str | None = None
+    scene_dir: str | None = None
+    shuffle: bool = False
+    scenes: list[str] | None = None
+    num_scenes: int = 4
+    scene_seed: int = 0
+    apartment: dict[str, Any] = field(default_factory=dict)
+    episode_rules: dict[str, Any] = field(default_factory=dict)
+    render_threads: int | None = None
+
+    @classmethod
+    def from_options(cls, env_id: str = "pixelrl nav env", **options: Any) -> NavConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        for key in options:
+            if key not in names:
+                raise ValueError(
+                    f"unknown option {key!r} for {env_id}; valid options: {', '.join(sorted(names))}"
+                )
+        cfg = cls(**options)
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"NavConfig.task must be one of {TASKS}, got {self.task!r}")
+        if self.backend not in ("embedded", "habitat"):
+            raise ValueError(
+                f"NavConfig.backend must be 'embedded' or 'habitat', got {self.backend!r}"
+            )
+        self.sensors = tuple(self.sensors)
+        bad = [s for s in self.sensors if s not in SENSORS]
+        if bad or not self.sensors:
+            raise ValueError(
+                f"NavConfig.sensors must be a non-empty subset of {SENSORS}, got {self.sensors}"
+            )
+        if self.max_episode_steps < 1:
+            raise ValueError(
+                f"NavConfig.max_episode_steps must be >= 1, got {self.max_episode_steps}"
+            )
+        if self.forward_step <= 0:
+            raise ValueError(f"NavConfig.forward_step must be > 0, got {self.forward_step}")
+        if self.turn_angle is not None and not 0 < self.turn_angle <= 180:
+            raise ValueError(
+                f"NavConfig.turn_angle must be in (0, 180] degrees, got {self.turn_angle}"
+            )
+        if self.num_scenes < 1:
+            raise ValueError(f"NavConfig.num_scenes must be >= 1, got {self.num_scenes}")
+
+    @property
+    def turn_degrees(self) -> float:
+        return (
+            self.turn_angle
+            if self.turn_angle is not None
+            else (10.0 if self.task == "pointnav" else 30.0)
+        )
+
+    @property
+    def success_radius(self) -> float:
+        if self.success_distance is not None:
+            return self.success_distance
+        return 0.2 if self.task == "pointnav" else 0.1

@@ -1,0 +1,305 @@
+"""Navigation episodes: generation with habitat's rules, and habitat's ``.json.gz`` files.
+
+File format (habitat-lab ``PointNavDatasetV1`` / ``ObjectNavDatasetV1``): a gzip JSON object
+``{"episodes": [...]}``; each episode has ``episode_id``, ``scene_id``, ``start_position``
+``[x, y, z]``, ``start_rotation`` ``[x, y, z, w]``, ``goals`` (``[{"position", "radius"}]`` for
+PointNav; ObjectNav goals add ``object_id``, ``object_category`` and ``view_points``
+``[{"agent_state": {"position", "rotation"}}]``), ``info.geodesic_distance`` and, for ObjectNav,
+``object_category``. ObjectNav files that keep goals in a top-level ``goals_by_category`` are read
+too. Coordinates are y up, like habitat.
+
+Generator rules (habitat's ``generate_pointnav_episode``): start and goal on one island,
+geodesic distance within [min, max] (1-30 m), geodesic / euclidean ratio >= 1.1.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from envs.nav.geometry import yaw_to_quaternion
+
+
+class EpisodeFileError(ValueError):
+    """A malformed episode file; the message names the file and the field."""
+
+
+@dataclass
+class NavGoal:
+    """A goal: a point (PointNav) or an object instance with its view points (ObjectNav)."""
+
+    position: np.ndarray
+    radius: float | None = None
+    object_id: int | None = None
+    object_category: str | None = None
+    view_points: np.ndarray | None = None  # (K, 3)
+
+
+@dataclass
+class NavEpisode:
+    episode_id: str
+    scene_id: str
+    start_position: np.ndarray
+    start_rotation: np.ndarray  # habitat quaternion [x, y, z, w]
+    goals: list[NavGoal]
+    info: dict[str, Any] = field(default_factory=dict)
+    object_category: str | None = None
+
+    def goal_points(self) -> np.ndarray:
+        """Points whose nearest is the target of DistanceToGoal: view points for ObjectNav
+        goals that have them, goal positions otherwise."""
+        pts = [
+            g.view_points if g.view_points is not None and len(g.view_points) else g.position[None]
+            for g in self.goals
+        ]
+        return np.concatenate(pts).astype(np.float64)
+
+
+@dataclass
+class EpisodeRules:
+    """habitat's episode generator rules."""
+
+    min_geodesic: float = 1.0
+    max_geodesic: float = 30.0
+    min_ratio: float = 1.1
+    max_tries: int = 2000
+
+    def validate(self) -> None:
+        if not 0 <= self.min_geodesic < self.max_geodesic:
+            raise ValueError(f"EpisodeRules needs 0 <= min_geodesic < max_geodesic, got {self}")
+
+
+# ----------------------------------------------------------------------------- generation
+def generate_pointnav_episode(
+    grid,
+    rng: np.random.Generator,
+    scene_id: str,
+    episode_id: str,
+    rules: EpisodeRules | None = None,
+) -> NavEpisode:
+    """One PointNav episode in ``grid``'s scene, drawn with ``rng`` under habitat's rules."""
+    from envs.nav.geodesic import geodesic_graph
+
+    rules = rules or EpisodeRules()
+    graph = geodesic_graph(grid)
+    island = grid.largest_island()
+    for _ in range(rules.max_tries):
+        goal = grid.sample_navigable(rng, island)
+        start = grid.sample_navigable(rng, island)
+        euclid = float(np.linalg.norm((goal - start)[[0, 2]]))
+        if not rules.min_geodesic <= euclid <= rules.max_geodesic:
+            continue
+        field_ = graph.field(goal[None])
+        if not rules.min_geodesic <= field_.distance(start) <= rules.max_geodesic + 1:
+            continue  # quick reject on the grid distance before the any-angle one
+        dist = field_.exact_distance(start)
+        if (
+            not (rules.min_geodesic <= dist <= rules.max_geodesic)
+            or dist / max(euclid, 1e-9) < rules.min_ratio
+        ):
+            continue
+        return NavEpisode(
+            episode_id=episode_id,
+            scene_id=scene_id,
+            start_position=start,
+            start_rotation=np.array(yaw_to_quaternion(float(rng.uniform(-math.pi, math.pi)))),
+            goals=[NavGoal(position=goal, radius=None)],
+            info={"geodesic_distance": dist, "euclidean_distance": euclid},
+        )
+    raise RuntimeError(
+        f"no PointNav episode satisfying {rules} found in scene {scene_id!r} after {rules.max_tries} tries"
+    )
+
+
+def generate_objectnav_episode(
+    grid,
+    rng: np.random.Generator,
+    scene_id: str,
+    episode_id: str,
+    rules: EpisodeRules | None = None,
+    category: str | None = None,
+) -> NavEpisode:
+    """One ObjectNav episode: a category present in the scene with view points on the start's
+    island; DistanceToGoal is the geodesic to the nearest view point of any instance."""
+    from envs.nav.geodesic import geodesic_graph
+    from envs.nav.viewpoints import view_points
+
+    rules = rules or EpisodeRules()
+    graph = geodesic_graph(grid)
+    island = grid.largest_island()
+    by_category: dict[str, list[NavGoal]] = {}
+    for inst in grid.scene.goal_instances(category):
+        vp = view_points(grid, inst)
+        if len(vp) == 0:
+            continue
+        r, c = grid.to_cell(vp)
+        vp = vp[grid.islands[r, c] == island]
+        if len(vp):
+            by_category.setdefault(inst.category, []).append(
+                NavGoal(inst.center, None, inst.instance_id, inst.category, vp)
+            )
+    if not by_category:
+        raise RuntimeError(
+            f"scene {scene_id!r} has no reachable ObjectNav goal (category {category})"
+        )
+    categories = sorted(by_category)
+    for _ in range(max(1, rules.max_tries // 50)):
+        cat = categories[int(rng.integers(len(categories)))]
+        goals = by_category[cat]
+        field_ = graph.field(
+            np.concatenate([g.view_points for g in goals]), seed_radius=grid.cell * 0.75
+        )
+        for _ in range(50):
+            start = grid.sample_navigable(rng, island)
+            if not rules.min_geodesic <= field_.distance(start) <= rules.max_geodesic + 1:
+                continue
+            dist = field_.exact_distance(start)
+            # Euclidean distance to the nearest view point, the same targets as the geodesic.
+            targets = np.concatenate([g.view_points for g in goals])
+            euclid = float(np.min(np.linalg.norm((targets - start)[:, [0, 2]], axis=1)))
+            if not rules.min_geodesic <= dist <= rules.max_geodesic:
+                continue
+            if dist / max(euclid, 1e-9) < rules.min_ratio and euclid > 0:
+                continue
+            return NavEpisode(
+                episode_id=episode_id,
+                scene_id=scene_id,
+                start_position=start,
+                start_rotation=np.array(yaw_to_quaternion(float(rng.uniform(-math.pi, math.pi)))),
+                goals=goals,
+                info={"geodesic_distance": dist, "euclidean_distance": euclid},
+                object_category=cat,
+            )
+    raise RuntimeError(f"no ObjectNav episode satisfying {rules} found in scene {scene_id!r}")
+
+
+# ----------------------------------------------------------------------------- json.gz I/O
+def episode_to_json(ep: NavEpisode) -> dict[str, Any]:
+    goals = []
+    for g in ep.goals:
+        d: dict[str, Any] = {"position": [float(v) for v in g.position], "radius": g.radius}
+        if g.object_category is not None:
+            d["object_id"] = g.object_id
+            d["object_category"] = g.object_category
+            d["object_name"] = f"{g.object_category}_{g.object_id}"
+        if g.view_points is not None:
+            d["view_points"] = [
+                {
+                    "agent_state": {
+                        "position": [float(v) for v in p],
+                        "rotation": [0.0, 0.0, 0.0, 1.0],
+                    }
+                }
+                for p in g.view_points
+            ]
+        goals.append(d)
+    out: dict[str, Any] = {
+        "episode_id": str(ep.episode_id),
+        "scene_id": ep.scene_id,
+        "start_position": [float(v) for v in ep.start_position],
+        "start_rotation": [float(v) for v in ep.start_rotation],
+        "goals": goals,
+        "info": {
+            k: float(v) if isinstance(v, (np.floating, float)) else v for k, v in ep.info.items()
+        },
+        "shortest_paths": None,
+        "start_room": None,
+    }
+    if ep.object_category is not None:
+        out["object_category"] = ep.object_category
+    return out
+
+
+def save_episodes(path: str | os.PathLike, episodes: list[NavEpisode]) -> None:
+    """Write habitat's gzip JSON (``{"episodes": [...]}``)."""
+    data = {"episodes": [episode_to_json(e) for e in episodes]}
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        json.dump(data, f)
+
+
+def load_episodes(path: str | os.PathLike) -> list[NavEpisode]:
+    """Read habitat's gzip JSON (or plain ``.json``); errors name the file and the field."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"episode file not found: {path!r}")
+    try:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise EpisodeFileError(f"{path}: not a gzip JSON episode file ({e})") from e
+    if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
+        raise EpisodeFileError(f"{path}: field 'episodes' missing or not a list")
+    by_category = data.get("goals_by_category") or {}
+    return [_episode_from_json(path, i, e, by_category) for i, e in enumerate(data["episodes"])]
+
+
+def _vec(path: str, where: str, value: Any, n: int) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.shape != (n,) or not np.isfinite(arr).all():
+        raise EpisodeFileError(f"{path}: {where} must be {n} finite numbers, got {value!r}")
+    return arr
+
+
+def _goal_from_json(path: str, where: str, g: Any) -> NavGoal:
+    if not isinstance(g, dict) or "position" not in g:
+        raise EpisodeFileError(f"{path}: {where} must be an object with field 'position'")
+    vps = None
+    if g.get("view_points"):
+        try:
+            pts = [vp["agent_state"]["position"] for vp in g["view_points"]]
+        except (TypeError, KeyError) as e:
+            raise EpisodeFileError(
+                f"{path}: {where}.view_points[].agent_state.position missing"
+            ) from e
+        vps = np.stack([_vec(path, f"{where}.view_points[{k}]", p, 3) for k, p in enumerate(pts)])
+    return NavGoal(
+        position=_vec(path, f"{where}.position", g["position"], 3),
+        radius=g.get("radius"),
+        object_id=g.get("object_id"),
+        object_category=g.get("object_category"),
+        view_points=vps,
+    )
+
+
+def _episode_from_json(path: str, i: int, e: Any, by_category: dict) -> NavEpisode:
+    where = f"episodes[{i}]"
+    if not isinstance(e, dict):
+        raise EpisodeFileError(f"{path}: {where} must be an object")
+    for key in ("scene_id", "start_position", "start_rotation"):
+        if key not in e:
+            raise EpisodeFileError(f"{path}: {where} lacks field '{key}'")
+    if not isinstance(e["scene_id"], str) or not e["scene_id"]:
+        raise EpisodeFileError(f"{path}: {where}.scene_id must be a non-empty string")
+    goals_json = e.get("goals") or []
+    category = e.get("object_category")
+    if not goals_json and category is not None:
+        key = f"{os.path.basename(e['scene_id'])}_{category}"
+        goals_json = by_category.get(key, [])
+    if not isinstance(goals_json, list) or not goals_json:
+        raise EpisodeFileError(f"{path}: {where}.goals must be a non-empty list")
+    goals = [_goal_from_json(path, f"{where}.goals[{k}]", g) for k, g in enumerate(goals_json)]
+    rotation = _vec(path, f"{where}.start_rotation", e["start_rotation"], 4)
+    if np.linalg.norm(rotation) < 1e-6:
+        raise EpisodeFileError(f"{path}: {where}.start_rotation is a zero quaternion")
+    info = e.get("info") or {}
+    if not isinstance(info, dict):
+        raise EpisodeFileError(f"{path}: {where}.info must be an object")
+    return NavEpisode(
+        episode_id=str(e.get("episode_id", i)),
+        scene_id=e["scene_id"],
+        start_position=_vec(path, f"{where}.start_position", e["start_position"], 3),
+        start_rotation=rotation,
+        goals=goals,
+        info=dict(info),
+        object_category=category,
+    )

@@ -1,0 +1,149 @@
+"""External scenes through trimesh: .glb / .gltf / .obj / .ply in, .glb out.
+
+Scenes are read y up, like habitat (glTF is y up by definition; OBJ/PLY files are taken as
+authored for habitat). Per face we keep: the base colour (vertex/face colours or the material's
+base colour), the texture and UVs of textured materials (sampled at the hit's UV when
+rendering), and a semantic instance when the node or mesh name starts with a known category
+(``chair``, ``chair_3``, ``tv_monitor.001`` ...), the convention :func:`export_glb` writes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+from envs.nav.scene import OBJECTNAV_CATEGORIES, STRUCTURE_CATEGORIES, ObjectInstance, Scene
+
+SCENE_SUFFIXES = (".glb", ".gltf", ".obj", ".ply")
+_CATEGORIES = sorted(OBJECTNAV_CATEGORIES + STRUCTURE_CATEGORIES, key=len, reverse=True)
+
+
+class SceneFileError(ValueError):
+    """A scene file that cannot be used; the message names the file."""
+
+
+def load_scene(path: str | os.PathLike, texture_size: int = 256) -> Scene:
+    """Load a mesh file as a :class:`Scene` (errors name the file)."""
+    import trimesh
+
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"scene file not found: {path!r}")
+    if not path.lower().endswith(SCENE_SUFFIXES):
+        raise SceneFileError(
+            f"{path}: unsupported scene format (expected one of {', '.join(SCENE_SUFFIXES)})"
+        )
+    try:
+        loaded = trimesh.load(path, force="scene", process=False)
+    except Exception as e:  # trimesh raises many kinds; report them uniformly
+        raise SceneFileError(f"{path}: cannot be read as a mesh ({type(e).__name__}: {e})") from e
+    tris, colors, inst, uvs, texs = [], [], [], [], []
+    textures: list[np.ndarray] = []
+    instances: dict[int, ObjectInstance] = {}
+    by_name: dict[str, int] = {}
+    for node in loaded.graph.nodes_geometry:
+        transform, geom_name = loaded.graph[node]
+        mesh = loaded.geometry[geom_name]
+        if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
+            continue
+        verts = trimesh.transformations.transform_points(mesh.vertices, transform)
+        faces = np.asarray(mesh.faces)
+        n = len(faces)
+        tris.append(verts[faces])
+        color, face_uv, tex_index = _appearance(mesh, faces, textures, texture_size)
+        colors.append(color)
+        uvs.append(face_uv)
+        texs.append(np.full(n, tex_index, np.int32))
+        category, key = _category_of(str(node)) or _category_of(str(geom_name)) or (None, None)
+        iid = 0
+        if category is not None:
+            if key not in by_name:
+                by_name[key] = len(by_name) + 1
+                instances[by_name[key]] = ObjectInstance(
+                    by_name[key], category, np.full(3, np.inf), np.full(3, -np.inf)
+                )
+            iid = by_name[key]
+            inst_obj = instances[iid]
+            inst_obj.aabb_min = np.minimum(inst_obj.aabb_min, verts[faces].reshape(-1, 3).min(0))
+            inst_obj.aabb_max = np.maximum(inst_obj.aabb_max, verts[faces].reshape(-1, 3).max(0))
+        inst.append(np.full(n, iid, np.int32))
+    if not tris:
+        raise SceneFileError(f"{path}: contains no triangles")
+    return Scene(
+        triangles=np.concatenate(tris).astype(np.float32),
+        face_color=np.concatenate(colors),
+        face_instance=np.concatenate(inst),
+        instances=instances,
+        face_uv=np.concatenate(uvs),
+        face_texture=np.concatenate(texs),
+        textures=np.stack(textures) if textures else None,
+        name=os.path.basename(path),
+    )
+
+
+def _category_of(name: str) -> tuple[str, str] | None:
+    low = name.lower()
+    for cat in _CATEGORIES:
+        if re.match(rf"^{cat}(?:$|[_.\-\s]\d*)", low):
+            return cat, low
+    return None
+
+
+def _appearance(mesh, faces: np.ndarray, textures: list, texture_size: int):
+    """(face colours (n, 3) uint8, face uvs (n, 3, 2), texture index or -1)."""
+    import trimesh
+
+    n = len(faces)
+    visual = mesh.visual
+    white = np.full((n, 3), 255, np.uint8)
+    if isinstance(visual, trimesh.visual.TextureVisuals):
+        material = visual.material
+        image = getattr(material, "baseColorTexture", None) or getattr(material, "image", None)
+        if isinstance(material, trimesh.visual.material.PBRMaterial):
+            base = material.baseColorFactor  # glTF: absent means white
+        else:
+            base = getattr(material, "diffuse", None)
+        tint = np.asarray(base if base is not None else [255, 255, 255, 255], dtype=np.float64)[:3]
+        if tint.max() <= 1.0:
+            tint = tint * 255
+        color = np.tile(np.clip(tint, 0, 255).astype(np.uint8), (n, 1))
+        if image is not None and visual.uv is not None and len(visual.uv):
+            import cv2
+
+            img = np.asarray(image.convert("RGB"))
+            textures.append(
+                cv2.resize(img, (texture_size, texture_size), interpolation=cv2.INTER_AREA)
+            )
+            return color, np.asarray(visual.uv, np.float32)[faces], len(textures) - 1
+        return color, np.zeros((n, 3, 2), np.float32), -1
+    try:
+        fc = np.asarray(visual.face_colors)[:, :3]
+        if fc.shape == (n, 3):
+            return fc.astype(np.uint8), np.zeros((n, 3, 2), np.float32), -1
+    except Exception:
+        pass
+    return white, np.zeros((n, 3, 2), np.float32), -1
+
+
+def export_glb(scene: Scene, path: str | os.PathLike) -> None:
+    """Write ``scene`` as .glb: one mesh per instance named ``<category>_<id>`` (so semantics
+    survive a round trip), face colours as colour visuals. Textures are not exported."""
+    import trimesh
+
+    out = trimesh.Scene()
+    for iid in np.unique(scene.face_instance):
+        sel = scene.face_instance == iid
+        tris = scene.triangles[sel].astype(np.float64)
+        verts = tris.reshape(-1, 3)
+        faces = np.arange(len(verts)).reshape(-1, 3)
+        colors = np.concatenate([scene.face_color[sel], np.full((sel.sum(), 1), 255, np.uint8)], 1)
+        mesh = trimesh.Trimesh(verts, faces, face_colors=colors, process=False)
+        name = (
+            f"{scene.instances[iid].category}_{iid}"
+            if iid in scene.instances
+            else f"unlabelled_{iid}"
+        )
+        out.add_geometry(mesh, node_name=name, geom_name=name)
+    out.export(os.fspath(path), file_type="glb")

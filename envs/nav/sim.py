@@ -1,0 +1,219 @@
+"""``NavSim``: the shared core of the single and the vector env.
+
+It owns the scene pool (procedural apartments, mesh files, or the scenes a dataset names), one
+navigability grid and geodesic graph per scene (built on first use), one Embree renderer over
+all scenes, and the episode source (a dataset walked in order, or episodes generated on the fly
+with habitat's rules). Agents are :class:`~envs.nav.tasks.NavEpisodeState` objects; rendering
+all of them is one call.
+
+Scene ids: a file path (absolute, or relative to ``scene_dir`` / the dataset's folder) or a
+procedural apartment ``apartment:seed=3`` (generator knobs from the config's ``apartment``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from gymnasium import spaces
+
+from envs.nav.apartment import ApartmentConfig, generate_apartment
+from envs.nav.config import NavConfig
+from envs.nav.dataset import (
+    EpisodeFileError,
+    EpisodeRules,
+    NavEpisode,
+    generate_objectnav_episode,
+    generate_pointnav_episode,
+    load_episodes,
+)
+from envs.nav.navgrid import AgentSpec, NavGrid
+from envs.nav.renderer import CameraSpec, EmbreeRenderer
+from envs.nav.scene import OBJECTNAV_CATEGORIES, Scene
+from envs.nav.tasks import NavEpisodeState
+
+
+def apartment_scene_id(seed: int) -> str:
+    return f"apartment:seed={int(seed)}"
+
+
+def scene_from_id(
+    scene_id: str, cfg: NavConfig, base_dir: str | None = None, context: str = ""
+) -> Scene:
+    """Load the scene a scene id names; errors say which id and where it came from."""
+    where = f" ({context})" if context else ""
+    if scene_id.startswith("apartment:"):
+        try:
+            params = dict(kv.split("=", 1) for kv in scene_id[len("apartment:") :].split(","))
+            seed = int(params["seed"])
+        except (ValueError, KeyError) as e:
+            raise ValueError(
+                f"bad procedural scene id {scene_id!r}{where}: expected 'apartment:seed=<int>'"
+            ) from e
+        try:
+            apartment = ApartmentConfig(**cfg.apartment)
+        except TypeError as e:
+            raise ValueError(f"bad option 'apartment' {cfg.apartment!r}: {e}") from e
+        return generate_apartment(seed, apartment)
+    from envs.nav.mesh_io import load_scene
+
+    path = scene_id
+    if not os.path.isabs(path):
+        for root in (cfg.scene_dir, base_dir):
+            if root and os.path.exists(os.path.join(root, path)):
+                path = os.path.join(root, path)
+                break
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"scene file not found: {scene_id!r}{where}")
+    return load_scene(path)
+
+
+def observation_space(cfg: NavConfig) -> spaces.Dict:
+    """The observation space a config describes (shared with the habitat backend)."""
+    h, w = cfg.height, cfg.width
+    obs: dict[str, spaces.Space] = {}
+    if "rgb" in cfg.sensors:
+        obs["rgb"] = spaces.Box(0, 255, (h, w, 3), np.uint8)
+    if "depth" in cfg.sensors:
+        hi = 1.0 if cfg.normalize_depth else cfg.max_depth
+        lo = 0.0 if cfg.normalize_depth else cfg.min_depth
+        obs["depth"] = spaces.Box(lo, hi, (h, w, 1), np.float32)
+    if "semantic" in cfg.sensors:
+        obs["semantic"] = spaces.Box(0, np.iinfo(np.int32).max, (h, w, 1), np.int32)
+    if cfg.task == "pointnav":
+        obs["pointgoal_with_gps_compass"] = spaces.Box(
+            np.array([0, -np.pi], np.float32),
+            np.array([np.inf, np.pi], np.float32),
+            dtype=np.float32,
+        )
+    else:
+        obs["objectgoal"] = spaces.Box(0, len(OBJECTNAV_CATEGORIES) - 1, (1,), np.int64)
+        obs["gps"] = spaces.Box(-np.inf, np.inf, (2,), np.float32)
+        obs["compass"] = spaces.Box(-np.pi, np.pi, (1,), np.float32)
+    return spaces.Dict(obs)
+
+
+class NavSim:
+    """Scenes, grids, renderer and episode source for ``num_agents`` agents."""
+
+    def __init__(self, cfg: NavConfig) -> None:
+        self.cfg = cfg
+        self.episodes: list[NavEpisode] | None = None
+        self.rules = EpisodeRules(**cfg.episode_rules) if cfg.episode_rules else EpisodeRules()
+        self.rules.validate()
+        if cfg.dataset_path is not None:
+            self.episodes = load_episodes(cfg.dataset_path)
+            if not self.episodes:
+                raise EpisodeFileError(f"{cfg.dataset_path}: field 'episodes' is empty")
+            base = os.path.dirname(os.path.abspath(cfg.dataset_path))
+            self.scene_ids = sorted({e.scene_id for e in self.episodes})
+            self.scenes = []
+            for sid in self.scene_ids:
+                first = next(i for i, e in enumerate(self.episodes) if e.scene_id == sid)
+                ctx = f"field 'scene_id' of episodes[{first}] in {cfg.dataset_path}"
+                self.scenes.append(scene_from_id(sid, cfg, base, ctx))
+            if cfg.task == "objectnav":
+                for i, e in enumerate(self.episodes):
+                    cat = e.object_category or e.goals[0].object_category
+                    if cat not in OBJECTNAV_CATEGORIES:
+                        raise EpisodeFileError(
+                            f"{cfg.dataset_path}: episodes[{i}].object_category {cat!r} is not one of {OBJECTNAV_CATEGORIES}"
+                        )
+        elif cfg.scenes:
+            self.scene_ids = list(cfg.scenes)
+            self.scenes = [scene_from_id(s, cfg, None, "option 'scenes'") for s in self.scene_ids]
+        else:
+            self.scene_ids = [apartment_scene_id(cfg.scene_seed + k) for k in range(cfg.num_scenes)]
+            self.scenes = [scene_from_id(s, cfg) for s in self.scene_ids]
+        self.scene_index = {sid: k for k, sid in enumerate(self.scene_ids)}
+        self.agent = AgentSpec(cfg.agent_radius, cfg.agent_height, cfg.max_climb, cfg.cell_size)
+        self.agent.validate()
+        self.camera = CameraSpec(
+            cfg.width,
+            cfg.height,
+            cfg.hfov,
+            cfg.sensor_height,
+            cfg.min_depth,
+            cfg.max_depth,
+            cfg.normalize_depth,
+        )
+        self.camera.validate()
+        self._grids: dict[int, NavGrid] = {}
+        self.renderer = EmbreeRenderer(self.scenes, self.camera, threads=cfg.render_threads)
+
+    def observation_space(self) -> spaces.Dict:
+        return observation_space(self.cfg)
+
+    # ------------------------------------------------------------------ scenes
+    def grid(self, scene_index: int) -> NavGrid:
+        if scene_index not in self._grids:
+            self._grids[scene_index] = NavGrid(self.scenes[scene_index], self.agent)
+        return self._grids[scene_index]
+
+    # ------------------------------------------------------------------ episodes
+    def new_episode(
+        self, rng: np.random.Generator, index: int | None = None, episode: NavEpisode | None = None
+    ) -> NavEpisodeState:
+        """Start an episode: a given one, dataset episode ``index``, or a generated one."""
+        from envs.nav.geodesic import geodesic_graph
+
+        if episode is None and index is not None:
+            if self.episodes is None:
+                raise ValueError(
+                    "reset option 'episode_index' needs a dataset (option 'dataset_path')"
+                )
+            episode = self.episodes[index % len(self.episodes)]
+        generated = episode is None
+        if episode is None:
+            k = int(rng.integers(len(self.scenes)))
+            grid = self.grid(k)
+            eid = str(int(rng.integers(2**31)))
+            if self.cfg.task == "pointnav":
+                episode = generate_pointnav_episode(grid, rng, self.scene_ids[k], eid, self.rules)
+            else:
+                episode = generate_objectnav_episode(grid, rng, self.scene_ids[k], eid, self.rules)
+        if episode.scene_id not in self.scene_index:
+            raise ValueError(
+                f"episode {episode.episode_id!r} names scene {episode.scene_id!r}, which is not loaded"
+            )
+        k = self.scene_index[episode.scene_id]
+        grid = self.grid(k)
+        seed_radius = 0.15 if self.cfg.task == "pointnav" else grid.cell * 0.75
+        field = geodesic_graph(grid).field(episode.goal_points(), seed_radius=seed_radius)
+        known = episode.info.get("geodesic_distance") if generated else None
+        return NavEpisodeState(self.cfg, grid, field, episode, k, start_distance=known)
+
+    def render(self, states: list[NavEpisodeState]) -> dict[str, np.ndarray]:
+        """Sensor observations of all ``states`` (one Embree call) merged with task sensors."""
+        visual = self.renderer.render(
+            np.array([s.scene_index for s in states]),
+            np.stack([s.position for s in states]),
+            np.array([s.yaw for s in states]),
+            sensors=self.cfg.sensors,
+        )
+        task = [s.task_observations() for s in states]
+        for key in task[0]:
+            visual[key] = np.stack([t[key] for t in task])
+        return visual
+
+    def close(self) -> None:
+        self.renderer.close()
+
+
+def generate_dataset(path: str, num_episodes: int, seed: int = 0, **options) -> list[NavEpisode]:
+    """Generate ``num_episodes`` episodes with habitat's rules over the scenes the options name
+    (``task``, ``scenes`` / ``num_scenes`` / ``scene_seed`` / ``apartment``, ``episode_rules``)
+    and write them to ``path`` as habitat ``.json.gz``; returns them."""
+    from envs.nav.dataset import save_episodes
+
+    cfg = NavConfig.from_options(env_id="generate_dataset", width=1, height=1, **options)
+    sim = NavSim(cfg)
+    rng = np.random.default_rng(seed)
+    episodes = []
+    for k in range(num_episodes):
+        ep = sim.new_episode(rng).episode
+        ep.episode_id = str(k)
+        episodes.append(ep)
+    save_episodes(path, episodes)
+    sim.close()
+    return episodes

@@ -1,0 +1,140 @@
+"""PointNav and ObjectNav for one agent: its state, actions, task sensors, measures, reward.
+
+Measures (habitat's definitions): DistanceToGoal = geodesic distance to the nearest goal (view
+point for ObjectNav); Success = ``stop`` called with DistanceToGoal < success distance;
+SPL = S * l / max(l, p) with l the start's geodesic distance and p the path length walked;
+SoftSPL = max(0, 1 - d_T / l) * l / max(l, p). Reward: -(change in DistanceToGoal) + slack
+(-0.01) + 2.5 on success. Actions: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from envs.nav.config import NavConfig
+from envs.nav.dataset import NavEpisode
+from envs.nav.geodesic import GeodesicField
+from envs.nav.geometry import (
+    episodic_compass,
+    episodic_gps,
+    forward_vector,
+    polar_goal,
+    quaternion_to_yaw,
+)
+from envs.nav.navgrid import NavGrid
+from envs.nav.scene import OBJECTNAV_CATEGORIES
+
+STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = 0, 1, 2, 3
+ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")
+
+
+class NavEpisodeState:
+    """One agent inside one episode: pose, step counter and the running measures."""
+
+    def __init__(
+        self,
+        cfg: NavConfig,
+        grid: NavGrid,
+        field: GeodesicField,
+        episode: NavEpisode,
+        scene_index: int,
+        start_distance: float | None = None,
+    ):
+        """``start_distance``: l of SPL when already known (episodes we just generated carry
+        it); otherwise it is computed here (tens of ms)."""
+        self.cfg = cfg
+        self.grid = grid
+        self.field = field
+        self.episode = episode
+        self.scene_index = scene_index
+        self.start_position = np.asarray(episode.start_position, dtype=np.float64).copy()
+        self.start_yaw = quaternion_to_yaw(episode.start_rotation)
+        self.position = self.start_position.copy()
+        self.yaw = self.start_yaw
+        self.steps = 0
+        self.path_length = 0.0
+        self.collisions = 0
+        self.collided = False
+        self.called_stop = False
+        self.done = False
+        # l of SPL: the any-angle geodesic (habitat's navmesh distance); DistanceToGoal per step
+        # uses the fast grid field (within 0.8 % of it).
+        self.distance = field.distance(self.position)
+        if start_distance is None:
+            start_distance = field.exact_distance(self.position)
+        self.start_distance = min(float(start_distance), self.distance)
+        self.path = [self.position.copy()]
+
+    def step(self, action: int) -> tuple[float, bool, bool]:
+        """Apply ``action``; returns (reward, terminated, truncated)."""
+        cfg = self.cfg
+        if self.done:
+            raise RuntimeError("step() called on a finished episode; call reset()")
+        action = int(action)
+        if action not in (STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT):
+            raise ValueError(
+                f"action must be 0 stop, 1 move_forward, 2 turn_left or 3 turn_right, got {action}"
+            )
+        self.steps += 1
+        self.collided = False
+        if action == STOP:
+            self.called_stop = True
+        elif action == MOVE_FORWARD:
+            target = self.position + cfg.forward_step * forward_vector(self.yaw)
+            new, self.collided = self.grid.try_step(self.position, target, cfg.allow_sliding)
+            self.path_length += float(np.linalg.norm((new - self.position)[[0, 2]]))
+            self.position = new
+            self.collisions += int(self.collided)
+            self.path.append(new.copy())
+        else:
+            sign = 1.0 if action == TURN_LEFT else -1.0
+            self.yaw = (self.yaw + sign * math.radians(cfg.turn_degrees) + math.pi) % (
+                2 * math.pi
+            ) - math.pi
+        previous = self.distance
+        self.distance = self.field.distance(self.position)
+        terminated = self.called_stop
+        truncated = not terminated and self.steps >= cfg.max_episode_steps
+        self.done = terminated or truncated
+        reward = cfg.slack_reward
+        if np.isfinite(previous) and np.isfinite(self.distance):
+            reward += previous - self.distance
+        if self.success:
+            reward += cfg.success_reward
+        return float(reward), terminated, truncated
+
+    @property
+    def success(self) -> bool:
+        return self.called_stop and self.distance < self.cfg.success_radius
+
+    def measures(self) -> dict[str, float]:
+        start, p = self.start_distance, self.path_length
+        success = float(self.success)
+        ratio = start / max(start, p) if start > 0 else 1.0
+        soft = (
+            max(0.0, 1.0 - self.distance / start)
+            if start > 0
+            else float(self.distance < self.cfg.success_radius)
+        )
+        return {
+            "distance_to_goal": float(self.distance),
+            "success": success,
+            "spl": success * ratio,
+            "softspl": soft * ratio,
+            "path_length": float(p),
+            "collisions": float(self.collisions),
+            "num_steps": float(self.steps),
+        }
+
+    def task_observations(self) -> dict[str, np.ndarray]:
+        if self.cfg.task == "pointnav":
+            rho, phi = polar_goal(self.position, self.yaw, self.episode.goals[0].position)
+            return {"pointgoal_with_gps_compass": np.array([rho, phi], dtype=np.float32)}
+        category = self.episode.object_category or self.episode.goals[0].object_category
+        return {
+            "objectgoal": np.array([OBJECTNAV_CATEGORIES.index(category)], dtype=np.int64),
+            "gps": episodic_gps(self.position, self.start_position, self.start_yaw),
+            "compass": episodic_compass(self.yaw, self.start_yaw),
+        }

@@ -1,0 +1,64 @@
+"""The top-down map: occupancy, the agent's path, the goal(s), the agent; as an image or a PNG.
+
+Colours: navigable floor white, non-navigable floor light grey, obstacles dark grey, goals red
+(ObjectNav view points pink), the walked path blue, the agent green with a heading tick.
+Image rows run along +z and columns along +x (the grid's layout), ``scale`` pixels per cell.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from envs.nav.navgrid import NavGrid
+
+
+def topdown_map(
+    grid: NavGrid,
+    path: np.ndarray | None = None,
+    goals: np.ndarray | None = None,
+    agent: tuple[np.ndarray, float] | None = None,
+    view_points: np.ndarray | None = None,
+    scale: int = 4,
+) -> np.ndarray:
+    """RGB image ``(rows*scale, cols*scale, 3)`` uint8 of the grid with overlays."""
+    import cv2
+
+    img = np.full((grid.rows, grid.cols, 3), 60, np.uint8)
+    img[np.isfinite(grid.floor) & ~grid.occupied] = (200, 200, 200)
+    img[grid.navigable] = (255, 255, 255)
+    img = np.repeat(np.repeat(img, scale, 0), scale, 1)
+
+    def px(points: np.ndarray) -> np.ndarray:
+        p = np.asarray(points, float).reshape(-1, 3)
+        x = (p[:, 0] - grid.origin[0]) / grid.cell * scale
+        y = (p[:, 2] - grid.origin[1]) / grid.cell * scale
+        return np.stack([x, y], 1).round().astype(np.int32)
+
+    if view_points is not None and len(view_points):
+        for x, y in px(view_points):
+            cv2.circle(img, (int(x), int(y)), max(1, scale // 2), (255, 170, 200), -1)
+    if path is not None and len(path) > 1:
+        cv2.polylines(img, [px(path)], False, (40, 90, 230), max(1, scale // 2), cv2.LINE_AA)
+    if goals is not None:
+        for x, y in px(goals):
+            cv2.circle(img, (int(x), int(y)), 2 * scale, (220, 30, 30), -1, cv2.LINE_AA)
+    if agent is not None:
+        (pos, yaw) = agent
+        (x, y) = px(pos)[0]
+        r = int(2 * scale)
+        cv2.circle(img, (int(x), int(y)), r, (30, 170, 60), -1, cv2.LINE_AA)
+        tip = (int(x - 3 * r * math.sin(yaw)), int(y - 3 * r * math.cos(yaw)))
+        cv2.line(img, (int(x), int(y)), tip, (30, 170, 60), max(1, scale // 2), cv2.LINE_AA)
+    return img
+
+
+def save_topdown_png(path: str | os.PathLike, grid: NavGrid, **kwargs) -> np.ndarray:
+    """Render :func:`topdown_map` and write it as PNG; returns the image."""
+    from PIL import Image
+
+    img = topdown_map(grid, **kwargs)
+    Image.fromarray(img).save(os.fspath(path))
+    return img

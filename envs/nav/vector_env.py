@@ -1,0 +1,116 @@
+"""``NavVectorEnv``: a native ``gymnasium.vector.VectorEnv`` over N navigation agents.
+
+All agents share one :class:`~envs.nav.sim.NavSim`, so a step renders every agent in a single
+Embree query (threads split it) instead of N env copies rendering one by one. Autoreset follows
+gymnasium 1.x's default (``NEXT_STEP``): the step after an episode ends resets that sub-env,
+ignores its action and returns reward 0. ``infos`` holds each measure as an array with its
+``_<key>`` mask, gymnasium's vector-info convention.
+
+    envs = NavVectorEnv(16, task="pointnav", width=128, height=128)
+    obs, infos = envs.reset(seed=0)   # sub-env i is seeded with seed + i
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from envs.nav.config import NavConfig
+from envs.nav.sim import NavSim
+from envs.nav.tasks import NavEpisodeState
+
+
+class NavVectorEnv(VectorEnv):
+    """N agents, one renderer call per step (see the module docstring)."""
+
+    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int, **options: Any) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.cfg = NavConfig.from_options(env_id="NavVectorEnv", **options)
+        if self.cfg.backend != "embedded":
+            raise ValueError(
+                "NavVectorEnv batches the embedded simulator; use gymnasium.vector.SyncVectorEnv for habitat"
+            )
+        self.num_envs = num_envs
+        self.sim = NavSim(self.cfg)
+        self.single_observation_space = self.sim.observation_space()
+        self.single_action_space = spaces.Discrete(4)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.states: list[NavEpisodeState | None] = [None] * num_envs
+        self._rngs = [np.random.default_rng(i) for i in range(num_envs)]
+        self._needs_reset = np.zeros(num_envs, bool)
+        self._next_index = 0
+
+    def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
+        if options:
+            raise ValueError(f"NavVectorEnv.reset takes no options, got {sorted(options)}")
+        if seed is not None:
+            seeds = (
+                list(seed)
+                if isinstance(seed, (list, tuple))
+                else [seed + i for i in range(self.num_envs)]
+            )
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"seed list must have {self.num_envs} entries, got {len(seeds)}")
+            self._rngs = [np.random.default_rng(s) for s in seeds]
+            self._next_index = 0
+        for i in range(self.num_envs):
+            self._start(i)
+        self._needs_reset[:] = False
+        return self.sim.render(self.states), self._infos()
+
+    def _start(self, i: int) -> None:
+        index = None
+        if self.sim.episodes is not None:
+            if self.cfg.shuffle:
+                index = int(self._rngs[i].integers(len(self.sim.episodes)))
+            else:
+                index = self._next_index
+                self._next_index = (self._next_index + 1) % len(self.sim.episodes)
+        self.states[i] = self.sim.new_episode(self._rngs[i], index=index)
+
+    def step(self, actions):
+        actions = np.asarray(actions).reshape(self.num_envs)
+        rewards = np.zeros(self.num_envs, np.float64)
+        terminated = np.zeros(self.num_envs, bool)
+        truncated = np.zeros(self.num_envs, bool)
+        for i, state in enumerate(self.states):
+            if self._needs_reset[i]:
+                self._start(i)
+                continue
+            rewards[i], terminated[i], truncated[i] = state.step(int(actions[i]))
+        obs = self.sim.render(self.states)
+        infos = self._infos()
+        self._needs_reset = terminated | truncated
+        return obs, rewards, terminated, truncated, infos
+
+    def _infos(self) -> dict[str, Any]:
+        per_env = [s.measures() for s in self.states]
+        infos: dict[str, Any] = {}
+        for key in per_env[0]:
+            infos[key] = np.array([m[key] for m in per_env])
+            infos["_" + key] = np.ones(self.num_envs, bool)
+        infos["collided"] = np.array([s.collided for s in self.states])
+        infos["_collided"] = np.ones(self.num_envs, bool)
+        return infos
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self.sim.close()
+
+
+def make_pointnav_vector(num_envs: int, **options: Any) -> NavVectorEnv:
+    """Vector entry point of ``pixelrl/PointNav-v0``:
+    ``gymnasium.make_vec(id, num_envs, vectorization_mode="vector_entry_point", ...)``."""
+    return NavVectorEnv(num_envs, task="pointnav", **options)
+
+
+def make_objectnav_vector(num_envs: int, **options: Any) -> NavVectorEnv:
+    """Vector entry point of ``pixelrl/ObjectNav-v0``."""
+    return NavVectorEnv(num_envs, task="objectnav", **options)

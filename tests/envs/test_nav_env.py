@@ -1,0 +1,169 @@
+"""pixelrl/PointNav-v0 and pixelrl/ObjectNav-v0: Gymnasium contract, determinism, measures."""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import envs  # noqa: F401  (registers the ids)
+from envs.nav.env import NavEnv
+from envs.nav.vector_env import NavVectorEnv
+
+SMALL = dict(width=32, height=32, num_scenes=2, apartment={"rooms": (2, 4)})
+
+
+@pytest.mark.parametrize("env_id", ["pixelrl/PointNav-v0", "pixelrl/ObjectNav-v0"])
+def test_check_env(env_id):
+    env = gym.make(env_id, **SMALL).unwrapped
+    check_env(env, skip_render_check=True)
+    env.close()
+
+
+def test_observations_follow_habitat_conventions():
+    env = NavEnv(task="pointnav", sensors=("rgb", "depth", "semantic"), **SMALL)
+    obs, info = env.reset(seed=1)
+    assert obs["rgb"].shape == (32, 32, 3) and obs["rgb"].dtype == np.uint8
+    assert obs["depth"].shape == (32, 32, 1) and obs["depth"].dtype == np.float32
+    assert obs["semantic"].shape == (32, 32, 1) and obs["semantic"].dtype == np.int32
+    assert 0.0 <= obs["depth"].min() and obs["depth"].max() <= 10.0
+    # The polar goal matches the episode's goal seen from the start pose.
+    s = env.state
+    rho, phi = obs["pointgoal_with_gps_compass"]
+    goal = s.episode.goals[0].position
+    assert rho == pytest.approx(np.hypot(*(goal - s.position)[[0, 2]]), abs=1e-4)
+    # Turning left by phi must face the goal: forward vector at yaw+phi points at it.
+    yaw = s.yaw + phi
+    fwd = np.array([-math.sin(yaw), -math.cos(yaw)])
+    to_goal = (goal - s.position)[[0, 2]] / rho
+    assert fwd @ to_goal == pytest.approx(1.0, abs=1e-4)
+    assert info["distance_to_goal"] >= rho - 1e-6  # geodesic >= euclidean
+    # Turning left changes phi by -turn angle (the goal moves to the right).
+    obs2, *_ = env.step(2)
+    assert math.remainder(
+        obs2["pointgoal_with_gps_compass"][1] - phi + math.radians(10), 2 * math.pi
+    ) == pytest.approx(0, abs=1e-4)
+    env.close()
+
+
+def test_objectnav_gps_compass():
+    env = NavEnv(task="objectnav", **SMALL)
+    obs, _ = env.reset(seed=2)
+    np.testing.assert_allclose(obs["gps"], [0, 0], atol=1e-6)
+    np.testing.assert_allclose(obs["compass"], [0], atol=1e-6)
+    obs, *_ = env.step(2)  # turn left 30 degrees
+    assert obs["compass"][0] == pytest.approx(math.radians(30), abs=1e-5)
+    before = env.state.position.copy()
+    obs, *_ = env.step(1)  # forward along the new heading
+    moved = env.state.position - before
+    # gps is [forward, right] in the start frame; moving at +30 degrees (left) gives right < 0.
+    dist = np.hypot(*moved[[0, 2]])
+    if dist > 0.2:
+        assert obs["gps"][0] == pytest.approx(dist * math.cos(math.radians(30)), abs=1e-4)
+        assert obs["gps"][1] == pytest.approx(-dist * math.sin(math.radians(30)), abs=1e-4)
+    env.close()
+
+
+def _rollout(env, seed, actions):
+    obs, _ = env.reset(seed=seed)
+    frames, rewards = [obs], []
+    for a in actions:
+        obs, r, term, trunc, _ = env.step(a)
+        frames.append(obs)
+        rewards.append(r)
+        if term or trunc:
+            obs, _ = env.reset()
+    return frames, rewards
+
+
+@pytest.mark.parametrize("task", ["pointnav", "objectnav"])
+def test_same_seed_same_actions_same_everything(task):
+    actions = np.random.default_rng(0).integers(1, 4, 40).tolist() + [0, 1, 2]
+    a = _rollout(NavEnv(task=task, **SMALL), 7, actions)
+    b = _rollout(NavEnv(task=task, **SMALL), 7, actions)
+    assert a[1] == b[1]
+    for fa, fb in zip(a[0], b[0]):
+        for key in fa:
+            np.testing.assert_array_equal(fa[key], fb[key])
+    c = _rollout(NavEnv(task=task, **SMALL), 8, actions[:3])
+    assert any(not np.array_equal(x["rgb"], y["rgb"]) for x, y in zip(a[0], c[0]))
+
+
+def test_reward_and_measures_follow_habitat():
+    env = NavEnv(task="pointnav", **SMALL)
+    env.reset(seed=3)
+    s = env.state
+    d0 = s.distance
+    _, r, term, trunc, info = env.step(1)
+    assert r == pytest.approx(-(info["distance_to_goal"] - d0) - 0.01)
+    assert not term and not trunc
+    _, r, term, _, info = env.step(0)  # stop far from the goal: terminated, no success
+    assert term and info["success"] == 0.0 and info["spl"] == 0.0
+    start = s.start_distance  # l: the any-angle geodesic from the start
+    assert d0 * 0.99 <= start <= d0
+    soft = max(0, 1 - info["distance_to_goal"] / start) * start / max(start, info["path_length"])
+    assert info["softspl"] == pytest.approx(soft)
+    env.close()
+
+
+def test_max_episode_steps_truncates():
+    env = NavEnv(task="pointnav", max_episode_steps=5, **SMALL)
+    env.reset(seed=0)
+    flags = [env.step(2)[2:4] for _ in range(5)]
+    assert flags[-1] == (False, True) and all(f == (False, False) for f in flags[:-1])
+
+
+def test_bad_options_are_clear_errors():
+    with pytest.raises(ValueError, match="unknown option 'widht'.*pixelrl/PointNav-v0"):
+        gym.make("pixelrl/PointNav-v0", widht=64)
+    with pytest.raises(ValueError, match="sensors"):
+        NavEnv(sensors=("rgb", "lidar"), **SMALL)
+    env = NavEnv(**SMALL)
+    with pytest.raises(ValueError, match="unknown reset option 'episode_idx'"):
+        env.reset(options={"episode_idx": 1})
+    with pytest.raises(FileNotFoundError, match="no_such_scene.glb"):
+        NavEnv(width=16, height=16, scenes=["/nonexistent/no_such_scene.glb"])
+
+
+def test_vector_env_matches_single_envs_and_autoresets():
+    n = 3
+    venv = NavVectorEnv(n, max_episode_steps=4, **SMALL)
+    single = NavEnv(max_episode_steps=4, **SMALL)
+    obs, _ = venv.reset(seed=11)
+    ref, _ = single.reset(seed=12)  # sub-env 1 is seeded with seed + 1
+    for key in ref:
+        np.testing.assert_array_equal(obs[key][1], ref[key])
+    assert obs["rgb"].shape == (n, 32, 32, 3) and venv.observation_space.contains(obs)
+    for _ in range(4):
+        obs, rew, term, trunc, infos = venv.step(np.array([1, 2, 3]))
+        ref, r, *_ = single.step(2)
+        np.testing.assert_array_equal(obs["rgb"][1], ref["rgb"])
+        assert rew[1] == pytest.approx(r)
+    assert trunc.all() and "spl" in infos and infos["_spl"].all()
+    obs, rew, term, trunc, _ = venv.step(np.array([1, 1, 1]))  # autoreset step
+    assert (rew == 0).all() and not (term | trunc).any()
+    assert (infos["num_steps"] == 4).all()
+    venv.close()
+
+
+def test_depth_clipping_and_normalisation():
+    raw = NavEnv(min_depth=0.5, max_depth=3.0, **SMALL)
+    norm = NavEnv(min_depth=0.5, max_depth=3.0, normalize_depth=True, **SMALL)
+    d_raw = raw.reset(seed=5)[0]["depth"]
+    d_norm = norm.reset(seed=5)[0]["depth"]
+    assert d_raw.min() >= 0.5 and d_raw.max() <= 3.0
+    np.testing.assert_allclose(d_norm, (d_raw - 0.5) / 2.5, atol=1e-6)
+    assert norm.observation_space["depth"].high.max() == 1.0
+
+
+def test_make_vec_uses_the_native_batched_env():
+    venv = gym.make_vec(
+        "pixelrl/ObjectNav-v0", num_envs=2, vectorization_mode="vector_entry_point", **SMALL
+    )
+    assert isinstance(venv, NavVectorEnv) and venv.cfg.task == "objectnav"
+    obs, _ = venv.reset(seed=0)
+    assert obs["objectgoal"].shape == (2, 1) and obs["depth"].shape == (2, 32, 32, 1)
+    venv.close()
