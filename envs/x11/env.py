@@ -1,0 +1,265 @@
+"""XDesktopEnv: one task on a real X desktop, driven through pyautogui and seen through mss.
+
+Each episode (``reset``) stops the previous episode's apps, makes a fresh work folder, runs the
+task's ``config`` steps (launching apps and waiting until their windows are mapped) and returns
+the screenshot. ``step`` performs one :class:`~envs.actions.Action` through the env's actuator
+process (pyautogui, fail-safe on, a time limit per action), lets the screen settle, and runs the
+task's evaluator: success ends the episode with reward 1; ``done`` ends it with 1 or 0 (OSWorld's
+rule), ``fail`` with 0, and the step limit truncates it.
+
+The env starts a private Xvfb of ``screen_size`` (default 1280x800) and depth. To drive an
+existing display instead pass ``display=":0", allow_existing_display=True``.
+
+Processes: Xvfb, the apps and the actuator each run in their own process group and are killed on
+``close``, when ``step``/``reset`` raise (a crash or Ctrl-C), and at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+from envs.actions import POINTER_KINDS, Action
+from envs.gui import a11y_element
+from envs.processes import ChildProcess
+from envs.real_gui import Outcome, RealGuiEnv
+from envs.x11.actuator import ActionTimeout, Actuator
+from envs.x11.display import XDisplay
+from envs.x11.tasks import APPS_DIR, X11Task, check, get_result, resolve_task, substitute
+from envs.x11.windows import Windows
+
+# Actions the actuator performs; wait/done/fail happen here.
+INPUT_KINDS = POINTER_KINDS | {"type", "key", "hotkey"}
+# Time limit of the env's own requests to the actuator (screenshots, parking the pointer).
+SERVICE_TIMEOUT_S = 20.0
+
+
+class XDesktopEnv(RealGuiEnv):
+    """A task (file, id or :class:`X11Task`) on a private Xvfb or an allowed existing display.
+
+    Args:
+        task: a shipped task id (``"XcalcMultiply"``), a path to a task JSON, or an X11Task.
+        screen_size: (W, H) of the private Xvfb.  depth: its colour depth.
+        display / allow_existing_display: attach to an existing display (both needed).
+        xvfb_path: the Xvfb binary (default ``$PIXELRL_XVFB`` or ``Xvfb`` on PATH).
+        max_steps: step limit (default: the task's ``max_steps``).
+        action_timeout_s: time limit of one action; past it the actuator is killed and the
+            episode truncated with ``info["error"]``.
+        settle_s: wait after an action before looking; then the env looks until two
+            screenshots agree (at most ``settle_max_s``), so slow redraws are not half-seen.
+        check_every_step: run the evaluator after every step (ends the episode on success);
+            False evaluates only on ``done`` or at the step limit, like OSWorld.
+        window_timeout_s: how long a launched app may take to map its window.
+    """
+
+    def __init__(
+        self,
+        task: str | os.PathLike | X11Task,
+        screen_size: tuple[int, int] = (1280, 800),
+        depth: int = 24,
+        display: str | None = None,
+        allow_existing_display: bool = False,
+        xvfb_path: str | None = None,
+        max_steps: int | None = None,
+        action_timeout_s: float = 10.0,
+        settle_s: float = 0.05,
+        settle_max_s: float = 1.0,
+        check_every_step: bool = True,
+        window_timeout_s: float = 15.0,
+        a11y_text: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        self.task = resolve_task(task)
+        self._display_args = dict(
+            size=tuple(screen_size),
+            depth=depth,
+            display=display,
+            allow_existing_display=allow_existing_display,
+            xvfb_path=xvfb_path,
+        )
+        self.display: XDisplay | None = None
+        self._windows: Windows | None = None
+        self._actuator: Actuator | None = None
+        self._apps: list[ChildProcess] = []
+        self._workdir: str | None = None
+        self._start_display()  # fail early (no Xvfb, refused display) and learn the screen size
+        super().__init__(
+            self.display.size,
+            max_steps if max_steps is not None else self.task.max_steps,
+            a11y_text=a11y_text,
+            render_mode=render_mode,
+        )
+        self.action_timeout_s = float(action_timeout_s)
+        self.settle_s = float(settle_s)
+        self.settle_max_s = float(settle_max_s)
+        self.check_every_step = bool(check_every_step)
+        self.window_timeout_s = float(window_timeout_s)
+
+    # -- processes ----------------------------------------------------------------------------
+    def _start_display(self) -> None:
+        self.display = XDisplay(**self._display_args)
+        try:
+            self._windows = Windows(self.display.name)
+        except BaseException:
+            self._shutdown()
+            raise
+
+    def _ensure_running(self) -> None:
+        if self.display is None or not self.display.alive():
+            self._shutdown()
+            self._start_display()
+        if self._actuator is None or not self._actuator.alive():
+            self._actuator = Actuator(self.display.name, self.display.size)
+
+    def _stop_apps(self) -> None:
+        for app in reversed(self._apps):
+            app.kill(grace_s=1.0)
+        self._apps = []
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    def _shutdown(self) -> None:
+        self._stop_apps()
+        if self._actuator is not None:
+            self._actuator.close()
+            self._actuator = None
+        if self._windows is not None:
+            self._windows.close()
+            self._windows = None
+        if self.display is not None:
+            self.display.close()
+            self.display = None
+
+    @property
+    def workdir(self) -> str | None:
+        """This episode's work folder (``{workdir}`` in the task file)."""
+        return self._workdir
+
+    @property
+    def processes(self) -> list[ChildProcess]:
+        """Every live process this env started (Xvfb, actuator, apps) — for tests and tools."""
+        procs = [p for p in self._apps if p.alive()]
+        if self._actuator is not None and self._actuator.alive():
+            procs.append(self._actuator.process)
+        if self.display is not None and self.display.server is not None:
+            procs.append(self.display.server)
+        return procs
+
+    # -- episode ------------------------------------------------------------------------------
+    def _variables(self) -> dict[str, str]:
+        return {
+            "workdir": self._workdir or "",
+            "apps": str(APPS_DIR),
+            "python": sys.executable,
+            "display": self.display.name,
+        }
+
+    def _begin(self, seed: int | None, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        self._stop_apps()
+        self._ensure_running()
+        self._workdir = tempfile.mkdtemp(prefix="pixelrl-x11-")
+        # Park the pointer off the apps (next to, not in, a fail-safe corner): hover highlights
+        # would otherwise make the first screenshot depend on where the last episode ended.
+        width, height = self.display.size
+        self._actuator.perform({"kind": "move", "x": width - 2, "y": height - 2}, SERVICE_TIMEOUT_S)
+        env = dict(os.environ, DISPLAY=self.display.name)
+        variables = self._variables()
+        for i, step in enumerate(self.task.config):
+            step = substitute(step, variables)
+            kind = step["type"]
+            where = f"{self.task.path}: config[{i}]"
+            if kind == "write_file":
+                path = step["path"]
+                os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(step.get("content", ""))
+            elif kind == "sleep":
+                time.sleep(float(step.get("seconds", 0.1)))
+            elif kind == "command":
+                run = subprocess.run(
+                    step["command"], env=env, cwd=self._workdir, capture_output=True, timeout=30
+                )
+                if run.returncode != 0:
+                    raise RuntimeError(
+                        f"{where}: command {step['command']} failed ({run.returncode}): "
+                        f"{run.stderr.decode(errors='replace')[-500:]}"
+                    )
+            elif kind == "launch":
+                try:
+                    app = ChildProcess(step["command"], env=env, cwd=self._workdir)
+                except FileNotFoundError:
+                    raise RuntimeError(
+                        f"{where}: cannot launch {step['command'][0]!r}: not installed "
+                        "(see scripts/install_system_deps.sh)"
+                    ) from None
+                self._apps.append(app)
+                if step.get("window"):
+                    self._windows.wait_for(step["window"], timeout_s=self.window_timeout_s)
+        self._settle()
+        return self.task.instruction, {"task": self.task.id, "display": self.display.name}
+
+    def _act(self, action: Action) -> Outcome:
+        info: dict[str, Any] = {}
+        if action.kind in INPUT_KINDS:
+            try:
+                reply = self._actuator.perform(dataclasses.asdict(action), self.action_timeout_s)
+            except ActionTimeout as e:
+                # The stuck actuator was killed; a fresh one takes the last look. The app may be
+                # mid-way through the action, so the episode ends here (truncated).
+                self._actuator = Actuator(self.display.name, self.display.size)
+                return Outcome(truncated=True, info={"error": str(e)})
+            if not reply["ok"]:
+                info["error"] = f"{reply['type']}: {reply['error']}"
+                if reply["type"] == "FailSafeException":
+                    # The pointer sat in a screen corner: pyautogui's emergency stop.
+                    return Outcome(truncated=True, info=info)
+            self._settle()  # look (and evaluate) only once the app has drawn the effect
+        elif action.kind == "wait":
+            time.sleep(max(self.settle_s, 0.5))
+        last_step = self._steps >= self.max_steps
+        if action.kind == "fail":
+            return Outcome(terminated=True, info=info)
+        if action.kind == "done" or self.check_every_step or last_step:
+            success = self.evaluate()
+            terminated = success or action.kind == "done"
+            return Outcome(reward=float(success), terminated=terminated, success=success, info=info)
+        return Outcome(info=info)
+
+    def evaluate(self) -> bool:
+        """Run the task's evaluator (getter + checker) on the desktop as it is now."""
+        ev = substitute(self.task.evaluator, self._variables())
+        result = get_result(ev["result"], self.display.name, self._windows)
+        return check(ev["func"], result, ev["expected"], ev)
+
+    # -- looking ------------------------------------------------------------------------------
+    def _settle(self) -> None:
+        """Wait until the screen stops changing; keep that screenshot for the observation."""
+        self._settled = self._actuator.screenshot(
+            self.settle_s, self.settle_max_s, SERVICE_TIMEOUT_S
+        )
+
+    def _screenshot(self) -> np.ndarray:
+        """The settled screen (the actuator grabs with mss; see its module doc)."""
+        shot, self._settled = getattr(self, "_settled", None), None
+        if shot is None:
+            shot = self._actuator.screenshot(self.settle_s, self.settle_max_s, SERVICE_TIMEOUT_S)
+        return shot
+
+    def screenshot(self) -> np.ndarray:
+        """The screen now, without settling, H×W×3 uint8 (what ``bench/`` times)."""
+        return self._actuator.screenshot(0.0, 0.0, SERVICE_TIMEOUT_S)
+
+    def _a11y(self) -> list[dict[str, Any]]:
+        # X apps here expose no accessibility tree; the windows are what we can name reliably.
+        return [
+            a11y_element(f"window-{w.id}", "window", w.title, w.bbox) for w in self._windows.list()
+        ]

@@ -1,0 +1,324 @@
+"""X11 desktop tasks as data files, in the shape of OSWorld's task JSON.
+
+A task file (``assets/x11_tasks/<Name>.json``)::
+
+    {
+      "id": "XcalcMultiply",                      # -> pixelrl/XDesktop-XcalcMultiply-v0
+      "instruction": "Compute 6 x 7 with the calculator, ...",
+      "max_steps": 15,                            # optional (OSWorld's default: 15)
+      "config": [                                 # set-up steps, in order
+        {"type": "write_file", "path": "{workdir}/note.txt", "content": ""},
+        {"type": "launch", "command": ["xcalc", "-geometry", "+0+0"], "window": "^Calculator$"},
+        {"type": "command", "command": ["..."]},   # runs to completion (30 s at most)
+        {"type": "sleep", "seconds": 0.2}
+      ],
+      "evaluator": {
+        "result": {"type": "clipboard", "selection": "primary"},   # the getter
+        "func": "exact_match",                                      # the checker
+        "expected": "42"
+      },
+      "solution": ["pyautogui.click(x=157, y=316)", "..."]         # a scripted expert (action text)
+    }
+
+Strings in ``config`` and ``result`` may use ``{workdir}`` (a fresh folder per episode),
+``{apps}`` (``assets/x11_apps``), ``{python}`` (this interpreter) and ``{display}``.
+
+Getters (``result.type``): ``file`` (``path``; text, or None when missing), ``window_title``
+(``pattern``: title of the first window whose title matches, or None), ``clipboard``
+(``selection``: ``clipboard`` or ``primary``; read through Tk), ``command`` (``command``: its
+stdout). Checkers (``func``): ``exact_match``, ``contains``, ``regex_match``, ``number_match``
+(``tolerance``), ``json_match`` (every key of ``expected`` has that value). A getter that finds
+nothing (None) fails every checker.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envs.actions import TEXT_CHARSET
+from envs.gui import MAX_INSTRUCTION_LENGTH
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+TASK_DIR = ASSETS / "x11_tasks"
+APPS_DIR = ASSETS / "x11_apps"
+DEFAULT_MAX_STEPS = 15
+
+SETUP_TYPES = {
+    "launch": ("command",),
+    "command": ("command",),
+    "write_file": ("path",),
+    "sleep": (),
+}
+GETTER_TYPES = {
+    "file": ("path",),
+    "window_title": ("pattern",),
+    "clipboard": (),
+    "command": ("command",),
+}
+CHECKERS = ("exact_match", "contains", "regex_match", "number_match", "json_match")
+_TASK_ID = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+
+
+class TaskError(ValueError):
+    """A task file that does not follow the schema; the message names the file and field."""
+
+
+@dataclass(frozen=True)
+class X11Task:
+    """One parsed task file (see the module doc for the fields)."""
+
+    id: str
+    instruction: str
+    config: list[dict[str, Any]]
+    evaluator: dict[str, Any]
+    max_steps: int = DEFAULT_MAX_STEPS
+    solution: list[str] = field(default_factory=list)
+    path: str = ""
+
+
+def _require(cond: bool, where: str, message: str) -> None:
+    if not cond:
+        raise TaskError(f"{where}: {message}")
+
+
+def _check_command(value: Any, where: str) -> None:
+    _require(
+        isinstance(value, list) and value and all(isinstance(a, str) for a in value),
+        where,
+        "command must be a non-empty list of strings (argv; no shell)",
+    )
+
+
+def parse_task(data: Any, source: str = "<task>") -> X11Task:
+    """Validate a task dict and return it as an :class:`X11Task`, or :class:`TaskError`."""
+    _require(isinstance(data, dict), source, "a task is a JSON object")
+    for key in ("id", "instruction", "config", "evaluator"):
+        _require(key in data, source, f"missing field {key!r}")
+    unknown = set(data) - {"id", "instruction", "config", "evaluator", "max_steps", "solution"}
+    _require(not unknown, source, f"unknown field(s) {sorted(unknown)}")
+    _require(
+        isinstance(data["id"], str) and bool(_TASK_ID.match(data["id"])),
+        f"{source}: id",
+        f"must be CamelCase letters and digits, got {data['id']!r}",
+    )
+    _require(
+        isinstance(data["instruction"], str) and data["instruction"].strip() != "",
+        f"{source}: instruction",
+        "must be a non-empty string",
+    )
+    bad = sorted(set(data["instruction"]) - set(TEXT_CHARSET))
+    _require(not bad, f"{source}: instruction", f"holds characters outside TEXT_CHARSET: {bad!r}")
+    _require(
+        len(data["instruction"]) <= MAX_INSTRUCTION_LENGTH,
+        f"{source}: instruction",
+        f"is longer than {MAX_INSTRUCTION_LENGTH} characters",
+    )
+    _require(isinstance(data["config"], list), f"{source}: config", "must be a list of steps")
+    for i, step in enumerate(data["config"]):
+        where = f"{source}: config[{i}]"
+        _require(
+            isinstance(step, dict) and "type" in step, where, "a step is an object with a type"
+        )
+        kind = step["type"]
+        _require(
+            kind in SETUP_TYPES, f"{where}.type", f"unknown {kind!r}; one of {sorted(SETUP_TYPES)}"
+        )
+        for key in SETUP_TYPES[kind]:
+            _require(key in step, where, f"a {kind} step needs {key!r}")
+        if kind in ("launch", "command"):
+            _check_command(step["command"], f"{where}.command")
+        if kind == "launch":
+            _require(isinstance(step.get("window", ""), str), f"{where}.window", "must be a regex")
+    ev = data["evaluator"]
+    _require(isinstance(ev, dict), f"{source}: evaluator", "must be an object")
+    for key in ("result", "func", "expected"):
+        _require(key in ev, f"{source}: evaluator", f"missing field {key!r}")
+    result = ev["result"]
+    _require(
+        isinstance(result, dict) and "type" in result,
+        f"{source}: evaluator.result",
+        "a getter object with a type",
+    )
+    _require(
+        result["type"] in GETTER_TYPES,
+        f"{source}: evaluator.result.type",
+        f"unknown {result['type']!r}; one of {sorted(GETTER_TYPES)}",
+    )
+    for key in GETTER_TYPES[result["type"]]:
+        _require(
+            key in result, f"{source}: evaluator.result", f"a {result['type']} getter needs {key!r}"
+        )
+    if result["type"] == "command":
+        _check_command(result["command"], f"{source}: evaluator.result.command")
+    if result["type"] == "clipboard":
+        _require(
+            result.get("selection", "clipboard") in ("clipboard", "primary"),
+            f"{source}: evaluator.result.selection",
+            "must be 'clipboard' or 'primary'",
+        )
+    _require(
+        ev["func"] in CHECKERS,
+        f"{source}: evaluator.func",
+        f"unknown {ev['func']!r}; one of {CHECKERS}",
+    )
+    if ev["func"] == "json_match":
+        _require(
+            isinstance(ev["expected"], dict),
+            f"{source}: evaluator.expected",
+            "json_match expects an object",
+        )
+    max_steps = data.get("max_steps", DEFAULT_MAX_STEPS)
+    _require(
+        isinstance(max_steps, int) and max_steps >= 1,
+        f"{source}: max_steps",
+        "must be an integer >= 1",
+    )
+    solution = data.get("solution", [])
+    _require(
+        isinstance(solution, list) and all(isinstance(s, str) for s in solution),
+        f"{source}: solution",
+        "must be a list of action texts",
+    )
+    return X11Task(
+        id=data["id"],
+        instruction=data["instruction"],
+        config=data["config"],
+        evaluator=ev,
+        max_steps=max_steps,
+        solution=solution,
+        path=source,
+    )
+
+
+def load_task(path: str | os.PathLike) -> X11Task:
+    """Read and validate one task file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TaskError(f"{path}: no such task file") from None
+    except json.JSONDecodeError as e:
+        raise TaskError(f"{path}: not valid JSON: {e}") from None
+    return parse_task(data, str(path))
+
+
+def task_files(task_dir: str | os.PathLike = TASK_DIR) -> list[Path]:
+    """The shipped task files, sorted by name."""
+    return sorted(Path(task_dir).glob("*.json"))
+
+
+def resolve_task(task: str | os.PathLike | X11Task) -> X11Task:
+    """A task from an :class:`X11Task`, a path to a JSON file, or a shipped task's id."""
+    if isinstance(task, X11Task):
+        return task
+    candidate = Path(task)
+    if candidate.suffix == ".json" or candidate.exists():
+        return load_task(candidate)
+    shipped = TASK_DIR / f"{task}.json"
+    if shipped.exists():
+        return load_task(shipped)
+    known = ", ".join(p.stem for p in task_files())
+    raise TaskError(f"unknown X11 task {str(task)!r}; shipped tasks: {known}")
+
+
+# -- placeholders -----------------------------------------------------------------------------
+def substitute(value: Any, variables: dict[str, str]) -> Any:
+    """``value`` with ``{name}`` placeholders in its strings replaced (no format(): no surprises)."""
+    if isinstance(value, str):
+        for name, replacement in variables.items():
+            value = value.replace("{" + name + "}", replacement)
+        return value
+    if isinstance(value, list):
+        return [substitute(v, variables) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute(v, variables) for k, v in value.items()}
+    return value
+
+
+# -- getters ----------------------------------------------------------------------------------
+_CLIPBOARD_READER = """
+import sys, tkinter
+root = tkinter.Tk(); root.withdraw()
+for target in ("UTF8_STRING", "STRING"):  # old Xt apps (xcalc) offer only STRING
+    try:
+        sys.stdout.write(root.selection_get(selection=sys.argv[1], type=target))
+        break
+    except tkinter.TclError:
+        pass
+else:
+    sys.exit(3)
+"""
+
+
+def get_result(
+    getter: dict[str, Any], display_name: str, windows, timeout_s: float = 10.0
+) -> str | None:
+    """What ``getter`` reads off the desktop now, as text; None when there is nothing to read."""
+    kind = getter["type"]
+    env = dict(os.environ, DISPLAY=display_name)
+    if kind == "file":
+        try:
+            return Path(getter["path"]).read_text(encoding="utf-8")
+        except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
+            return None
+    if kind == "window_title":
+        regex = re.compile(getter["pattern"])
+        for w in windows.list():
+            if regex.search(w.title):
+                return w.title
+        return None
+    if kind == "clipboard":
+        selection = getter.get("selection", "clipboard").upper()
+        run = subprocess.run(
+            [sys.executable, "-c", _CLIPBOARD_READER, selection],
+            env=env,
+            capture_output=True,
+            timeout=timeout_s,
+            text=True,
+        )
+        return run.stdout if run.returncode == 0 else None
+    if kind == "command":
+        try:
+            run = subprocess.run(
+                getter["command"], env=env, capture_output=True, timeout=timeout_s, text=True
+            )
+        except (FileNotFoundError, subprocess.TimeoutExpired):
+            return None
+        return run.stdout
+    raise TaskError(f"unknown getter type {kind!r}")
+
+
+# -- checkers ---------------------------------------------------------------------------------
+def check(func: str, result: str | None, expected: Any, evaluator: dict[str, Any]) -> bool:
+    """Whether ``result`` satisfies the checker ``func`` against ``expected``."""
+    if result is None:
+        return False
+    strip = evaluator.get("strip", True)
+    text = result.strip() if strip else result
+    if func == "exact_match":
+        return text == (str(expected).strip() if strip else str(expected))
+    if func == "contains":
+        return str(expected) in text
+    if func == "regex_match":
+        return re.search(str(expected), text) is not None
+    if func == "number_match":
+        try:
+            value = float(text)
+        except ValueError:
+            return False
+        return math.isclose(value, float(expected), abs_tol=float(evaluator.get("tolerance", 1e-9)))
+    if func == "json_match":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            return False
+        return isinstance(data, dict) and all(data.get(k) == v for k, v in expected.items())
+    raise TaskError(f"unknown checker {func!r}")
