@@ -1,0 +1,36 @@
+"""``pixelrl replay DIR``: re-run each recorded episode from its seed and check it reproduces.
+
+Prints one line per episode (exact-frame match rate, first divergent step, whether rewards,
+done flags and success match) and exits 1 if any episode diverges.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("replay", help="replay recorded episodes and report fidelity")
+    p.add_argument("dir", help="dataset folder written by `pixelrl record`")
+    p.add_argument("--episode", type=int, action="append", help="only this episode (repeatable)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from envs.recording.dataset import EpisodeDataset
+    from envs.recording.format import DatasetError
+    from envs.recording.replay import fidelity_table, replay_dataset
+
+    try:
+        dataset = EpisodeDataset(args.dir)
+        missing = sorted(set(args.episode or ()) - set(dataset.episodes))
+        if missing:
+            raise DatasetError(f"{args.dir} has no (loadable) episode {missing}")
+        results = replay_dataset(dataset, episodes=args.episode, progress=True)
+    except DatasetError as e:
+        print(f"pixelrl replay: {e}")
+        return 2
+    print(fidelity_table(results))
+    for p in dataset.problems:
+        print(f"left out: {p}")
+    return 0 if results and all(r.ok for r in results) and not dataset.problems else 1
