@@ -12,7 +12,7 @@ import importlib
 import sys
 
 # Order here is the order in `pixelrl --help`.
-COMMANDS = ["envs", "record", "replay", "view", "demo"]
+COMMANDS = ["envs", "train", "bench", "record", "replay", "view", "demo", "eval"]
 
 
 def build_parser() -> argparse.ArgumentParser:
