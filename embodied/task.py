@@ -1,0 +1,77 @@
+"""The embodied recipes' task module (``pixelrl.recipes``): navigation envs and the policy.
+
+``make_envs`` builds ``env.num_envs`` copies of ``env.id`` (``pixelrl/PointNav-v0`` or
+``pixelrl/ObjectNav-v0``) with ``env.kwargs`` -- the navigation options of ``envs.nav``
+(sensors, resolution, scenes, ...). Evaluation (``split="eval"``) applies ``env.eval_kwargs`` on
+top, which in the recipes selects held-out procedural scenes (another ``scene_seed``) or an
+episode dataset. The embedded simulator runs as ``envs.nav``'s batched ``NavVectorEnv`` (one
+shared simulator, one Embree call renders every env); other backends (habitat-sim) as a
+``SyncVectorEnv`` that resets finished envs in the same step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from pixelrl.config import Config, check_kwargs
+
+
+def env_kwargs(cfg: Config, split: str) -> dict[str, Any]:
+    """The navigation options for ``split`` (``"train"`` or ``"eval"``), each key checked."""
+    from envs.nav.config import NavConfig
+
+    plain = {k: (v.to_dict() if isinstance(v, Config) else v) for k, v in cfg.env.kwargs.items()}
+    kwargs = check_kwargs(NavConfig, plain, "env.kwargs")
+    if split == "eval":
+        extra = {
+            k: (v.to_dict() if isinstance(v, Config) else v) for k, v in cfg.env.eval_kwargs.items()
+        }
+        kwargs.update(check_kwargs(NavConfig, extra, "env.eval_kwargs"))
+    return kwargs
+
+
+def make_vector_env(
+    env_id: str, num_envs: int, seed: int | None = None, **kwargs: Any
+) -> gym.vector.VectorEnv:
+    """``num_envs`` navigation envs as one vector env (native batched one when available)."""
+    import envs  # noqa: F401  (registers the pixelrl/ ids)
+    import envs.nav.registration  # noqa: F401  (in case envs/__init__ does not import it yet)
+
+    native = _native_vector_env(env_id, num_envs, kwargs)
+    if native is not None:
+        return native
+    return gym.vector.SyncVectorEnv(
+        [lambda: gym.make(env_id, **kwargs) for _ in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+
+
+def _native_vector_env(
+    env_id: str, num_envs: int, kwargs: dict[str, Any]
+) -> gym.vector.VectorEnv | None:
+    """``envs.nav``'s batched ``NavVectorEnv`` (one shared simulator, one Embree call a step).
+
+    It autoresets on the next step (gymnasium's ``NEXT_STEP``); the collector stores those reset
+    steps with no weight (``pixelrl.rl.collect``).
+    """
+    task = {"pixelrl/PointNav-v0": "pointnav", "pixelrl/ObjectNav-v0": "objectnav"}.get(env_id)
+    if task is None or kwargs.get("backend", "embedded") != "embedded":
+        return None
+    try:
+        from envs.nav.vector_env import NavVectorEnv
+    except ImportError:
+        return None
+    return NavVectorEnv(num_envs, task=task, **kwargs)
+
+
+def make_envs(cfg: Config, num_envs: int, seed: int, split: str) -> gym.vector.VectorEnv:
+    return make_vector_env(cfg.env.id, num_envs, seed, **env_kwargs(cfg, split))
+
+
+def make_policy(cfg: Config, observation_space: gym.spaces.Dict, action_space: gym.Space):
+    from embodied.policy import PointNavResNetPolicy
+
+    kwargs = check_kwargs(PointNavResNetPolicy, cfg.policy, "policy")
+    return PointNavResNetPolicy(observation_space, action_space, **kwargs)

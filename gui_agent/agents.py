@@ -1,0 +1,128 @@
+"""GUI agents for evaluation and demos: one ``act(screenshot, instruction) -> Action`` for every
+kind of trained policy.
+
+- :class:`PointerAgent`: a :class:`~gui_agent.pointer_policy.PointerPolicy` (a ``gui/ppo``
+  checkpoint); the screenshot is resized and the sampled cell mapped back to screen pixels
+  exactly as :class:`~gui_agent.pointer_env.PointerEnv` does.
+- :class:`VLMAgent`: a :class:`vision.vlm.VLMPolicy` (a model folder saved by the ``gui/sft`` or
+  ``gui/*-grpo`` recipes, a transformers model name, or ``tiny-<family>``); greedy decoding, the
+  episode's recent actions in the prompt; unparsable text is a ``wait``.
+
+:func:`load_agent` picks the right one from a path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from envs.actions import Action
+
+
+class PointerAgent:
+    """Acts with a pointer policy, deterministically (the most likely action) by default."""
+
+    def __init__(self, policy, deterministic: bool = True) -> None:
+        self.policy = policy.eval()
+        self.spec = policy.spec
+        self.deterministic = deterministic
+        self.last_heatmap: np.ndarray | None = None
+        self.screen_size: tuple[int, int] | None = None  # the desktop size it trained on
+        self.env_id: str | None = None
+
+    def reset(self) -> None:
+        pass
+
+    def act_batch(
+        self, screenshots: Sequence[np.ndarray], instructions: Sequence[str]
+    ) -> list[Action]:
+        import torch
+
+        from gui_agent.pointer_env import decode_action, hash_words
+        from vision.image import resize
+
+        images, maps = zip(*(resize(s, self.spec.image_size) for s in screenshots))
+        words = [hash_words(i, self.spec.max_words, self.spec.buckets) for i in instructions]
+        obs = {
+            "image": torch.as_tensor(np.stack(images)),
+            "instruction": torch.as_tensor(np.stack(words)),
+        }
+        with torch.no_grad():
+            step = self.policy.act(obs, {}, deterministic=self.deterministic)
+        self.last_heatmap = self.policy.heatmap(obs).numpy()
+        return [decode_action(a, self.spec, m) for a, m in zip(step.actions.numpy(), maps)]
+
+    def act(self, screenshot: np.ndarray, instruction: str) -> Action:
+        return self.act_batch([screenshot], [instruction])[0]
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, **kwargs) -> PointerAgent:
+        """The policy of a ``gui/ppo`` checkpoint (a file, ``checkpoints/`` folder or run folder)."""
+        from gui_agent import ppo_task
+        from pixelrl.checkpoint import load_checkpoint
+        from pixelrl.config import Config
+
+        ckpt = load_checkpoint(path)
+        cfg = Config(ckpt["config"])
+        policy = ppo_task.make_policy(
+            cfg, ckpt["observation_space"], ckpt["action_space"], warm_start=False
+        )
+        policy.load_state_dict(ckpt["policy"])
+        agent = cls(policy, **kwargs)
+        agent.screen_size = ppo_task.env_kwargs(cfg, "eval").get("screen_size")
+        agent.env_id = cfg.env.id
+        return agent
+
+
+class VLMAgent:
+    """Acts with a vision-language policy: greedy action text, parsed (never executed)."""
+
+    def __init__(self, vlm, max_new_tokens: int = 32) -> None:
+        self.vlm = vlm
+        self.vlm.model.eval()
+        self.max_new_tokens = max_new_tokens
+        self.history: list[Action] = []
+        self.last_texts: list[str] = []
+
+    def reset(self) -> None:
+        self.history = []
+
+    def act_batch(
+        self,
+        screenshots: Sequence[np.ndarray],
+        instructions: Sequence[str],
+        histories: Sequence[Sequence[Action]] | None = None,
+    ) -> list[Action]:
+        screen = (screenshots[0].shape[1], screenshots[0].shape[0])
+        out = self.vlm.generate(
+            list(screenshots), list(instructions), histories, num_samples=1, do_sample=False,
+            max_new_tokens=self.max_new_tokens, screen_size=screen,
+        )  # fmt: skip
+        self.last_texts = [c[0].text for c in out]
+        return [c[0].action for c in out]
+
+    def act(self, screenshot: np.ndarray, instruction: str) -> Action:
+        action = self.act_batch([screenshot], [instruction], [self.history])[0]
+        self.history.append(action)
+        return action
+
+
+def is_model_folder(path: str | Path) -> bool:
+    """A transformers model folder (``config.json`` next to the weights)."""
+    return (Path(path) / "config.json").is_file()
+
+
+def load_agent(path: str | Path):
+    """A :class:`VLMAgent` for ``tiny-<family>``, a model folder or a hub name with a ``/`` that is
+    not a local path; a :class:`PointerAgent` for a pixelrl checkpoint."""
+    from vision.vlm import load_vlm
+
+    text = str(path)
+    if text.startswith("tiny-") or is_model_folder(text):
+        return VLMAgent(load_vlm(text))
+    p = Path(text)
+    if p.exists():
+        return PointerAgent.from_checkpoint(p)
+    return VLMAgent(load_vlm(text))  # a transformers name (offline: from the local cache)

@@ -1,0 +1,258 @@
+"""The pixel pointer policy's view of a GUI env: a small image, hashed words, a factored action.
+
+:class:`PointerEnv` wraps any pixelrl GUI env (``screenshot`` + ``instruction`` observations,
+:class:`envs.actions.Action` actions) so that the shared PPO storage can hold it:
+
+- observation ``image``: the screenshot resized to ``spec.image_size`` (uint8 h×w×3, via
+  :func:`vision.image.resize`, which also gives the exact map back to screen pixels);
+  ``instruction``: its words as ids (int64, ``spec.max_words``; 0 pads);
+- action: ``MultiDiscrete([kind, cell, offset, text, key])``, the sample of the policy's heads.
+  ``kind`` indexes ``spec.kinds``; a pointer action lands in grid ``cell`` (row-major over the
+  ``spec.grid`` cells of ``spec.cell`` image pixels each) at sub-cell ``offset`` (row-major over
+  ``spec.offsets`` × ``spec.offsets`` positions); ``type`` writes ``spec.texts[text]``; ``key``
+  presses ``spec.keys[key]`` (``"ctrl+a"`` is a hotkey). Parts the kind does not use are ignored.
+
+Words are hashed, not looked up: a word's id is ``1 + crc32(word) mod (buckets - 1)`` over the
+lower-cased words of the text (quotes and punctuation split words). That is a vocabulary built
+from task instructions with nothing to keep in sync between envs, policies and checkpoints.
+
+A point maps back exactly: the image point ``((col + (ox + 0.5)/S)·cell, (row + (oy + 0.5)/S)·cell)``
+goes through :meth:`vision.image.ImageMap.screen_pixel` to the screen pixel that holds it.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from envs.actions import Action, ActionError, normalize_key
+
+DEFAULT_KINDS = ("click", "type", "key")
+DEFAULT_KEYS = ("enter", "tab", "backspace", "ctrl+a")
+_WORD = re.compile(r"[a-z0-9]+|[^\sa-z0-9\"'.,:;!?()]")
+
+
+def words_of(text: str) -> list[str]:
+    """Lower-cased words of ``text``: runs of letters/digits and single symbols (``@``, ``-``);
+    spaces, quotes and punctuation separate them."""
+    return _WORD.findall(text.lower())
+
+
+def hash_words(text: str, length: int, buckets: int) -> np.ndarray:
+    """The first ``length`` word ids of ``text`` (``1 + crc32(word) mod (buckets - 1)``), 0-padded."""
+    ids = np.zeros(length, dtype=np.int64)
+    for i, word in enumerate(words_of(text)[:length]):
+        ids[i] = 1 + zlib.crc32(word.encode()) % (buckets - 1)
+    return ids
+
+
+@dataclass
+class PointerSpec:
+    """What the env wrapper and the policy agree on (both build it from the same config).
+
+    ``image_size`` is (width, height) and a multiple of ``cell``; ``texts`` are the strings a
+    ``type`` action may write (the task vocabulary); ``keys`` the keys (``"a+b"``: a hotkey).
+    """
+
+    image_size: tuple[int, int] = (160, 120)
+    cell: int = 8
+    offsets: int = 2
+    kinds: tuple[str, ...] = DEFAULT_KINDS
+    keys: tuple[str, ...] = DEFAULT_KEYS
+    texts: tuple[str, ...] = field(default_factory=tuple)
+    max_words: int = 32
+    max_text_words: int = 4
+    buckets: int = 4096
+
+    def __post_init__(self) -> None:
+        self.image_size = tuple(int(v) for v in self.image_size)
+        self.kinds, self.keys, self.texts = tuple(self.kinds), tuple(self.keys), tuple(self.texts)
+        w, h = self.image_size
+        if w % self.cell or h % self.cell:
+            raise ValueError(f"image_size {self.image_size} must be a multiple of cell={self.cell}")
+        for kind in self.kinds:
+            if kind not in ("click", "double_click", "right_click", "move", "type", "key"):
+                raise ValueError(
+                    f"kinds: {kind!r} is not a pointer kind, 'type' or 'key' "
+                    "(click, double_click, right_click, move, type, key)"
+                )
+        if "type" in self.kinds and not self.texts:
+            raise ValueError("kinds holds 'type' but texts is empty: nothing to type")
+        for chord in self.keys:
+            try:
+                [normalize_key(k) for k in chord.split("+")]
+            except ActionError as e:
+                raise ValueError(f"keys: {chord!r}: {e}") from None
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """(columns, rows) of the click heatmap."""
+        return self.image_size[0] // self.cell, self.image_size[1] // self.cell
+
+    @property
+    def num_cells(self) -> int:
+        return self.grid[0] * self.grid[1]
+
+    @property
+    def nvec(self) -> list[int]:
+        """Sizes of the ``MultiDiscrete`` action: kind, cell, offset, text, key."""
+        return [
+            len(self.kinds),
+            self.num_cells,
+            self.offsets**2,
+            max(1, len(self.texts)),
+            max(1, len(self.keys)),
+        ]
+
+    def image_point(self, cell: int, offset: int) -> tuple[float, float]:
+        """The continuous image point of grid ``cell`` at sub-cell ``offset``."""
+        cols, _ = self.grid
+        row, col = divmod(int(cell), cols)
+        oy, ox = divmod(int(offset), self.offsets)
+        return (
+            (col + (ox + 0.5) / self.offsets) * self.cell,
+            (row + (oy + 0.5) / self.offsets) * self.cell,
+        )
+
+    def cell_of(self, image_x: float, image_y: float) -> tuple[int, int]:
+        """``(cell, offset)`` holding an image point (the inverse of :meth:`image_point`)."""
+        cols, rows = self.grid
+        fx, fy = image_x / self.cell, image_y / self.cell
+        col, row = min(max(int(fx), 0), cols - 1), min(max(int(fy), 0), rows - 1)
+        ox = min(max(int((fx - col) * self.offsets), 0), self.offsets - 1)
+        oy = min(max(int((fy - row) * self.offsets), 0), self.offsets - 1)
+        return row * cols + col, oy * self.offsets + ox
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PointerSpec:
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown pointer spec keys {unknown}; known: {sorted(known)}")
+        return cls(**data)
+
+
+def decode_action(sample: Sequence[int], spec: PointerSpec, image_map) -> Action:
+    """The :class:`Action` a ``MultiDiscrete`` sample stands for, in screen pixels."""
+    kind_i, cell, offset, text_i, key_i = (int(v) for v in sample)
+    kind = spec.kinds[kind_i]
+    if kind == "type":
+        return Action.type_text(spec.texts[text_i])
+    if kind == "key":
+        keys = spec.keys[key_i].split("+")
+        return Action.key(keys[0]) if len(keys) == 1 else Action.hotkey(*keys)
+    x, y = image_map.screen_pixel(np.array(spec.image_point(cell, offset)))
+    return Action(kind, int(x), int(y))
+
+
+def encode_action(action: Action, spec: PointerSpec, image_map) -> np.ndarray | None:
+    """The sample that decodes to the action nearest ``action`` (None if the spec cannot express
+    its kind / text / key). Used to score expert actions and recorded demonstrations."""
+    kind = "key" if action.kind == "hotkey" else action.kind
+    if kind not in spec.kinds:
+        return None
+    out = np.zeros(5, dtype=np.int64)
+    out[0] = spec.kinds.index(kind)
+    if kind == "type":
+        if action.text not in spec.texts:
+            return None
+        out[3] = spec.texts.index(action.text)
+    elif kind == "key":
+        chord = "+".join(action.keys)
+        if chord not in spec.keys:
+            return None
+        out[4] = spec.keys.index(chord)
+    else:
+        ix, iy = image_map.to_image(np.array([action.x + 0.5, action.y + 0.5]))
+        out[1], out[2] = spec.cell_of(ix, iy)
+    return out
+
+
+class PointerEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """A GUI env seen through a :class:`PointerSpec` (module doc).
+
+    An action the underlying env refuses (:class:`~envs.actions.ActionError`) becomes a ``wait``:
+    the step is spent and nothing changes, so a policy is never stopped by its own samples.
+    ``last_screenshot`` and ``last_action`` hold the full-size frame and the decoded action (for
+    GIFs); ``image_map`` maps the current image back to the screen; :meth:`step_action` steps
+    with an :class:`~envs.actions.Action` directly (experts, demonstrations).
+    """
+
+    def __init__(self, env: gym.Env, spec: PointerSpec) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, spec=spec)
+        gym.Wrapper.__init__(self, env)
+        self.pointer_spec = spec
+        w, h = spec.image_size
+        self.observation_space = gym.spaces.Dict(
+            {
+                "image": gym.spaces.Box(0, 255, shape=(h, w, 3), dtype=np.uint8),
+                "instruction": gym.spaces.Box(
+                    0, spec.buckets - 1, shape=(spec.max_words,), dtype=np.int64
+                ),
+            }
+        )
+        self.action_space = gym.spaces.MultiDiscrete(spec.nvec)
+        self.image_map = None
+        self.last_screenshot: np.ndarray | None = None
+        self.last_action: Action | None = None
+
+    def observation(self, obs: dict[str, Any]) -> dict[str, np.ndarray]:
+        from vision.image import resize
+
+        self.last_screenshot = obs["screenshot"]
+        image, self.image_map = resize(obs["screenshot"], self.pointer_spec.image_size)
+        words = hash_words(
+            obs["instruction"], self.pointer_spec.max_words, self.pointer_spec.buckets
+        )
+        return {"image": image, "instruction": words}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.last_action = None
+        return self.observation(obs), info
+
+    def step(self, action):
+        return self.step_action(decode_action(action, self.pointer_spec, self.image_map))
+
+    def step_action(self, act: Action):
+        """Step with an :class:`Action` directly (an expert, a demonstration)."""
+        try:
+            obs, reward, terminated, truncated, info = self.env.step(act)
+        except ActionError:
+            act = Action.wait()
+            obs, reward, terminated, truncated, info = self.env.step(act)
+        self.last_action = act
+        return self.observation(obs), reward, terminated, truncated, info
+
+
+class SplitSeeds(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Draws every episode's seed from one half of the seed range, so training and held-out
+    evaluation never share a task layout: ``"train"`` seeds are even, ``"eval"`` seeds odd.
+
+    ``reset(seed=s)`` restarts the draw from ``s``; each reset's seed is in ``info["episode_seed"]``.
+    """
+
+    def __init__(self, env: gym.Env, split: str) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, split=split)
+        gym.Wrapper.__init__(self, env)
+        if split not in ("train", "eval"):
+            raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
+        self.parity = 0 if split == "train" else 1
+        self._rng = np.random.default_rng()
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        episode_seed = 2 * int(self._rng.integers(0, 2**30)) + self.parity
+        obs, info = self.env.reset(seed=episode_seed, options=options)
+        return obs, {**info, "episode_seed": episode_seed}

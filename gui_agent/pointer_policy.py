@@ -1,0 +1,270 @@
+"""The pixel pointer policy: a timm CNN over the screenshot, FiLM-conditioned on the instruction.
+
+::
+
+    image (h×w×3) --timm CNN--> stride-8 and stride-16 maps --(upsample, concat, 1×1)--> F (C×gh×gw)
+    instruction words --Embedding--> GRU (or bag of words) --> t
+    FiLM:  F' = relu(F · (1 + γ(t)) + β(t))  --3×3 conv--> G
+    heads: cell logits (1×1 conv on G: the click heatmap, one logit per grid cell)
+           offset logits (1×1 conv on G: S² sub-cell positions, read at the chosen cell)
+           pooled G ⊕ t --MLP--> h --> kind logits, key logits, value, text query q
+           text logits: q · e(choice) + w · [every word of the choice is in the instruction]
+
+The action is the ``MultiDiscrete([kind, cell, offset, text, key])`` sample of
+:mod:`gui_agent.pointer_env`; its log-probability sums the parts its kind uses (the cell and
+offset for pointer kinds, the text for ``type``, the key for ``key``), and its entropy is the
+kind's entropy plus each part's entropy weighted by the probability of the kinds that use it.
+
+Follows :class:`pixelrl.rl.policy.Policy` with no memory (``initial_state`` is ``{}``): the
+screen shows what has been done. BatchNorm layers of the timm encoder stay in inference mode
+(their running statistics never move, so they are fixed per-channel affine maps): a rollout's
+frames are not i.i.d., and collection and update must see the same network.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from gui_agent.pointer_env import PointerSpec, hash_words
+from pixelrl.rl.policy import PolicyStep, State
+
+POINTER_KINDS = ("click", "double_click", "right_click", "move")
+
+
+class InstructionEncoder(nn.Module):
+    """Hashed word ids (B, L) -> a vector (B, dim): a GRU's last state, or the mean embedding."""
+
+    def __init__(self, buckets: int, embed_dim: int = 64, dim: int = 128, kind: str = "gru"):
+        super().__init__()
+        if kind not in ("gru", "bow"):
+            raise ValueError(f"text_encoder must be 'gru' or 'bow', got {kind!r}")
+        self.kind = kind
+        self.embed = nn.Embedding(buckets, embed_dim, padding_idx=0)
+        self.rnn = nn.GRU(embed_dim, dim, batch_first=True) if kind == "gru" else None
+        self.proj = nn.Linear(embed_dim, dim) if kind == "bow" else None
+        self.dim = dim
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        mask = (ids > 0).float()
+        x = self.embed(ids)
+        if self.kind == "bow":
+            mean = (x * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
+            return torch.relu(self.proj(mean))
+        out, _ = self.rnn(x)
+        last = (mask.sum(1).long() - 1).clamp(min=0)
+        return out[torch.arange(len(ids), device=ids.device), last]
+
+
+class PointerPolicy(nn.Module):
+    """Actor-critic over :class:`~gui_agent.pointer_env.PointerEnv` observations (module doc).
+
+    Args:
+        spec: the :class:`PointerSpec` the env wrapper uses (image size, grid, kinds, texts, keys).
+        backbone: a timm model name; ``backbone_kwargs`` go to ``timm.create_model`` (the default
+            is a slim ResNet-10: channels 16-32-64-128, stem width 16). ``pretrained=False``
+            unless ``weights`` names a file (see :func:`vision.encoders.build_encoder`).
+        channels: width C of the fused feature map; ``hidden``: width of the MLP trunk.
+        text_encoder: ``"gru"`` or ``"bow"``.
+    """
+
+    def __init__(
+        self,
+        spec: PointerSpec,
+        backbone: str = "resnet10t",
+        backbone_kwargs: dict[str, Any] | None = None,
+        weights: str | None = None,
+        channels: int = 64,
+        hidden: int = 256,
+        text_encoder: str = "gru",
+        text_dim: int = 128,
+        embed_dim: int = 64,
+    ):
+        super().__init__()
+        from vision.encoders import build_encoder, feature_channels
+
+        self.spec = spec
+        kwargs = (
+            dict(backbone_kwargs)
+            if backbone_kwargs is not None
+            else {"channels": (16, 32, 64, 128), "stem_width": 16}
+        )
+        self.encoder = build_encoder(backbone, weights, out_indices=None, **kwargs)
+        reductions = list(self.encoder.feature_info.reduction())
+        if spec.cell not in reductions:
+            raise ValueError(
+                f"backbone {backbone} has no stride-{spec.cell} feature map (strides {reductions})"
+            )
+        # The cell-stride map and the next coarser one (more context to read labels).
+        self.levels = [reductions.index(spec.cell)]
+        if self.levels[0] + 1 < len(reductions):
+            self.levels.append(self.levels[0] + 1)
+        chans = feature_channels(self.encoder)
+        self.reduce = nn.Conv2d(sum(chans[i] for i in self.levels), channels, 1)
+        self.text = InstructionEncoder(spec.buckets, embed_dim, text_dim, text_encoder)
+        self.film = nn.Linear(text_dim, 2 * channels)
+        self.mix = nn.Conv2d(channels, channels, 3, padding=1)
+        self.cell_head = nn.Conv2d(channels, 1, 1)
+        self.offset_head = nn.Conv2d(channels, spec.offsets**2, 1)
+        self.trunk = nn.Sequential(nn.Linear(2 * channels + text_dim, hidden), nn.ReLU())
+        self.kind_head = nn.Linear(hidden, len(spec.kinds))
+        self.key_head = nn.Linear(hidden, max(1, len(spec.keys)))
+        self.value_head = nn.Linear(hidden, 1)
+        self.text_query = nn.Linear(hidden, embed_dim)
+        self.copy_weight = nn.Parameter(torch.tensor(2.0))
+        texts = spec.texts or ("",)
+        choice_ids = torch.stack(
+            [torch.from_numpy(hash_words(t, spec.max_text_words, spec.buckets)) for t in texts]
+        )
+        self.register_buffer("choice_ids", choice_ids, persistent=False)
+        pointer = [k in POINTER_KINDS for k in spec.kinds]
+        self.register_buffer("pointer_kinds", torch.tensor(pointer), persistent=False)
+        self.type_kind = spec.kinds.index("type") if "type" in spec.kinds else -1
+        self.key_kind = spec.kinds.index("key") if "key" in spec.kinds else -1
+        nn.init.zeros_(self.film.weight)
+        nn.init.zeros_(self.film.bias)
+        nn.init.orthogonal_(self.kind_head.weight, 0.01)
+        nn.init.zeros_(self.kind_head.bias)
+        nn.init.orthogonal_(self.value_head.weight, 1.0)
+
+    @classmethod
+    def from_spaces(
+        cls, observation_space: gym.spaces.Dict, action_space: gym.Space, spec: PointerSpec, **kw
+    ) -> PointerPolicy:
+        """Build for a :class:`PointerEnv`, checking that its spaces match ``spec``."""
+        image = observation_space["image"].shape
+        if tuple(image[:2]) != (spec.image_size[1], spec.image_size[0]):
+            raise ValueError(f"observation image {image} does not match spec {spec.image_size}")
+        if list(action_space.nvec) != spec.nvec:
+            raise ValueError(f"action space {action_space} does not match spec nvec {spec.nvec}")
+        return cls(spec, **kw)
+
+    def train(self, mode: bool = True) -> PointerPolicy:
+        super().train(mode)
+        for m in self.encoder.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                m.eval()
+        return self
+
+    # ------------------------------------------------------------------ network
+    def initial_state(self, batch_size: int) -> State:
+        return {}
+
+    def _heads(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        image = obs["image"].permute(0, 3, 1, 2).float() / 255.0 - 0.5
+        words = obs["instruction"].long()
+        feats = self.encoder(image)
+        base = feats[self.levels[0]]
+        maps = [base] + [
+            F.interpolate(feats[i], size=base.shape[-2:], mode="nearest") for i in self.levels[1:]
+        ]
+        x = self.reduce(torch.cat(maps, 1))
+        t = self.text(words)
+        gamma, beta = self.film(t).chunk(2, -1)
+        x = torch.relu(x * (1 + gamma[..., None, None]) + beta[..., None, None])
+        x = torch.relu(self.mix(x))
+        cols, rows = self.spec.grid
+        x = x[..., :rows, :cols]  # odd sizes: the encoder's map may have a ragged last row
+        pooled = torch.cat([x.mean((2, 3)), x.amax((2, 3))], 1)
+        h = self.trunk(torch.cat([pooled, t], 1))
+        # text choices: learned match plus "all its words are in the instruction" (a copy cue)
+        choice = self.choice_ids  # (N, M)
+        emb = self.text.embed(choice)
+        cmask = (choice > 0).float()
+        choice_vec = (emb * cmask.unsqueeze(-1)).sum(1) / cmask.sum(1, keepdim=True).clamp(min=1)
+        present = (choice[None, :, :, None] == words[:, None, None, :]).any(-1)  # (B, N, M)
+        copied = ((present | (choice == 0)[None]).all(-1) & (cmask.sum(1) > 0)[None]).float()
+        text_logits = self.text_query(h) @ choice_vec.T + self.copy_weight * copied
+        return {
+            "kind": self.kind_head(h),
+            "cell": self.cell_head(x).flatten(1),  # (B, rows*cols), row-major
+            "offset": self.offset_head(x).flatten(2),  # (B, S², rows*cols)
+            "text": text_logits,
+            "key": self.key_head(h),
+            "value": self.value_head(h).squeeze(-1),
+        }
+
+    @staticmethod
+    def _dists(heads: dict[str, torch.Tensor]) -> dict[str, torch.distributions.Categorical]:
+        """Categoricals of the parts that do not depend on another part's sample."""
+        Cat = torch.distributions.Categorical
+        return {k: Cat(logits=heads[k]) for k in ("kind", "cell", "text", "key")}
+
+    def _offset_dist(self, heads, cells: torch.Tensor):
+        index = cells.view(-1, 1, 1).expand(-1, heads["offset"].shape[1], 1)
+        return torch.distributions.Categorical(logits=heads["offset"].gather(2, index).squeeze(2))
+
+    def _logprob_entropy(self, heads, dists, actions: torch.Tensor):
+        kind, cell, offset, text, key = actions.unbind(-1)
+        off = self._offset_dist(heads, cell)
+        is_pointer = self.pointer_kinds[kind].float()
+        lp = dists["kind"].log_prob(kind) + is_pointer * (
+            dists["cell"].log_prob(cell) + off.log_prob(offset)
+        )
+        probs = dists["kind"].probs
+        p_pointer = (probs * self.pointer_kinds.float()).sum(-1)
+        ent = dists["kind"].entropy() + p_pointer * (dists["cell"].entropy() + off.entropy())
+        if self.type_kind >= 0:
+            lp = lp + (kind == self.type_kind).float() * dists["text"].log_prob(text)
+            ent = ent + probs[:, self.type_kind] * dists["text"].entropy()
+        if self.key_kind >= 0:
+            lp = lp + (kind == self.key_kind).float() * dists["key"].log_prob(key)
+            ent = ent + probs[:, self.key_kind] * dists["key"].entropy()
+        return lp, ent
+
+    # ------------------------------------------------------------------ Policy protocol
+    def act(
+        self, obs: dict[str, torch.Tensor], state: State, deterministic: bool = False
+    ) -> PolicyStep:
+        heads = self._heads(obs)
+        dists = self._dists(heads)
+        parts = []
+        for name in ("kind", "cell"):
+            dist = dists[name]
+            parts.append(dist.probs.argmax(-1) if deterministic else dist.sample())
+        off = self._offset_dist(heads, parts[1])
+        parts.append(off.probs.argmax(-1) if deterministic else off.sample())
+        for name in ("text", "key"):
+            dist = dists[name]
+            parts.append(dist.probs.argmax(-1) if deterministic else dist.sample())
+        actions = torch.stack(parts, -1)
+        logprobs, _ = self._logprob_entropy(heads, dists, actions)
+        return PolicyStep(actions, logprobs, heads["value"], state)
+
+    def evaluate(
+        self, obs: dict[str, torch.Tensor], state: State, actions: torch.Tensor, masks: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Log-probabilities, values and entropies ``(T, N)`` of ``actions`` (T, N, 5)."""
+        T, N = actions.shape[:2]
+        flat = {k: v.reshape(T * N, *v.shape[2:]) for k, v in obs.items()}
+        heads = self._heads(flat)
+        lp, ent = self._logprob_entropy(heads, self._dists(heads), actions.reshape(T * N, -1))
+        return lp.view(T, N), heads["value"].view(T, N), ent.view(T, N)
+
+    def box_log_likelihood(
+        self, obs: dict[str, torch.Tensor], actions: torch.Tensor, cell_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """``log π`` of ``actions`` (B, 5) where a pointer action counts as right anywhere in its
+        target: the pointer part is ``log Σ_{c in cell_mask} P(cell = c)`` (cell_mask (B, cells),
+        the cells whose centre lies in the target box) — behaviour cloning's grounding loss."""
+        heads = self._heads(obs)
+        dists = self._dists(heads)
+        kind, _, _, text, key = actions.unbind(-1)
+        cell_logp = torch.log_softmax(heads["cell"], -1).masked_fill(~cell_mask, float("-inf"))
+        in_box = torch.logsumexp(cell_logp, -1)
+        lp = dists["kind"].log_prob(kind) + self.pointer_kinds[kind].float() * in_box
+        if self.type_kind >= 0:
+            lp = lp + (kind == self.type_kind).float() * dists["text"].log_prob(text)
+        if self.key_kind >= 0:
+            lp = lp + (kind == self.key_kind).float() * dists["key"].log_prob(key)
+        return lp
+
+    def heatmap(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """P(click at cell) as a (B, rows, cols) map, for pictures."""
+        cols, rows = self.spec.grid
+        with torch.no_grad():
+            return torch.softmax(self._heads(obs)["cell"], -1).view(-1, rows, cols)

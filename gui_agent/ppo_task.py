@@ -1,0 +1,129 @@
+"""The ``gui/ppo`` recipe's task module: desktop envs seen by the pixel pointer policy.
+
+``make_envs`` builds ``env.num_envs`` copies of ``env.id`` (``pixelrl/Desktop-ClickButton-v0``...)
+with ``env.kwargs``, each wrapped in :class:`~gui_agent.pointer_env.SplitSeeds` (training draws
+even seeds, evaluation odd ones: held-out layouts) and :class:`~gui_agent.pointer_env.PointerEnv`.
+``make_policy`` builds the :class:`~gui_agent.pointer_policy.PointerPolicy`.
+
+The ``policy:`` section of the recipe holds the spec the env and policy share (``image_size``,
+``cell``, ``offsets``, ``kinds``, ``keys``, ``max_words``, ``buckets``), the network's options
+(``backbone``, ``channels``, ``hidden``, ``text_encoder``...) and the warm start (``init``: a
+checkpoint or state-dict file to start from; ``bc_steps`` > 0: behaviour cloning of the scripted
+expert on ``bc_samples`` training-seed steps first, see :mod:`gui_agent.pointer_bc`). ``texts``
+(what ``type`` can write) is the env's task vocabulary, each also with ``"\n"`` (type and
+submit) unless ``submit_texts: false``; ``kinds: auto`` is ``click`` alone for families with
+nothing to type, else ``click``, ``type``, ``key``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import gymnasium as gym
+
+from gui_agent.pointer_env import DEFAULT_KINDS, PointerEnv, PointerSpec, SplitSeeds
+
+SPEC_KEYS = ("image_size", "cell", "offsets", "kinds", "keys", "max_words", "max_text_words",
+             "buckets", "texts", "submit_texts")  # fmt: skip
+# Options of the behaviour-cloning warm start (gui_agent.pointer_bc), also in ``policy:``.
+WARM_START_KEYS = ("init", "bc_samples", "bc_steps", "bc_batch_size", "bc_lr")
+
+
+def _plain(value: Any) -> Any:
+    return value.to_dict() if hasattr(value, "to_dict") else value
+
+
+def env_kwargs(cfg, split: str) -> dict[str, Any]:
+    kwargs = {k: _plain(v) for k, v in dict(cfg.env.kwargs).items()}
+    if split == "eval":
+        kwargs.update({k: _plain(v) for k, v in dict(cfg.env.eval_kwargs).items()})
+    if "screen_size" in kwargs:
+        kwargs["screen_size"] = tuple(kwargs["screen_size"])
+    return kwargs
+
+
+@lru_cache(maxsize=32)
+def _vocabulary(env_id: str, kwargs_items: tuple) -> tuple[str, ...]:
+    import envs  # noqa: F401  (registers pixelrl/ ids)
+
+    env = gym.make(env_id, **dict(kwargs_items))
+    try:
+        return tuple(getattr(env.unwrapped, "vocabulary", ()) or ())
+    finally:
+        env.close()
+
+
+def pointer_spec(cfg) -> PointerSpec:
+    """The :class:`PointerSpec` of a ``gui/ppo`` config (module doc)."""
+    options = {k: _plain(v) for k, v in dict(cfg.policy).items() if k in SPEC_KEYS}
+    submit = bool(options.pop("submit_texts", True))
+    if "texts" not in options:
+        kwargs = env_kwargs(cfg, "train")
+        vocabulary = _vocabulary(cfg.env.id, tuple(sorted(kwargs.items())))
+        # "word\n" types and presses enter (how the expert submits a field)
+        options["texts"] = vocabulary + tuple(v + "\n" for v in vocabulary) * submit
+    kinds = options.get("kinds", "auto")
+    if kinds == "auto":  # keys and typing only where there is text to enter
+        kinds = DEFAULT_KINDS if options["texts"] else ("click",)
+    options["kinds"] = tuple(kinds)
+    return PointerSpec.from_dict(options)
+
+
+def make_env(env_id: str, spec: PointerSpec, split: str = "train", **kwargs: Any) -> PointerEnv:
+    """One wrapped env (what each vector slot holds)."""
+    import envs  # noqa: F401
+
+    return PointerEnv(SplitSeeds(gym.make(env_id, **kwargs), split), spec)
+
+
+def make_envs(cfg, num_envs: int, seed: int, split: str) -> gym.vector.VectorEnv:
+    spec = pointer_spec(cfg)
+    kwargs = env_kwargs(cfg, split)
+    return gym.vector.SyncVectorEnv(
+        [lambda: make_env(cfg.env.id, spec, split, **kwargs) for _ in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+
+
+def make_policy(
+    cfg, observation_space: gym.spaces.Dict, action_space: gym.Space, warm_start: bool = True
+):
+    """The pointer policy; with ``warm_start`` its ``init`` weights and behaviour cloning."""
+    from gui_agent.pointer_policy import PointerPolicy
+    from pixelrl.config import check_kwargs
+
+    skip = SPEC_KEYS + WARM_START_KEYS
+    options = {k: _plain(v) for k, v in dict(cfg.policy).items() if k not in skip}
+    kwargs = check_kwargs(PointerPolicy, options, "policy")
+    spec = pointer_spec(cfg)
+    policy = PointerPolicy.from_spaces(observation_space, action_space, spec, **kwargs)
+    if warm_start:
+        _warm_start(cfg, policy, spec)
+    return policy
+
+
+def _warm_start(cfg, policy, spec: PointerSpec) -> None:
+    import torch
+
+    init = cfg.policy.get("init")
+    if init:
+        from pixelrl.checkpoint import load_checkpoint
+
+        try:
+            state = load_checkpoint(init)["policy"]
+        except Exception:  # noqa: BLE001 - not a pixelrl checkpoint: a plain state dict file
+            state = torch.load(init, map_location="cpu", weights_only=True)
+        policy.load_state_dict(state)
+    steps = int(cfg.policy.get("bc_steps", 0))
+    if steps > 0:
+        from gui_agent.pointer_bc import behaviour_clone, expert_samples
+
+        env = make_env(cfg.env.id, spec, "train", **env_kwargs(cfg, "train"))
+        progress = bool(cfg.train.progress)
+        data = expert_samples(env, int(cfg.policy.get("bc_samples", 3000)), int(cfg.seed), progress)
+        env.close()
+        behaviour_clone(
+            policy, data, steps, int(cfg.policy.get("bc_batch_size", 32)),
+            float(cfg.policy.get("bc_lr", 1e-3)), int(cfg.seed), progress=progress,
+        )  # fmt: skip

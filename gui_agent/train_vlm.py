@@ -1,0 +1,634 @@
+"""Training recipes for vision-language GUI policies: ``gui/sft``, ``gui/grounding-grpo``,
+``gui/multiturn-grpo`` (``pixelrl train gui/... [key=value ...]``, ``--model NAME_OR_PATH``).
+
+Every recipe loads a :class:`vision.vlm.VLMPolicy` (``model``: ``tiny-<family>``, a model folder
+or a transformers name; ``init``: a folder saved by an earlier run, e.g. SFT before GRPO),
+optionally wraps it with LoRA (``lora.enabled``), trains, evaluates on held-out seeds and writes
+to ``train.output_dir``: ``model/`` (``save_pretrained`` of model and processor), ``history.csv``,
+``eval.csv`` and ``learning_curve.png``.
+
+- ``gui/sft``: behaviour cloning from recorded episodes (the DESIGN.md dataset format;
+  ``data.dataset``, or, when empty, expert episodes of ``env.families`` recorded on the spot into
+  ``<output_dir>/demos``). Loss: mean negative log-likelihood of the action text's tokens (the
+  end token included) given the screenshot, instruction and previous actions.
+- ``gui/grounding-grpo``: one-step grounding. Prompts are (screenshot, instruction) pairs from
+  training seeds (:func:`gui_agent.grounding.grounding_set` with ``split="train"``); ``G =
+  grpo.num_samples`` completions each; reward ``grpo.reward`` (:data:`GROUNDING_REWARDS`);
+  group-normalised advantages, the clipped token-level surrogate, optional k3 KL to the frozen
+  start (``grpo.kl_coef``). Unparsable text scores 0 format reward and trains like any sample.
+- ``gui/multiturn-grpo``: groups of ``G`` episodes played from the same seed (sampled actions;
+  unparsable text is a ``wait``), the env's (shaped) rewards per step; advantages are episode-level
+  plus GiGPO step-level from anchor states (:func:`pixelrl.rl.grpo.gigpo_advantages`).
+
+Evaluation: grounding accuracy (ScreenSpot) on the held-out grounding set for the one-step
+recipes, task success on held-out seeds for the multi-turn one (``eval.*``).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pixelrl.config import Config, ConfigError, dump_config, load_config
+
+DEFAULTS: dict[str, Any] = {
+    "recipe": "",
+    "seed": 1,
+    "device": "cpu",
+    "torch_threads": 0,
+    "model": "tiny-qwen2_vl",
+    "dtype": None,
+    "text_size": {},  # tiny-<family> only: the language model's shape (vision.vlm.build_tiny_vlm)
+    "init": "",  # a model folder to start from (overrides model's weights)
+    "action_format": "uitars",
+    "lora": {"enabled": False, "r": 16, "alpha": 32, "dropout": 0.0},
+    "env": {
+        "id": "pixelrl/Desktop-ClickButton-v0",
+        "families": ["click-button"],
+        "screen_size": [320, 240],
+        "max_steps": 0,  # 0: the env's default
+        "reward": "shaped",
+    },
+    "data": {"dataset": "", "episodes": 200, "prompts": 400},
+    "sft": {"steps": 200, "batch_size": 8, "lr": 1e-3, "weight_decay": 0.0},
+    "grpo": {
+        "num_samples": 8,
+        "prompts_per_step": 4,
+        "steps": 50,
+        "lr": 1e-4,
+        "epochs": 1,
+        "clip_low": 0.2,
+        "clip_high": 0.28,
+        "kl_coef": 0.0,
+        "scale_by_std": True,
+        "loss_aggregation": "token",
+        "max_grad_norm": 1.0,
+        "step_weight": 1.0,
+        "gamma": 0.95,
+        "temperature": 1.0,
+        "max_new_tokens": 24,
+        "reward": "click_gaussian",
+        "sigma_scale": 0.5,  # the Gaussian's σ in box sizes (click_gaussian, gui_g2)
+        "minibatch": 16,
+        "seeds_per_step": 2,
+    },
+    "eval": {"interval": 10, "grounding_items": 100, "episodes": 20},
+    "train": {"output_dir": "", "progress": True},
+}
+
+
+# -- rewards ------------------------------------------------------------------------------------
+def click_gaussian_reward(texts, boxes, screen_size, sigma_scale: float = 0.5) -> np.ndarray:
+    """``r = R_in_box + R_gauss + 0.5 · R_format`` ∈ [0, 2.5]: click-in-box, the GUI-G² Gaussian
+    point reward (σ = ``sigma_scale`` × box size; ½ in GUI-G², larger gives a denser signal to a
+    model that rarely lands near the box yet) and the format reward, all from
+    :mod:`vision.rewards`."""
+    from vision.rewards import format_reward, gaussian_point_reward, parse_points, point_in_box
+
+    points = parse_points(texts, screen_size)
+    return (
+        point_in_box(points, boxes)
+        + gaussian_point_reward(points, boxes, sigma_scale)
+        + 0.5 * format_reward(texts, screen_size)
+    )
+
+
+def _recipe(name: str):
+    def fn(texts, boxes, screen_size, sigma_scale: float = 0.5):
+        import vision.rewards as R
+
+        extra = {"sigma_scale": sigma_scale} if name == "gui_g2_reward" else {}
+        return getattr(R, name)(texts, boxes, screen_size=screen_size, **extra)
+
+    return fn
+
+
+GROUNDING_REWARDS = {
+    "click_gaussian": click_gaussian_reward,
+    "ui_r1": _recipe("ui_r1_reward"),
+    "gui_r1": _recipe("gui_r1_reward"),
+    "se_gui": _recipe("se_gui_reward"),
+    "gui_g2": _recipe("gui_g2_reward"),
+}
+
+
+# -- set-up -------------------------------------------------------------------------------------
+def config_for(recipe_config: str | Path, overrides=()) -> Config:
+    return load_config(recipe_config, list(overrides), DEFAULTS)
+
+
+def load_policy(cfg: Config):
+    """The :class:`VLMPolicy` a config names (``init`` folder first, else ``model``), with LoRA."""
+    import torch
+
+    from vision.vlm import load_vlm
+
+    torch.manual_seed(int(cfg.seed))
+    source = str(cfg.init or cfg.model)
+    extra = (
+        {"text_size": cfg.text_size.to_dict()}
+        if cfg.text_size and source.startswith("tiny-")
+        else {}
+    )
+    policy = load_vlm(
+        source, dtype=cfg.dtype, device=cfg.device, seed=int(cfg.seed),
+        action_format=cfg.action_format, **extra,
+    )  # fmt: skip
+    if cfg.lora.enabled:
+        policy.add_lora(
+            r=int(cfg.lora.r), alpha=int(cfg.lora.alpha), dropout=float(cfg.lora.dropout)
+        )
+    return policy
+
+
+def save_policy(policy, folder: Path) -> Path:
+    """``save_pretrained`` of the model (LoRA merged in) and its processor."""
+    folder.mkdir(parents=True, exist_ok=True)
+    model = policy.model
+    if hasattr(model, "merge_and_unload"):
+        model = copy.deepcopy(model).merge_and_unload()
+    model.save_pretrained(folder)
+    policy.processor.save_pretrained(folder)
+    return folder
+
+
+def _screen(cfg: Config) -> tuple[int, int]:
+    return tuple(int(v) for v in cfg.env.screen_size)
+
+
+def _env_kwargs(cfg: Config) -> dict[str, Any]:
+    kwargs = {"screen_size": _screen(cfg), "reward": cfg.env.reward}
+    if int(cfg.env.max_steps):
+        kwargs["max_steps"] = int(cfg.env.max_steps)
+    return kwargs
+
+
+# The registry's task-module interface (pixelrl.recipes): the raw desktop envs and the policy.
+def make_envs(cfg, num_envs: int, seed: int, split: str):
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+    from gui_agent.pointer_env import SplitSeeds
+
+    kwargs = _env_kwargs(cfg)
+    return gym.vector.SyncVectorEnv(
+        [lambda: SplitSeeds(gym.make(cfg.env.id, **kwargs), split) for _ in range(num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+
+
+def make_policy(cfg, observation_space=None, action_space=None):
+    return load_policy(cfg)
+
+
+# -- run bookkeeping ----------------------------------------------------------------------------
+class Run:
+    """The run folder: config, history rows, evaluation rows, the curve."""
+
+    def __init__(self, cfg: Config) -> None:
+        out = (
+            cfg.train.output_dir
+            or f"runs/{cfg.recipe.replace('/', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
+        )
+        self.dir = Path(out)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        dump_config(cfg, self.dir / "config.yaml")
+        self.cfg = cfg
+        self.history: list[dict[str, float]] = []
+        self.evals: list[dict[str, float]] = []
+
+    def add_eval(self, step: int, row: dict[str, float]) -> None:
+        """Keep an evaluation row and show it above the progress bar."""
+        from tqdm import tqdm
+
+        self.evals.append({"step": step, **row})
+        shown = "  ".join(
+            f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
+        )
+        tqdm.write(f"[{self.cfg.recipe}] step {step}: held-out {shown}")
+
+    def write(self, measure: str) -> None:
+        for name, rows in (("history.csv", self.history), ("eval.csv", self.evals)):
+            if rows:
+                fields = list(dict.fromkeys(k for r in rows for k in r))
+                with open(self.dir / name, "w", newline="") as f:
+                    w = csv.DictWriter(f, fieldnames=fields)
+                    w.writeheader()
+                    w.writerows(rows)
+        self.plot(measure)
+
+    def plot(self, measure: str) -> Path | None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        train_key = next((k for k in ("reward", "loss") if any(k in r for r in self.history)), None)
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+        if train_key:
+            rows = [r for r in self.history if train_key in r]
+            axes[0].plot([r["step"] for r in rows], [r[train_key] for r in rows])
+            axes[0].set_title(f"train {train_key}")
+            axes[0].set_xlabel("step")
+        if self.evals:
+            axes[1].plot([r["step"] for r in self.evals], [r[measure] for r in self.evals], "o-")
+            axes[1].set_ylim(0, 1)
+        axes[1].set_title(f"held-out {measure}")
+        axes[1].set_xlabel("step")
+        for ax in axes:
+            ax.grid(alpha=0.3)
+        fig.suptitle(f"{self.cfg.recipe}  model={self.cfg.init or self.cfg.model}")
+        fig.tight_layout()
+        path = self.dir / "learning_curve.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return path
+
+
+def _grounding_eval(policy, cfg: Config, items) -> dict[str, float]:
+    from gui_agent.agents import VLMAgent
+    from gui_agent.evaluate import evaluate_grounding
+
+    was_training = policy.model.training
+    rows = evaluate_grounding(VLMAgent(policy, int(cfg.grpo.max_new_tokens)), items, progress=False)
+    policy.model.train(was_training)
+    overall = rows[-1]
+    return {"accuracy": overall["accuracy"], "n": overall["n"]}
+
+
+def _success_eval(policy, cfg: Config) -> dict[str, float]:
+    from gui_agent.agents import VLMAgent
+    from gui_agent.evaluate import evaluate_success
+
+    was_training = policy.model.training
+    rows = evaluate_success(
+        VLMAgent(policy, int(cfg.grpo.max_new_tokens)), cfg.env.id, int(cfg.eval.episodes),
+        int(cfg.seed), _env_kwargs(cfg), progress=False,
+    )  # fmt: skip
+    policy.model.train(was_training)
+    overall = rows[-1]
+    return {"success": overall["success"], "return": overall["return"], "n": overall["n"]}
+
+
+def _eval(policy, cfg: Config, items) -> dict[str, float]:
+    return _grounding_eval(policy, cfg, items) if items is not None else _success_eval(policy, cfg)
+
+
+def _held_out(cfg: Config):
+    """The held-out grounding set for one-step recipes (None for the multi-turn one)."""
+    if cfg.recipe == "gui/multiturn-grpo" or not int(cfg.eval.grounding_items):
+        return None
+    from gui_agent.grounding import grounding_set
+
+    return grounding_set(int(cfg.eval.grounding_items), tuple(cfg.env.families), _screen(cfg))
+
+
+# -- SFT ----------------------------------------------------------------------------------------
+def record_expert_episodes(cfg: Config, root: Path) -> Path:
+    """Record ``data.episodes`` expert episodes of ``env.families`` (training seeds) into ``root``."""
+    import gymnasium as gym
+    from tqdm import tqdm
+
+    import envs  # noqa: F401
+    from envs.desktop.registration import env_id
+    from envs.recording import RecordEpisodes
+
+    families = list(cfg.env.families)
+    per_family = -(-int(cfg.data.episodes) // len(families))
+    for fi, family in enumerate(families):
+        env = RecordEpisodes(gym.make(env_id(family), **_env_kwargs(cfg)), root / family)
+        for k in tqdm(range(per_family), desc=f"expert {family}", disable=not cfg.train.progress):
+            obs, info = env.reset(seed=2 * (k + 10_000 * fi))  # even seeds: training
+            done = False
+            while not done:
+                obs, _, terminated, truncated, info = env.step(env.unwrapped.expert_action())
+                done = terminated or truncated
+        env.close()
+    return root
+
+
+def sft_examples(roots: list[Path], policy) -> list[dict[str, Any]]:
+    """Every step of the recorded episodes as (screenshot, instruction, history, target text)."""
+    from envs.recording import EpisodeDataset
+    from envs.recording.codec import action_as_gui
+
+    examples = []
+    for root in roots:
+        data = EpisodeDataset(root)
+        screen = data.screen_size
+        for e in data.episodes:
+            rows = data.steps(e)
+            history = []
+            for t, text in enumerate(rows["action"]):
+                action = action_as_gui(str(text), screen)
+                if action is None:
+                    continue
+                examples.append({
+                    "screenshot": data.frame(e, t),
+                    "instruction": str(rows["instruction"].iloc[t]),
+                    "history": list(history),
+                    "target": policy.action_text(action, screen),
+                })  # fmt: skip
+                history.append(action)
+    if not examples:
+        raise ValueError(f"no usable steps in {[str(r) for r in roots]}")
+    return examples
+
+
+def _dataset_roots(cfg: Config, run: Run) -> list[Path]:
+    if cfg.data.dataset:
+        root = Path(cfg.data.dataset)
+        if not root.exists():
+            raise ConfigError(f"data.dataset: no such folder {root}")
+        subs = [p for p in sorted(root.iterdir()) if (p / "meta" / "info.json").is_file()]
+        return subs or [root]
+    record_expert_episodes(cfg, run.dir / "demos")
+    return [run.dir / "demos" / f for f in cfg.env.families]
+
+
+def sft_step(policy, optimizer, batch: list[dict[str, Any]], max_grad_norm: float = 1.0) -> float:
+    """One gradient step of the token-level NLL of the target action texts; returns the loss."""
+    import torch
+
+    scored = policy.score(
+        [b["screenshot"] for b in batch], [b["instruction"] for b in batch],
+        [b["target"] for b in batch], [b["history"] for b in batch],
+    )  # fmt: skip
+    loss = -(scored.logprobs * scored.mask).sum() / scored.mask.sum().clamp(min=1)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(policy.trainable_parameters(), max_grad_norm)
+    optimizer.step()
+    return float(loss.detach())
+
+
+def run_sft(cfg: Config) -> dict[str, Any]:
+    import torch
+    from tqdm import tqdm
+
+    run = Run(cfg)
+    policy = load_policy(cfg)
+    examples = sft_examples(_dataset_roots(cfg, run), policy)
+    items = _held_out(cfg)
+    measure = "accuracy" if items is not None else "success"
+    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=float(cfg.sft.lr),
+                            weight_decay=float(cfg.sft.weight_decay))  # fmt: skip
+    rng = np.random.default_rng(int(cfg.seed))
+    policy.model.train()
+    run.add_eval(0, _eval(policy, cfg, items))
+    steps, bs = int(cfg.sft.steps), int(cfg.sft.batch_size)
+    bar = tqdm(range(steps), desc="sft", disable=not cfg.train.progress)
+    for step in bar:
+        batch = [
+            examples[i] for i in rng.choice(len(examples), min(bs, len(examples)), replace=False)
+        ]
+        loss = sft_step(policy, opt, batch)
+        run.history.append({"step": step + 1, "loss": loss})
+        bar.set_postfix_str(f"loss={loss:.3f}", refresh=False)
+        if int(cfg.eval.interval) and (step + 1) % int(cfg.eval.interval) == 0 and step + 1 < steps:
+            run.add_eval(step + 1, _eval(policy, cfg, items))
+    run.add_eval(steps, _eval(policy, cfg, items))
+    save_policy(policy, run.dir / "model")
+    run.write(measure)
+    return {"run_dir": str(run.dir), "examples": len(examples), "eval": run.evals}
+
+
+# -- grounding GRPO -----------------------------------------------------------------------------
+def _grpo_config(cfg: Config):
+    from pixelrl.rl.grpo import GRPOConfig
+
+    known = set(GRPOConfig.__dataclass_fields__)
+    return GRPOConfig(**{k: v for k, v in cfg.grpo.to_dict().items() if k in known})
+
+
+def _update_in_chunks(policy, opt, rows, advantages, ref, gcfg, minibatch: int) -> dict[str, float]:
+    """:func:`pixelrl.rl.grpo.grpo_update` over ``rows`` in minibatches, ``gcfg.epochs`` passes.
+
+    Rows with zero advantage carry no signal and are skipped unless the KL term needs them. With
+    more than one pass the log-probs before the first update are the ratio's denominator (with
+    one pass the ratio is 1 and the step is the plain policy gradient)."""
+    import torch
+
+    from pixelrl.rl.grpo import grpo_update
+
+    keep = [i for i in range(len(rows)) if advantages[i] != 0 or gcfg.kl_coef]
+    chunks = [keep[s : s + minibatch] for s in range(0, len(keep), minibatch)]
+
+    def fields(idx):
+        return ([rows[i]["screenshot"] for i in idx], [rows[i]["instruction"] for i in idx],
+                [rows[i]["completion"] for i in idx], [rows[i]["history"] for i in idx])  # fmt: skip
+
+    old = [None] * len(chunks)
+    if gcfg.epochs > 1:
+        with torch.no_grad():
+            for c, idx in enumerate(chunks):
+                shots, instr, comps, hist = fields(idx)
+                old[c] = policy.score(shots, instr, comps, hist).logprobs.detach()
+    stats: dict[str, float] = {}
+    n = 0
+    for _ in range(max(1, gcfg.epochs)):
+        for c, idx in enumerate(chunks):
+            shots, instr, comps, hist = fields(idx)
+            s = grpo_update(policy, opt, shots, instr, comps, advantages[idx], old_logprobs=old[c],
+                            histories=hist, ref_policy=ref, config=gcfg)  # fmt: skip
+            for k, v in s.items():
+                stats[k] = stats.get(k, 0.0) + v
+            n += 1
+    return {k: v / n for k, v in stats.items()} if n else {}
+
+
+def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
+    import torch
+    from tqdm import tqdm
+
+    from gui_agent.grounding import grounding_set
+    from pixelrl.rl.grpo import group_advantages
+
+    if cfg.grpo.reward not in GROUNDING_REWARDS:
+        raise ConfigError(
+            f"grpo.reward: {cfg.grpo.reward!r}; known: {', '.join(GROUNDING_REWARDS)}"
+        )
+    run = Run(cfg)
+    policy = load_policy(cfg)
+    gcfg = _grpo_config(cfg)
+    ref = policy.frozen_copy() if gcfg.kl_coef else None
+    screen = _screen(cfg)
+    train_items = grounding_set(
+        int(cfg.data.prompts), tuple(cfg.env.families), screen, split="train"
+    )
+    items = _held_out(cfg)
+    reward_fn = GROUNDING_REWARDS[cfg.grpo.reward]
+    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=gcfg.lr, weight_decay=0.0)
+    rng = np.random.default_rng(int(cfg.seed))
+    G, P = gcfg.num_samples, int(cfg.grpo.prompts_per_step)
+    run.add_eval(0, _grounding_eval(policy, cfg, items))
+    steps = int(cfg.grpo.steps)
+    bar = tqdm(range(steps), desc="grounding-grpo", disable=not cfg.train.progress)
+    for step in bar:
+        prompts = [train_items[i] for i in rng.choice(len(train_items), P, replace=False)]
+        policy.model.eval()
+        groups = policy.generate(
+            [p.screenshot for p in prompts], [p.instruction for p in prompts], [[] for _ in prompts],
+            num_samples=G, temperature=gcfg.temperature, max_new_tokens=gcfg.max_new_tokens,
+            screen_size=screen,
+        )  # fmt: skip
+        policy.model.train()
+        rows, rewards = [], []
+        for prompt, samples in zip(prompts, groups):
+            texts = [s.text for s in samples]
+            r = reward_fn(texts, [prompt.bbox] * len(samples), screen, float(cfg.grpo.sigma_scale))
+            rewards.extend(r)
+            rows.extend({"screenshot": prompt.screenshot, "instruction": prompt.instruction,
+                         "history": [], "completion": s} for s in samples)  # fmt: skip
+        advantages = group_advantages(rewards, group_size=G, scale_by_std=gcfg.scale_by_std)
+        stats = _update_in_chunks(policy, opt, rows, advantages, ref, gcfg, int(cfg.grpo.minibatch))
+        parsed = float(np.mean([s.parsed for g in groups for s in g]))
+        row = {"step": step + 1, "reward": float(np.mean(rewards)), "format": parsed, **stats}
+        run.history.append(row)
+        bar.set_postfix_str(f"reward={row['reward']:.3f} format={parsed:.2f}", refresh=False)
+        if int(cfg.eval.interval) and (step + 1) % int(cfg.eval.interval) == 0 and step + 1 < steps:
+            run.add_eval(step + 1, _grounding_eval(policy, cfg, items))
+    run.add_eval(steps, _grounding_eval(policy, cfg, items))
+    save_policy(policy, run.dir / "model")
+    run.write("accuracy")
+    return {"run_dir": str(run.dir), "eval": run.evals}
+
+
+# -- multi-turn GRPO ----------------------------------------------------------------------------
+def play_group(policy, cfg: Config, seed: int, group_size: int, gcfg) -> list[list[dict]]:
+    """``group_size`` episodes from the same seed, played together (one batched generate per
+    turn); each a list of steps with the prompt, the sampled completion and the reward."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+    from envs.actions import Action, ActionError
+    from pixelrl.rl.grpo import anchor_key
+
+    screen = _screen(cfg)
+    env_list = [gym.make(cfg.env.id, **_env_kwargs(cfg)) for _ in range(group_size)]
+    obs = [e.reset(seed=seed)[0] for e in env_list]
+    episodes: list[list[dict]] = [[] for _ in env_list]
+    histories: list[list[Action]] = [[] for _ in env_list]
+    active = list(range(group_size))
+    while active:
+        samples = policy.generate(
+            [obs[i]["screenshot"] for i in active], [obs[i]["instruction"] for i in active],
+            [histories[i] for i in active], num_samples=1, temperature=gcfg.temperature,
+            max_new_tokens=gcfg.max_new_tokens, screen_size=screen,
+        )  # fmt: skip
+        still = []
+        for i, sample in zip(active, samples):
+            completion = sample[0]
+            action = completion.action  # unparsable text -> wait (parsed False)
+            try:
+                next_obs, reward, terminated, truncated, info = env_list[i].step(action)
+            except ActionError:
+                action = Action.wait()
+                next_obs, reward, terminated, truncated, info = env_list[i].step(action)
+            episodes[i].append({
+                "screenshot": obs[i]["screenshot"], "instruction": obs[i]["instruction"],
+                "history": list(histories[i]), "completion": completion, "reward": float(reward),
+                "key": anchor_key({"screenshot": obs[i]["screenshot"], "instruction": obs[i]["instruction"]}),
+                "success": bool(info.get("success", False)),
+            })  # fmt: skip
+            histories[i].append(action)
+            obs[i] = next_obs
+            if not (terminated or truncated):
+                still.append(i)
+        active = still
+    for e in env_list:
+        e.close()
+    return episodes
+
+
+def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
+    import torch
+    from tqdm import tqdm
+
+    from pixelrl.rl.grpo import gigpo_advantages
+
+    run = Run(cfg)
+    policy = load_policy(cfg)
+    gcfg = _grpo_config(cfg)
+    ref = policy.frozen_copy() if gcfg.kl_coef else None
+    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=gcfg.lr, weight_decay=0.0)
+    rng = np.random.default_rng(int(cfg.seed))
+    run.add_eval(0, _success_eval(policy, cfg))
+    steps = int(cfg.grpo.steps)
+    bar = tqdm(range(steps), desc="multiturn-grpo", disable=not cfg.train.progress)
+    for step in bar:
+        policy.model.eval()
+        episodes, groups = [], []
+        for _ in range(int(cfg.grpo.seeds_per_step)):
+            seed = 2 * int(rng.integers(0, 2**30))  # even: training seeds
+            episodes += play_group(policy, cfg, seed, gcfg.num_samples, gcfg)
+            groups += [seed] * gcfg.num_samples
+        policy.model.train()
+        adv = gigpo_advantages(
+            [[s["reward"] for s in ep] for ep in episodes], groups,
+            [[s["key"] for s in ep] for ep in episodes], gamma=gcfg.gamma,
+            step_weight=gcfg.step_weight, scale_by_std=gcfg.scale_by_std,
+        )  # fmt: skip
+        rows = [s for ep in episodes for s in ep]
+        stats = _update_in_chunks(
+            policy, opt, rows, adv.advantages, ref, gcfg, int(cfg.grpo.minibatch)
+        )
+        success = float(np.mean([ep[-1]["success"] for ep in episodes]))
+        ret = float(np.mean([sum(s["reward"] for s in ep) for ep in episodes]))
+        parsed = float(np.mean([s["completion"].parsed for s in rows]))
+        row = {"step": step + 1, "reward": ret, "success": success, "format": parsed,
+               "steps": len(rows), **stats}  # fmt: skip
+        run.history.append(row)
+        bar.set_postfix_str(f"return={ret:.2f} success={success:.2f}", refresh=False)
+        if int(cfg.eval.interval) and (step + 1) % int(cfg.eval.interval) == 0 and step + 1 < steps:
+            run.add_eval(step + 1, _success_eval(policy, cfg))
+    run.add_eval(steps, _success_eval(policy, cfg))
+    save_policy(policy, run.dir / "model")
+    run.write("success")
+    return {"run_dir": str(run.dir), "eval": run.evals}
+
+
+RUNNERS = {
+    "gui/sft": run_sft,
+    "gui/grounding-grpo": run_grounding_grpo,
+    "gui/multiturn-grpo": run_multiturn_grpo,
+}
+
+
+def train(cfg: Config) -> dict[str, Any]:
+    """Run the recipe ``cfg.recipe`` names."""
+    import torch
+
+    if cfg.recipe not in RUNNERS:
+        raise ConfigError(f"recipe {cfg.recipe!r} is not a VLM recipe ({', '.join(RUNNERS)})")
+    if int(cfg.torch_threads):
+        torch.set_num_threads(int(cfg.torch_threads))
+    return RUNNERS[cfg.recipe](cfg)
+
+
+def run_recipe(
+    name: str, overrides=(), model: str | None = None, print_config: bool = False
+) -> dict[str, Any] | None:
+    """``pixelrl train gui/...`` for the VLM recipes: config, ``--model``, run, print a summary."""
+    import yaml
+
+    from pixelrl.recipes import get_recipe
+
+    overrides = list(overrides) + ([f"model={model}"] if model else [])
+    cfg = config_for(get_recipe(name).config, overrides)
+    cfg.recipe = name
+    if print_config:
+        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
+        return None
+    result = train(cfg)
+    measure = "accuracy" if "accuracy" in result["eval"][-1] else "success"
+    print(f"\nrun folder: {result['run_dir']}")
+    print(f"{'step':>6}{'held-out ' + measure:>22}")
+    for row in result["eval"]:
+        print(f"{row['step']:>6}{row[measure]:>22.3f}")
+    return result

@@ -1,0 +1,84 @@
+"""``pixelrl train RECIPE [key=value ...]``: train with PPO (DD-PPO under torchrun).
+
+Examples::
+
+    pixelrl train embodied/pointnav                           # the default recipe, one process
+    pixelrl train embodied/pointnav ppo.lr=1e-4 env.num_envs=4 train.total_frames=2e6
+    pixelrl train embodied/pointnav train.resume=runs/embodied-pointnav-20260101-120000
+    pixelrl train my_recipe.yaml                              # a YAML that names its recipe
+    pixelrl train --print-config embodied/pointnav ppo.lr=1e-4   # flags go before the recipe
+    torchrun --nproc-per-node 4 -m pixelrl train embodied/pointnav distributed.backend=nccl device=cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "train",
+        help="train a recipe with PPO / DD-PPO",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("recipe", nargs="?", help="recipe name (see --list) or a YAML config file")
+    p.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. ppo.lr=1e-4")
+    p.add_argument("--list", action="store_true", help="list the recipes and exit")
+    p.add_argument("--print-config", action="store_true", help="print the full config and exit")
+    p.add_argument("--model", help="VLM recipes: a model name or path, or tiny-<family>")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import yaml
+
+    from pixelrl.config import ConfigError
+    from pixelrl.recipes import RECIPES
+
+    if args.list or not args.recipe:
+        for name, recipe in sorted(RECIPES.items()):
+            print(f"{name:<28} {recipe.config}")
+        return 0 if args.list else 2
+    from pixelrl.checkpoint import CheckpointError
+    from pixelrl.train import Trainer, config_for
+
+    task = RECIPES[args.recipe].load_task() if args.recipe in RECIPES else None
+    if hasattr(task, "run_recipe"):  # recipes with their own loop (GRPO, SFT): gui_agent.train_vlm
+        try:
+            task.run_recipe(args.recipe, args.overrides, args.model, args.print_config)
+        except ConfigError as e:
+            print(f"pixelrl train: error: {e}")
+            return 2
+        return 0
+
+    try:
+        cfg = config_for(args.recipe, args.overrides)
+        if args.print_config:
+            print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
+            return 0
+        trainer = Trainer(cfg)
+    except (ConfigError, CheckpointError, KeyError) as e:
+        print(f"pixelrl train: error: {e.args[0] if isinstance(e, KeyError) else e}")
+        return 2
+    result = trainer.run()
+    if trainer.dist.is_main:
+        print_summary(result)
+    return 0
+
+
+def print_summary(result: dict) -> None:
+    """The last training window and evaluation as one table."""
+    train, evaluation = result.get("train", {}), result.get("eval", {})
+    names = ["success", "spl", "softspl", "distance_to_goal", "return", "length", "episodes"]
+    print(f"\nrun folder: {result['run_dir']}")
+    print(
+        f"frames {int(train.get('frames', 0)):,}  updates {int(train.get('update', 0))}  fps {train.get('fps', 0):.0f}"
+    )
+    print(f"{'measure':<18}{'train (window)':>16}{'eval (held-out)':>18}")
+    for name in names:
+        t, e = train.get(f"train/{name}"), evaluation.get(name)
+        if t is None and e is None:
+            continue
+        fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+        print(f"{name:<18}{fmt(t):>16}{fmt(e):>18}")

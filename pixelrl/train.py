@@ -1,0 +1,443 @@
+"""The PPO / DD-PPO trainer behind ``pixelrl train RECIPE [key=value ...]``.
+
+One loop, the same on one CPU and under ``torchrun`` on many GPUs::
+
+    envs, policy  <- the recipe's task module (pixelrl.recipes)
+    for update in range(total_updates):
+        lr decays linearly
+        rollout = collector.collect()          # T steps x N envs (DD-PPO: stragglers stop early)
+        ppo.compute_advantages(storage, ...)   # GAE
+        ppo.update(storage)                    # gradients averaged over ranks
+        policy.update_normalization(...)       # input statistics, identical on every rank
+        log (progress bar, TensorBoard), evaluate on held-out scenes, checkpoint
+
+A run folder (``train.output_dir``) gets ``config.yaml``, ``tb/`` (TensorBoard), ``checkpoints/``
+(``update_N.pt`` and ``latest.pt``), ``history.csv``, ``eval.csv`` and ``learning_curve.png``.
+Resume with ``train.resume=RUN_DIR_OR_CHECKPOINT``: the policy, optimizer, normalisers, counters,
+LR schedule position and random generators continue from the checkpoint (the envs start fresh
+episodes).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import math
+import time
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pixelrl.config import Config, ConfigError, dump_config, load_config
+from pixelrl.rl.ppo import PPOConfig
+
+# Every key a recipe may set. ``{}`` sections are open: the task module reads them.
+DEFAULTS: dict[str, Any] = {
+    "recipe": "",
+    "seed": 1,
+    "device": "cpu",
+    "torch_threads": 0,  # 0 keeps torch's default
+    "env": {
+        "id": "",
+        "num_envs": 8,
+        "kwargs": {},  # passed to the env (training scenes)
+        "eval_kwargs": {},  # overrides of kwargs for evaluation (held-out scenes)
+    },
+    "policy": {},
+    "ppo": PPOConfig().to_dict(),
+    "collect": {"bootstrap_truncated": True},
+    "train": {
+        "total_frames": 1_000_000,
+        "output_dir": "",  # "" -> runs/<recipe>-<date-time>
+        "resume": None,  # a run folder or checkpoint file
+        "checkpoint_interval": 25,  # updates
+        "eval_interval": 25,  # updates; 0 disables periodic evaluation
+        "eval_episodes": 20,
+        "eval_num_envs": 4,
+        "eval_deterministic": False,  # habitat-baselines samples actions in evaluation too
+        "final_eval": True,
+        "window": 100,  # episodes averaged in the progress bar
+        "progress": True,
+        "tensorboard": True,
+    },
+    "distributed": {
+        "backend": "gloo",  # gloo (CPU) or nccl (GPU) under torchrun
+        "sync_fraction": 0.6,  # DD-PPO straggler preemption; 0 disables
+        "min_fraction": 0.25,
+    },
+}
+
+# Measures shown in the progress bar and plotted, matched loosely against episode info keys.
+MEASURES = ("success", "spl", "softspl", "distance_to_goal")
+
+
+def measure_key(name: str) -> str:
+    """``"DistanceToGoal"``, ``"distance_to_goal"`` and ``"metrics/distance_to_goal"`` -> one key."""
+    return name.rsplit("/", 1)[-1].replace("_", "").lower()
+
+
+def summarize(episodes: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Means of return, length and the nav measures over ``episodes`` (absent ones left out)."""
+    out: dict[str, float] = {}
+    if not episodes:
+        return out
+    for name in ("return", "length", *MEASURES):
+        values = [
+            v for ep in episodes for k, v in ep.items() if measure_key(k) == measure_key(name)
+        ]
+        if values:
+            out[name] = sum(values) / len(values)
+    out["episodes"] = float(len(episodes))
+    return out
+
+
+def config_for(recipe_or_yaml: str, overrides: Sequence[str] = ()) -> Config:
+    """The full config of a recipe name (or a YAML file naming one in ``recipe:``) plus overrides."""
+    from pixelrl.recipes import RECIPES, get_recipe
+
+    path = Path(recipe_or_yaml)
+    if recipe_or_yaml not in RECIPES and path.suffix in (".yaml", ".yml"):
+        cfg = load_config(path, overrides, DEFAULTS)
+        get_recipe(cfg.recipe)  # the file must name a known recipe
+        return cfg
+    recipe = get_recipe(recipe_or_yaml)
+    cfg = load_config(recipe.config, overrides, DEFAULTS)
+    cfg.recipe = recipe.name
+    return cfg
+
+
+class Trainer:
+    """Owns the envs, policy, PPO, storage and the run folder; :meth:`run` trains."""
+
+    def __init__(self, cfg: Config):
+        import numpy as np
+        import torch
+
+        from pixelrl.checkpoint import load_checkpoint
+        from pixelrl.recipes import get_recipe
+        from pixelrl.rl.collect import RolloutCollector
+        from pixelrl.rl.distributed import RolloutTracker, broadcast_parameters, init_distributed
+        from pixelrl.rl.normalize import RewardNormalizer
+        from pixelrl.rl.ppo import PPO
+        from pixelrl.rl.storage import RolloutStorage
+
+        self.cfg = cfg
+        self.dist = init_distributed(cfg.distributed.backend)
+        self.checkpoint = load_checkpoint(cfg.train.resume) if cfg.train.resume else None
+        if self.checkpoint is not None and self.checkpoint.get("recipe") != cfg.recipe:
+            raise ConfigError(
+                f"train.resume: checkpoint is from recipe {self.checkpoint.get('recipe')!r}, "
+                f"not {cfg.recipe!r}"
+            )
+        if cfg.torch_threads:
+            torch.set_num_threads(int(cfg.torch_threads))
+        rank_seed = int(cfg.seed) + 1000 * self.dist.rank
+        torch.manual_seed(int(cfg.seed))  # same initial weights everywhere (then broadcast)
+        np.random.seed(rank_seed)
+        self.device = torch.device(cfg.device)
+
+        self.task = get_recipe(cfg.recipe).load_task()
+        self.envs = self.task.make_envs(cfg, int(cfg.env.num_envs), rank_seed, "train")
+        self.policy = self.task.make_policy(
+            cfg, self.envs.single_observation_space, self.envs.single_action_space
+        ).to(self.device)
+        broadcast_parameters(self.policy)
+        torch.manual_seed(rank_seed)  # but different action samples on each rank
+
+        self.ppo_cfg = PPOConfig.from_dict(dict(cfg.ppo))
+        num_envs = self.envs.num_envs
+        self.frames_per_update = self.ppo_cfg.num_steps * num_envs * self.dist.world_size
+        self.total_updates = max(
+            1, math.ceil(float(cfg.train.total_frames) / self.frames_per_update)
+        )
+        self.ppo = PPO(self.policy, self.ppo_cfg, self.total_updates)
+        self.storage = RolloutStorage(
+            self.ppo_cfg.num_steps,
+            num_envs,
+            self.envs.single_observation_space,
+            self.envs.single_action_space,
+            self.policy.initial_state(num_envs),
+            self.device,
+        )
+        self.reward_normalizer = (
+            RewardNormalizer(num_envs, self.ppo_cfg.gamma) if self.ppo_cfg.reward_norm else None
+        )
+        self.collector = RolloutCollector(
+            self.envs,
+            self.policy,
+            self.storage,
+            seed=rank_seed,
+            gamma=self.ppo_cfg.gamma,
+            bootstrap_truncated=bool(cfg.collect.bootstrap_truncated),
+            reward_transform=self.reward_normalizer,
+        )
+        self.tracker = RolloutTracker(cfg.distributed.sync_fraction, cfg.distributed.min_fraction)
+
+        self.update, self.frames = 0, 0
+        self.history: list[dict[str, float]] = []
+        self.eval_history: list[dict[str, float]] = []
+        if self.checkpoint is not None:
+            self._restore(self.checkpoint)
+        elif hasattr(self.policy, "update_normalization"):
+            self.policy.update_normalization(self.collector.obs)  # first statistics from reset
+
+        self.run_dir = self._run_dir()
+        self.writer = None
+        if self.dist.is_main:
+            (self.run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+            dump_config(cfg, self.run_dir / "config.yaml")
+            if cfg.train.tensorboard:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self.writer = SummaryWriter(
+                    str(self.run_dir / "tb"), purge_step=self.update or None
+                )
+
+    # ------------------------------------------------------------------ setup helpers
+    def _run_dir(self) -> Path:
+        out = self.cfg.train.output_dir
+        if out:
+            return Path(out)
+        if self.cfg.train.resume:  # continue in the folder the checkpoint came from
+            from pixelrl.checkpoint import resolve_checkpoint
+
+            ckpt = resolve_checkpoint(self.cfg.train.resume)
+            return ckpt.parent.parent if ckpt.parent.name == "checkpoints" else ckpt.parent
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        return Path("runs") / f"{self.cfg.recipe.replace('/', '-')}-{stamp}"
+
+    def _restore(self, ckpt: dict[str, Any]) -> None:
+        import numpy as np
+        import torch
+
+        self.policy.load_state_dict(ckpt["policy"])
+        self.ppo.load_state_dict(ckpt["ppo"])
+        if self.reward_normalizer is not None and ckpt.get("reward_normalizer"):
+            self.reward_normalizer.load_state_dict(ckpt["reward_normalizer"])
+        self.update, self.frames = int(ckpt["update"]), int(ckpt["frames"])
+        self.history = list(ckpt.get("history", []))
+        self.eval_history = list(ckpt.get("eval_history", []))
+        rng = ckpt.get("rng", {})
+        if "torch" in rng and self.dist.world_size == 1:
+            torch.set_rng_state(rng["torch"])
+        if "numpy" in rng and self.dist.world_size == 1:
+            np.random.set_state(rng["numpy"])
+
+    def save(self) -> Path | None:
+        """Write ``checkpoints/update_N.pt`` (rank 0 only) and point ``latest.pt`` at it."""
+        import numpy as np
+        import torch
+
+        from pixelrl.checkpoint import save_checkpoint
+
+        if not self.dist.is_main:
+            return None
+        payload = {
+            "recipe": self.cfg.recipe,
+            "config": self.cfg.to_dict(),
+            "policy": self.policy.state_dict(),
+            "ppo": self.ppo.state_dict(),
+            "reward_normalizer": self.reward_normalizer.state_dict()
+            if self.reward_normalizer
+            else None,
+            "update": self.update,
+            "frames": self.frames,
+            "history": self.history,
+            "eval_history": self.eval_history,
+            "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state()},
+            "observation_space": self.envs.single_observation_space,
+            "action_space": self.envs.single_action_space,
+        }
+        return save_checkpoint(payload, self.run_dir / "checkpoints" / f"update_{self.update}.pt")
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, num_episodes: int | None = None) -> dict[str, float]:
+        """Play ``train.eval_episodes`` episodes on the eval split (held-out scenes)."""
+        from pixelrl.rl.collect import run_episodes
+
+        cfg = self.cfg.train
+        envs = self.task.make_envs(
+            self.cfg, int(cfg.eval_num_envs), int(self.cfg.seed) + 10_000, "eval"
+        )
+        try:
+            was_training = self.policy.training
+            self.policy.eval()
+            episodes = run_episodes(
+                envs,
+                self.policy,
+                int(num_episodes or cfg.eval_episodes),
+                list(self.storage.obs),
+                seed=int(self.cfg.seed) + 10_000,
+                deterministic=bool(cfg.eval_deterministic),
+                device=self.device,
+            )
+            self.policy.train(was_training)
+        finally:
+            envs.close()
+        return summarize(episodes)
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> dict[str, Any]:
+        """Train to ``train.total_frames``; returns the last training and evaluation summaries."""
+        from tqdm import tqdm
+
+        from pixelrl.rl.distributed import all_gather_objects, all_reduce_sum
+
+        cfg, ppo_cfg = self.cfg.train, self.ppo_cfg
+        window: deque[dict[str, float]] = deque(maxlen=int(cfg.window))  # fresh on resume
+        bar = tqdm(
+            total=self.total_updates * self.frames_per_update,
+            initial=self.frames,
+            unit="frame",
+            unit_scale=True,
+            dynamic_ncols=True,
+            disable=not (cfg.progress and self.dist.is_main),
+        )
+        last_eval: dict[str, float] = {}
+        start_update = self.update
+        while self.update < self.total_updates:
+            tic = time.perf_counter()
+            lr = self.ppo.set_lr(self.update)
+            self.tracker.begin(self.update)
+            rollout = self.collector.collect(
+                should_stop=lambda steps: self.tracker.should_stop(steps, ppo_cfg.num_steps)
+            )
+            self.tracker.mark_done()
+            collect_s = time.perf_counter() - tic
+
+            self.ppo.compute_advantages(self.storage, rollout.next_value)
+            losses = self.ppo.update(self.storage)
+            if hasattr(self.policy, "update_normalization"):
+                T = self.storage.step
+                self.policy.update_normalization(
+                    {k: v[1 : T + 1] for k, v in self.storage.obs.items()}
+                )
+            self.update += 1
+
+            frames = int(all_reduce_sum([rollout.frames])[0])
+            self.frames += frames
+            for episodes in all_gather_objects(rollout.episodes):
+                window.extend(episodes)
+            seconds = time.perf_counter() - tic
+            row = {
+                "update": self.update,
+                "frames": self.frames,
+                "fps": frames / seconds,
+                "collect_fps": frames / max(collect_s, 1e-9),
+                "lr": lr,
+                "steps": rollout.steps,
+                **{f"train/{k}": v for k, v in summarize(list(window)).items()},
+                **{f"loss/{k}": v for k, v in losses.items()},
+            }
+            self.history.append(row)
+            bar.update(frames)
+            bar.set_postfix_str(self._postfix(row), refresh=False)
+            self._log(row)
+
+            if (
+                self.dist.is_main
+                and cfg.eval_interval
+                and self.update % int(cfg.eval_interval) == 0
+            ):
+                last_eval = self._evaluate_and_log()
+            if cfg.checkpoint_interval and self.update % int(cfg.checkpoint_interval) == 0:
+                self.save()
+        bar.close()
+
+        if self.dist.is_main:
+            if self.update > start_update or not self.eval_history:
+                self.save()
+            if cfg.final_eval and (
+                not self.eval_history or self.eval_history[-1]["update"] != self.update
+            ):
+                last_eval = self._evaluate_and_log()
+            elif self.eval_history:
+                last_eval = self.eval_history[-1]
+            self._write_tables()
+            self._plot()
+            if self.writer is not None:
+                self.writer.close()
+        self.envs.close()
+        train_row = self.history[-1] if self.history else {}
+        return {"run_dir": str(self.run_dir), "train": train_row, "eval": last_eval}
+
+    def _evaluate_and_log(self) -> dict[str, float]:
+        result = {"update": self.update, "frames": self.frames, **self.evaluate()}
+        self.eval_history.append(result)
+        if self.writer is not None:
+            for key, value in result.items():
+                if key not in ("update", "frames"):
+                    self.writer.add_scalar(f"eval/{key}", value, self.frames)
+        return result
+
+    @staticmethod
+    def _postfix(row: dict[str, float]) -> str:
+        parts = [f"fps={row['fps']:.0f}"]
+        for name in ("success", "spl", "return"):
+            if f"train/{name}" in row:
+                parts.append(f"{name}={row[f'train/{name}']:.2f}")
+        return " ".join(parts)
+
+    def _log(self, row: dict[str, float]) -> None:
+        if self.writer is None:
+            return
+        for key, value in row.items():
+            if key not in ("update", "frames"):
+                self.writer.add_scalar(key if "/" in key else f"perf/{key}", value, self.frames)
+
+    def _write_tables(self) -> None:
+        for name, rows in (("history.csv", self.history), ("eval.csv", self.eval_history)):
+            if not rows:
+                continue
+            fields = list(dict.fromkeys(k for row in rows for k in row))
+            with open(self.run_dir / name, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=fields)
+                writer.writeheader()
+                writer.writerows(rows)
+
+    def _plot(self) -> Path | None:
+        """``learning_curve.png``: training (episode window) and evaluation measures vs frames."""
+        if not self.history:
+            return None
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        names = [
+            n for n in ("success", "spl", "return") if any(f"train/{n}" in r for r in self.history)
+        ]
+        fig, axes = plt.subplots(
+            1, max(1, len(names)), figsize=(5 * max(1, len(names)), 3.6), squeeze=False
+        )
+        for ax, name in zip(axes[0], names):
+            rows = [r for r in self.history if f"train/{name}" in r]
+            ax.plot(
+                [r["frames"] for r in rows],
+                [r[f"train/{name}"] for r in rows],
+                label="train (window)",
+            )
+            evals = [r for r in self.eval_history if name in r]
+            if evals:
+                ax.plot(
+                    [r["frames"] for r in evals],
+                    [r[name] for r in evals],
+                    "o-",
+                    label="eval (held-out)",
+                )
+            ax.set_xlabel("frames")
+            ax.set_title(name)
+            ax.grid(alpha=0.3)
+            ax.legend()
+        fig.suptitle(f"{self.cfg.recipe}  ({self.frames:,} frames)")
+        fig.tight_layout()
+        path = self.run_dir / "learning_curve.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return path
+
+
+def train(cfg: Config) -> dict[str, Any]:
+    """Build a :class:`Trainer` for ``cfg`` and run it."""
+    return Trainer(copy.deepcopy(cfg)).run()

@@ -1,0 +1,181 @@
+"""The pixel pointer policy: its env view, exact pixel maps, the Policy protocol, PPO, checkpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from envs.actions import Action
+from gui_agent import ppo_task
+from gui_agent.pointer_env import (
+    PointerEnv,
+    PointerSpec,
+    SplitSeeds,
+    decode_action,
+    encode_action,
+    hash_words,
+)
+from pixelrl.train import config_for
+
+SCREEN = [320, 240]
+
+
+def _cfg(*overrides: str):
+    return config_for("gui/ppo", [f"env.kwargs.screen_size={SCREEN}", *overrides])
+
+
+def _env(family: str = "ClickButton", split: str = "train", **spec_kwargs) -> PointerEnv:
+    cfg = _cfg(f"env.id=pixelrl/Desktop-{family}-v0")
+    spec = ppo_task.pointer_spec(cfg)
+    if spec_kwargs:
+        spec = PointerSpec.from_dict({**spec.to_dict(), **spec_kwargs})
+    return ppo_task.make_env(cfg.env.id, spec, split, **ppo_task.env_kwargs(cfg, split))
+
+
+def test_cells_and_offsets_round_trip():
+    spec = PointerSpec(image_size=(160, 120), cell=8, offsets=2, kinds=("click",))
+    for cell in range(spec.num_cells):
+        for offset in range(spec.offsets**2):
+            assert spec.cell_of(*spec.image_point(cell, offset)) == (cell, offset)
+
+
+def test_expert_clicks_survive_the_round_trip_to_screen_pixels():
+    env = _env()
+    for seed in range(10):
+        _, info = env.reset(seed=seed)
+        expert = env.unwrapped.expert_action()
+        sample = encode_action(expert, env.pointer_spec, env.image_map)
+        action = decode_action(sample, env.pointer_spec, env.image_map)
+        x0, y0, x1, y1 = info["target_bbox"]
+        assert action.kind == "click" and x0 <= action.x < x1 and y0 <= action.y < y1
+        # within half a sub-cell (4 screen pixels here) of the expert's point
+        assert abs(action.x - expert.x) <= 4 and abs(action.y - expert.y) <= 4
+    env.close()
+
+
+def test_typing_families_get_texts_keys_and_submit_variants():
+    env = _env("TypeInField")
+    spec = env.pointer_spec
+    assert spec.kinds == ("click", "type", "key")
+    vocabulary = env.unwrapped.vocabulary
+    assert set(spec.texts) == set(vocabulary) | {v + "\n" for v in vocabulary}
+    _, _ = env.reset(seed=3)
+    decoded = decode_action(
+        [1, 0, 0, spec.texts.index(vocabulary[0] + "\n"), 0], spec, env.image_map
+    )
+    assert decoded == Action.type_text(vocabulary[0] + "\n")
+    assert decode_action(
+        [2, 0, 0, 0, spec.keys.index("ctrl+a")], spec, env.image_map
+    ) == Action.hotkey("ctrl", "a")
+    assert _env().pointer_spec.kinds == ("click",)  # click-button has nothing to type
+
+
+@pytest.mark.filterwarnings("ignore:.*different from the unwrapped")
+def test_pointer_env_passes_check_env_and_is_deterministic():
+    from gymnasium.utils.env_checker import check_env
+
+    env = _env()
+    check_env(env, skip_render_check=True)
+    obs_a, _ = env.reset(seed=5)
+    obs_b, _ = env.reset(seed=5)
+    assert np.array_equal(obs_a["image"], obs_b["image"])
+    assert np.array_equal(obs_a["instruction"], obs_b["instruction"])
+
+
+def test_split_seeds_never_overlap():
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+
+    seeds = {}
+    for split in ("train", "eval"):
+        env = SplitSeeds(
+            gym.make("pixelrl/Desktop-ClickButton-v0", screen_size=tuple(SCREEN)), split
+        )
+        seeds[split] = {env.reset(seed=0)[1]["episode_seed"]} | {
+            env.reset()[1]["episode_seed"] for _ in range(20)
+        }
+    assert all(s % 2 == 0 for s in seeds["train"]) and all(s % 2 == 1 for s in seeds["eval"])
+
+
+def test_hashed_words_ignore_case_and_quotes():
+    a = hash_words('Click the "OK" button.', 8, 4096)
+    b = hash_words("click THE ok Button", 8, 4096)
+    assert np.array_equal(a, b) and (a[:4] > 0).all() and (a[4:] == 0).all()
+
+
+def test_act_and_evaluate_agree():
+    cfg = _cfg("env.id=pixelrl/Desktop-TypeInField-v0", "policy.bc_steps=0")
+    envs = ppo_task.make_envs(cfg, 3, 0, "train")
+    policy = ppo_task.make_policy(cfg, envs.single_observation_space, envs.single_action_space)
+    obs, _ = envs.reset(seed=0)
+    obs = {k: torch.as_tensor(v) for k, v in obs.items()}
+    with torch.no_grad():
+        step = policy.act(obs, {})
+        lp, values, entropy = policy.evaluate(
+            {k: v.unsqueeze(0) for k, v in obs.items()},
+            {},
+            step.actions.unsqueeze(0),
+            torch.ones(1, 3),
+        )
+        greedy = policy.act(obs, {}, deterministic=True).actions
+        assert torch.equal(greedy, policy.act(obs, {}, deterministic=True).actions)
+    assert torch.allclose(lp[0], step.logprobs, atol=1e-5)
+    assert torch.allclose(values[0], step.values) and (entropy > 0).all()
+    assert envs.single_action_space.contains(step.actions[0].numpy())
+    envs.close()
+
+
+def _success(agent, episodes: int, seed: int) -> float:
+    from gui_agent.evaluate import evaluate_success
+
+    rows = evaluate_success(
+        agent, "pixelrl/Desktop-ClickButton-v0", episodes, seed, {"screen_size": tuple(SCREEN)},
+        progress=False,
+    )  # fmt: skip
+    return rows[-1]["success"]
+
+
+@pytest.mark.timeout(300)
+def test_short_ppo_run_beats_random_and_checkpoint_round_trips(tmp_path):
+    """A behaviour-cloning warm start plus a short PPO run clicks the named button far more
+    often than the untrained (random) policy on held-out seeds; the checkpoint reloads exactly."""
+    from gui_agent.agents import PointerAgent
+    from pixelrl.train import Trainer
+
+    overrides = [
+        "env.num_envs=4", "ppo.num_steps=32", "train.total_frames=256", "policy.bc_steps=200",
+        "policy.bc_samples=800", "train.eval_interval=0", "train.final_eval=false",
+        "train.tensorboard=false", "train.progress=false", f"train.output_dir={tmp_path}",
+    ]  # fmt: skip
+    cfg = _cfg(*overrides)
+    torch.manual_seed(0)
+    untrained = ppo_task.make_policy(cfg, *_spaces(cfg), warm_start=False)
+    random_rate = _success(PointerAgent(untrained), 40, seed=1)
+    trainer = Trainer(cfg)
+    trainer.run()
+    agent = PointerAgent.from_checkpoint(tmp_path)
+    trained_rate = _success(agent, 40, seed=1)
+    print(
+        f"click-button success on 40 held-out seeds: random {random_rate:.3f}, trained {trained_rate:.3f}"
+    )
+    assert trained_rate >= random_rate + 0.1, (random_rate, trained_rate)
+
+    # checkpoint round trip: same weights, same greedy actions as the policy that was trained
+    for key, value in trainer.policy.state_dict().items():
+        assert torch.equal(value, agent.policy.state_dict()[key]), key
+    env = _env()
+    obs, _ = env.reset(seed=11)
+    batch = {k: torch.as_tensor(v)[None] for k, v in obs.items()}
+    with torch.no_grad():
+        a = trainer.policy.eval().act(batch, {}, deterministic=True).actions
+        b = agent.policy.act(batch, {}, deterministic=True).actions
+    assert torch.equal(a, b)
+
+
+def _spaces(cfg):
+    envs = ppo_task.make_envs(cfg, 1, 0, "train")
+    spaces = envs.single_observation_space, envs.single_action_space
+    envs.close()
+    return spaces

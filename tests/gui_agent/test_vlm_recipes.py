@@ -1,0 +1,142 @@
+"""VLM recipes on a tiny Qwen2-VL over desktop screenshots: one SFT step, one grounding-GRPO step,
+unparsable output (format reward 0, a no-op, training goes on), the held-out grounding set."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from envs.actions import Action
+from gui_agent.grounding import grounding_set
+from gui_agent.train_vlm import click_gaussian_reward
+
+SCREEN = (320, 240)
+
+
+@pytest.fixture(scope="module")
+def policy():
+    from vision.vlm import load_vlm
+
+    torch.manual_seed(0)
+    return load_vlm("tiny-qwen2_vl", seed=0)
+
+
+@pytest.fixture(scope="module")
+def items():
+    return grounding_set(6, families=("click-button",), screen_size=SCREEN, split="train")
+
+
+def test_grounding_set_is_held_out_deterministic_and_on_target():
+    a = grounding_set(10, screen_size=SCREEN)
+    b = grounding_set(10, screen_size=SCREEN)
+    assert [i.seed for i in a] == [i.seed for i in b] and all(i.seed % 2 == 1 for i in a)
+    assert all(np.array_equal(x.screenshot, y.screenshot) for x, y in zip(a, b))
+    assert len({i.family for i in a}) == 5
+    for item in a:
+        x0, y0, x1, y1 = item.bbox
+        assert 0 <= x0 < x1 <= SCREEN[0] and 0 <= y0 < y1 <= SCREEN[1]
+
+
+def test_unparsable_output_gets_zero_format_reward_and_a_noop(policy, items):
+    bad = ["click(start_box='(500,", "rm -rf /", "__import__('os').system('x')", ""]
+    box = items[0].bbox
+    assert (click_gaussian_reward(bad, [box] * len(bad), SCREEN) == 0).all()
+    for text in bad:
+        action, parsed, error = policy.parse(text, SCREEN)
+        assert action == Action.wait() and not parsed and error
+
+
+def _completion(policy, text: str):
+    from vision.vlm import Completion
+
+    action, parsed, error = policy.parse(text, SCREEN)
+    return Completion(text, policy.completion_ids(text), [], action, parsed, error)
+
+
+def test_one_grounding_grpo_step_prefers_the_rewarded_click(policy, items):
+    """A group with a click inside the box, one outside and an unparsable answer: one GRPO step
+    runs without error and raises the log-probability of the rewarded completion."""
+    from envs.actions import to_uitars
+    from pixelrl.rl.grpo import GRPOConfig, group_advantages, grpo_update
+    from vision.vlm import load_vlm
+
+    model = load_vlm("tiny-qwen2_vl", seed=1)
+    item = items[0]
+    x0, y0, x1, y1 = item.bbox
+    good = to_uitars(Action.click((x0 + x1) // 2, (y0 + y1) // 2), SCREEN)
+    texts = [good, to_uitars(Action.click(2, 2), SCREEN), "click(start_box='(oops"]
+    completions = [_completion(model, t) for t in texts]
+    rewards = click_gaussian_reward(texts, [item.bbox] * 3, SCREEN)
+    assert rewards[0] > rewards[1] > rewards[2] == 0
+    adv = group_advantages(rewards, group_size=3)
+    shots, instr = [item.screenshot] * 3, [item.instruction] * 3
+
+    def good_logprob():
+        with torch.no_grad():
+            return float(model.score(shots[:1], instr[:1], completions[:1]).sequence_logprobs[0])
+
+    before = good_logprob()
+    opt = torch.optim.AdamW(model.trainable_parameters(), lr=1e-3)
+    stats = grpo_update(model, opt, shots, instr, completions, adv,
+                        ref_policy=model.frozen_copy(), config=GRPOConfig(kl_coef=0.04))  # fmt: skip
+    assert np.isfinite(list(stats.values())).all()
+    assert good_logprob() > before
+
+
+def test_one_sft_step_on_recorded_desktop_episodes(tmp_path, policy):
+    from gui_agent.train_vlm import DEFAULTS, record_expert_episodes, sft_examples, sft_step
+    from pixelrl.config import Config
+
+    cfg = Config({**DEFAULTS, "env": {**DEFAULTS["env"], "families": ["click-button"]},
+                  "data": {**DEFAULTS["data"], "episodes": 2},
+                  "train": {**DEFAULTS["train"], "progress": False}})  # fmt: skip
+    root = record_expert_episodes(cfg, tmp_path / "demos")
+    examples = sft_examples([root / "click-button"], policy)
+    assert len(examples) == 2 and examples[0]["target"].startswith("click(start_box=")
+    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=1e-3)
+    losses = [sft_step(policy, opt, examples) for _ in range(3)]
+    assert np.isfinite(losses).all() and losses[-1] < losses[0]
+
+
+def test_grounding_grpo_recipe_survives_unparsable_samples(tmp_path):
+    """The whole recipe, two steps from a random tiny model (its samples barely parse): no
+    exception, rows logged, a model folder that loads back as an agent."""
+    from gui_agent.agents import VLMAgent, load_agent
+    from gui_agent.train_vlm import config_for, train
+    from pixelrl.recipes import get_recipe
+
+    cfg = config_for(get_recipe("gui/grounding-grpo").config, [
+        "torch_threads=0",
+        "grpo.steps=2", "grpo.num_samples=3", "grpo.prompts_per_step=2", "data.prompts=4",
+        "eval.grounding_items=4", "eval.interval=0", "grpo.max_new_tokens=12",
+        f"train.output_dir={tmp_path}", "train.progress=false",
+    ])  # fmt: skip
+    cfg.recipe = "gui/grounding-grpo"
+    result = train(cfg)
+    assert len(result["eval"]) == 2 and (tmp_path / "history.csv").is_file()
+    assert (tmp_path / "learning_curve.png").is_file()
+    agent = load_agent(tmp_path / "model")
+    assert isinstance(agent, VLMAgent)
+    assert isinstance(agent.act(np.zeros((240, 320, 3), np.uint8), "Click OK."), Action)
+
+
+def test_multiturn_group_turns_unparsable_text_into_waits(policy):
+    """Episodes from one seed, played by a random tiny model: every unparsable answer is played
+    as a ``wait`` (the episode goes on), the group shares its first screen (GiGPO's anchor)."""
+    from gui_agent.train_vlm import DEFAULTS, play_group
+    from pixelrl.config import Config
+    from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages
+
+    env = {**DEFAULTS["env"], "id": "pixelrl/Desktop-FillForm-v0", "max_steps": 2}
+    cfg = Config({**DEFAULTS, "env": env})
+    episodes = play_group(policy, cfg, seed=4, group_size=2, gcfg=GRPOConfig(max_new_tokens=8))
+    assert len(episodes) == 2 and all(1 <= len(ep) <= 2 for ep in episodes)
+    assert episodes[0][0]["key"] == episodes[1][0]["key"]
+    for ep in episodes:
+        for step in ep:
+            if not step["completion"].parsed:
+                assert step["completion"].action == Action.wait()
+    adv = gigpo_advantages([[s["reward"] for s in ep] for ep in episodes], [4, 4],
+                           [[s["key"] for s in ep] for ep in episodes])  # fmt: skip
+    assert np.isfinite(adv.advantages).all()
