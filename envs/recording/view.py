@@ -87,7 +87,7 @@ def draw_gui_action(image, action: Action | None, text: str, scale: int = 1) -> 
     return captions.get(a.kind, f"{a.kind}" + (f" ({a.x},{a.y})" if a.point else ""))
 
 
-def _caption(image, lines: list[str]):
+def add_caption(image, lines: list[str]):
     """The image with a caption band below it."""
     from PIL import Image, ImageDraw
 
@@ -214,7 +214,7 @@ def render_episode(
             both.paste(image, (0, 0))
             both.paste(panel, (image.width, 0))
             image = both
-        images.append(_caption(image, lines))
+        images.append(add_caption(image, lines))
     return images
 
 
