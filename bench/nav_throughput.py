@@ -1,6 +1,7 @@
 """RGB-D frames/s of the embedded navigation simulator, single env and batched, vs MiniWorld.
 
     .venv/bin/python bench/nav_throughput.py [--steps 200] [--envs 16] [--res 64 128 256]
+    .venv/bin/python bench/nav_throughput.py --resets [--res 64 128] [--reset-count 60]
 
 For each resolution: ``NavEnv`` stepping one agent (frames/s = steps/s, each step an RGB and a
 depth frame), ``NavVectorEnv`` stepping ``--envs`` agents (frames/s = agents x steps/s, all
@@ -11,6 +12,13 @@ resolution when it can open a display: an Xvfb is started for it when none is se
 frame is a ``step`` (RGB observation) plus ``render_depth()``. Each figure is the best of
 ``--trials`` timings (other processes only ever slow a run down); figures still depend on the
 machine and its load, and nothing here asserts a time.
+
+``--resets`` prints, instead of frames/s, what an episode start costs on the default PointNav
+training setting (``embodied/pointnav``: depth only, 16 procedural apartments of 2-5 rooms):
+``NavEnv.reset()`` with generated episodes (habitat's generator rules, then the episode's
+geodesic field and SPL's l) and with episodes walked from a ``.json.gz`` dataset of the same
+scenes (their stored l; one Dijkstra for the goal's field), in ms per reset and resets/s. Grids and geodesic graphs are built before timing (they
+are built once per scene and env), so the figures are the steady state a trainer sees.
 """
 
 from __future__ import annotations
@@ -95,6 +103,62 @@ def bench_vector(res: int, steps: int, n_envs: int, trials: int) -> tuple[float,
     render_fps = _best_of(trials, render)
     venv.close()
     return env_fps, render_fps
+
+
+POINTNAV_RECIPE = dict(  # embodied/configs/pointnav.yaml's env kwargs (depth only)
+    sensors=("depth",),
+    normalize_depth=True,
+    num_scenes=16,
+    scene_seed=0,
+    apartment={"rooms": [2, 5]},
+)
+
+
+def bench_resets(res: int, count: int, trials: int, dataset_dir: str) -> tuple[float, float]:
+    """Mean seconds per ``reset()``: (generated episodes, dataset episodes), best of ``trials``."""
+    from envs.nav.env import NavEnv
+    from envs.nav.geodesic import geodesic_graph
+    from envs.nav.sim import generate_dataset
+
+    def timed(env) -> float:
+        env.reset(seed=0)
+        for k in range(len(env.sim.scenes)):  # per-scene structures: built once, not per reset
+            geodesic_graph(env.sim.grid(k))
+
+        def run() -> float:
+            start = time.perf_counter()
+            for _ in range(count):
+                env.reset()
+            return count / (time.perf_counter() - start)
+
+        rate = _best_of(trials, run)
+        env.close()
+        return 1.0 / rate
+
+    generated = timed(NavEnv(width=res, height=res, **POINTNAV_RECIPE))
+    path = os.path.join(dataset_dir, f"pointnav_{res}.json.gz")
+    if not os.path.exists(path):
+        generate_dataset(path, count, seed=1, **POINTNAV_RECIPE)
+    dataset = timed(NavEnv(width=res, height=res, dataset_path=path, **POINTNAV_RECIPE))
+    return generated, dataset
+
+
+def print_resets(args) -> None:
+    import tempfile
+
+    print(
+        f"NavEnv.reset() cost, PointNav recipe (depth, 16 apartments of 2-5 rooms), "
+        f"{args.reset_count} resets, best of {args.trials} ({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})"
+    )
+    header = f"{'res':>5} {'generated ms':>13} {'resets/s':>9} {'dataset ms':>11} {'resets/s':>9}"
+    print(header)
+    print("-" * len(header))
+    with tempfile.TemporaryDirectory() as tmp:
+        for res in args.res:
+            gen, data = bench_resets(res, args.reset_count, args.trials, tmp)
+            print(
+                f"{res:>5} {gen * 1e3:>13.1f} {1 / gen:>9.0f} {data * 1e3:>11.1f} {1 / data:>9.0f}"
+            )
 
 
 def miniworld_worker(res: int, steps: int, trials: int) -> None:
@@ -183,10 +247,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--res", type=int, nargs="+", default=[64, 128, 256])
     parser.add_argument("--trials", type=int, default=3, help="best of this many timings")
     parser.add_argument("--no-miniworld", action="store_true")
+    parser.add_argument(
+        "--resets", action="store_true", help="time NavEnv.reset() (ms, resets/s) instead"
+    )
+    parser.add_argument("--reset-count", type=int, default=60, help="resets per timing")
     parser.add_argument("--miniworld-worker", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.miniworld_worker is not None:
         miniworld_worker(args.miniworld_worker, args.steps, args.trials)
+        return 0
+    if args.resets:
+        print_resets(args)
         return 0
     print(
         f"pixelrl embedded nav simulator, RGB-D frames/s ({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})"

@@ -95,9 +95,14 @@ def generate_pointnav_episode(
         euclid = float(np.linalg.norm((goal - start)[[0, 2]]))
         if not rules.min_geodesic <= euclid <= rules.max_geodesic:
             continue
+        # In plain sight the geodesic is the straight line: ratio 1, rejected before any search.
+        if rules.min_ratio > 1 and grid.line_of_sight(start, goal):
+            continue
         field_ = graph.field(goal[None])
         if not rules.min_geodesic <= field_.distance(start) <= rules.max_geodesic + 1:
             continue  # quick reject on the grid distance before the any-angle one
+        if field_.exact_distance_bound(start) < rules.min_ratio * euclid:
+            continue  # even the unpulled path is too straight: the ratio rule fails for sure
         dist = field_.exact_distance(start)
         if (
             not (rules.min_geodesic <= dist <= rules.max_geodesic)

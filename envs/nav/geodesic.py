@@ -8,11 +8,15 @@ exists only when every cell it crosses is navigable.
 
 The graph is built once per grid; a field for a set of goals is one multi-source Dijkstra from a
 virtual source wired to the cells around each goal with their exact euclidean offsets (so goals
-need not sit on cell centres). The nearest goal wins, as habitat's DistanceToGoal does.
+need not sit on cell centres). The nearest goal wins, as habitat's DistanceToGoal does. The graph
+keeps its last couple of fields (fields are read-only), so the episode that the generator has
+just drawn starts without a second Dijkstra.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from functools import lru_cache
 from math import gcd
 
 import numpy as np
@@ -31,8 +35,14 @@ class GeodesicGraph:
     """The 48-neighbour graph over a grid's navigable cells (CSR), with a spare last row for the
     virtual goal source."""
 
+    # Fields kept per graph (each ~24 bytes per grid cell, ~0.4 MB for an apartment): enough for
+    # the generator's last field to start its episode; a dataset pass revisits a field only when
+    # its scene has this few episodes.
+    FIELD_CACHE_SIZE = 2
+
     def __init__(self, grid: NavGrid) -> None:
         self.grid = grid
+        self._fields: OrderedDict[tuple[bytes, float], GeodesicField] = OrderedDict()
         nav = grid.navigable
         self.node_of = -np.ones(nav.shape, np.int64)
         rows, cols = np.nonzero(nav)
@@ -70,12 +80,24 @@ class GeodesicGraph:
 
         Each goal seeds the navigable cells within ``seed_radius`` (growing up to 1 m when a goal
         sits off the navigable area, like habitat snapping goals to the navmesh) with its exact
-        euclidean distance.
+        euclidean distance. The same goals and radius give the same (shared, read-only) field.
         """
+        goals = np.asarray(goals, dtype=np.float64).reshape(-1, 3)
+        key = (goals.tobytes(), float(seed_radius))
+        field = self._fields.get(key)
+        if field is None:
+            field = self._compute_field(goals, seed_radius)
+            self._fields[key] = field
+            if len(self._fields) > self.FIELD_CACHE_SIZE:
+                self._fields.popitem(last=False)
+        else:
+            self._fields.move_to_end(key)
+        return field
+
+    def _compute_field(self, goals: np.ndarray, seed_radius: float) -> GeodesicField:
         from scipy.sparse import csr_matrix
         from scipy.sparse.csgraph import dijkstra
 
-        goals = np.asarray(goals, dtype=np.float64).reshape(-1, 3)
         grid = self.grid
         seed_nodes, seed_cost, seed_goal = [], [], []
         for gi, g in enumerate(goals):
@@ -190,81 +212,90 @@ class GeodesicField:
             if reach > 0.5:
                 taut = _split_corner_legs(taut)
         return taut
-        c = grid.cell
-        offsets = np.stack(
-            np.meshgrid(np.arange(-8, 9) * c / 4, np.arange(-8, 9) * c / 4), -1
-        ).reshape(-1, 2)
-        for _ in range(passes):
-            for k in range(1, len(taut) - 1):
-                cand = np.repeat(taut[k][None], len(offsets), 0)
-                cand[:, 0] += offsets[:, 0]
-                cand[:, 2] += offsets[:, 1]
-                prev, nxt = taut[k - 1], taut[k + 1]
-                length = np.linalg.norm((cand - prev)[:, [0, 2]], axis=1) + np.linalg.norm(
-                    (nxt - cand)[:, [0, 2]], axis=1
-                )
-                order = np.argsort(length)
-                # Best first; the current vertex (offset 0) is always feasible.
-                for start in range(0, len(order), 32):
-                    chunk = order[start : start + 32]
-                    ok = _batch_line_of_sight(grid, prev, cand[chunk]) & _batch_line_of_sight(
-                        grid, nxt, cand[chunk]
-                    )
-                    if ok.any():
-                        best = chunk[int(np.flatnonzero(ok)[0])]
-                        if length[best] < np.linalg.norm((taut[k] - prev)[[0, 2]]) + np.linalg.norm(
-                            (nxt - taut[k])[[0, 2]]
-                        ):
-                            taut[k] = cand[best]
-                        break
-        return taut
 
     def _slide_vertices(self, taut: np.ndarray, reach: float, passes: int) -> np.ndarray:
         """Move each interior vertex within ``reach`` to where its two legs are shortest while
-        both stay in line of sight."""
+        both stay in line of sight (candidates best first, tested 32 at a time).
+
+        A vertex whose last visit left it in place is visited again only once it or a neighbour
+        has moved since: with the same three points the search would find the same nothing.
+        """
         grid = self.graph.grid
         steps = np.linspace(-reach, reach, 17)
         offsets = np.stack(np.meshgrid(steps, steps), -1).reshape(-1, 2)
         taut = taut.copy()
+        clock = 0
+        moved_at = np.zeros(len(taut), np.int64)  # when each vertex last moved
+        stuck_at = np.full(len(taut), -1, np.int64)  # when a visit last left it in place
         for _ in range(passes):
             for k in range(1, len(taut) - 1):
+                if stuck_at[k] >= moved_at[k - 1 : k + 2].max():
+                    continue
+                clock += 1
                 cand = np.repeat(taut[k][None], len(offsets), 0)
                 cand[:, 0] += offsets[:, 0]
                 cand[:, 2] += offsets[:, 1]
                 prev, nxt = taut[k - 1], taut[k + 1]
-                length = np.linalg.norm((cand - prev)[:, [0, 2]], axis=1) + np.linalg.norm(
-                    (nxt - cand)[:, [0, 2]], axis=1
-                )
+                to_prev = np.linalg.norm((cand - prev)[:, [0, 2]], axis=1)
+                to_next = np.linalg.norm((nxt - cand)[:, [0, 2]], axis=1)
+                length = to_prev + to_next
                 current = np.linalg.norm((taut[k] - prev)[[0, 2]]) + np.linalg.norm(
                     (nxt - taut[k])[[0, 2]]
                 )
                 order = np.argsort(length)
                 order = order[length[order] < current - 1e-9]
-                for start in range(0, len(order), 32):
-                    chunk = order[start : start + 32]
-                    ok = _batch_line_of_sight(grid, prev, cand[chunk]) & _batch_line_of_sight(
-                        grid, nxt, cand[chunk]
-                    )
-                    if ok.any():
-                        taut[k] = cand[chunk[int(np.flatnonzero(ok)[0])]]
-                        break
+                chunks = [order[i : i + 32] for i in range(0, len(order), 32)]
+                # The best chunk alone first (usually enough), then all the others in one go.
+                legs = (to_prev, to_next)
+                best = _first_visible_from_both(grid, prev, nxt, cand, chunks[:1], *legs)
+                if best is None and len(chunks) > 1:
+                    best = _first_visible_from_both(grid, prev, nxt, cand, chunks[1:], *legs)
+                if best is None:
+                    stuck_at[k] = clock
+                else:
+                    taut[k] = cand[best]
+                    moved_at[k] = clock
         return taut
+
+    def _start_node(self, point: np.ndarray) -> int:
+        """The graph node a path from ``point`` starts at: its own cell, or the best reachable
+        neighbour cell; -1 when none is reachable."""
+        grid = self.graph.grid
+        r, c = grid.to_cell(point)
+        node = int(self.graph.node_of[r, c])
+        if node < 0 or not np.isfinite(self.values[r, c]):
+            rr, cc = np.mgrid[max(r - 1, 0) : r + 2, max(c - 1, 0) : c + 2]
+            vals = self.values[np.clip(rr, 0, grid.rows - 1), np.clip(cc, 0, grid.cols - 1)]
+            if not np.isfinite(vals).any():
+                return -1
+            k = int(np.argmin(vals))
+            node = int(self.graph.node_of[rr.ravel()[k], cc.ravel()[k]])
+        return node
+
+    def exact_distance_bound(self, point: np.ndarray) -> float:
+        """An upper bound on :meth:`exact_distance` for a single-goal field, at no cost: the
+        length of the grid path that :meth:`taut_path` pulls taut (pulling a string and sliding
+        its corners only ever shorten it), with a relative 1e-9 margin for rounding."""
+        if len(self.goals) != 1:
+            raise ValueError("exact_distance_bound needs a field with a single goal")
+        point = np.asarray(point, dtype=np.float64)
+        node = self._start_node(point)
+        if node < 0:
+            return float("inf")
+        r, c = self.graph.node_rc[node]
+        centre = self.graph.grid.cell_centre(r, c)
+        hop = float(np.hypot(centre[0] - point[0], centre[2] - point[2]))
+        # values = grid edges + the seed edge (goal to last cell, +1e-9) = the rest of the path.
+        return (hop + float(self.values[r, c])) * (1 + 1e-9) + 1e-9
 
     def path(self, point: np.ndarray, max_points: int = 400) -> np.ndarray:
         """The grid shortest path from ``point`` to its nearest goal, as world points ``(K, 3)``
         (starts at ``point``, ends at the goal; just ``point`` when unreachable)."""
         grid = self.graph.grid
         point = np.asarray(point, dtype=np.float64)
-        r, c = grid.to_cell(point)
-        node = self.graph.node_of[r, c]
-        if node < 0 or not np.isfinite(self.values[r, c]):
-            # Start from the best reachable neighbour cell.
-            rr, cc = np.mgrid[max(r - 1, 0) : r + 2, max(c - 1, 0) : c + 2]
-            vals = self.values[np.clip(rr, 0, grid.rows - 1), np.clip(cc, 0, grid.cols - 1)]
-            if not np.isfinite(vals).any():
-                return point[None].copy()
-            k = int(np.argmin(vals))
-            node = self.graph.node_of[rr.ravel()[k], cc.ravel()[k]]
+        node = self._start_node(point)
+        if node < 0:
+            return point[None].copy()
         points = [point]
         source = self.graph.n
         last = node
@@ -299,12 +330,61 @@ def _split_corner_legs(taut: np.ndarray, near: float = 0.5) -> np.ndarray:
 
 
 def _batch_line_of_sight(grid: NavGrid, a: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """Line of sight from ``a`` to each of ``targets`` ``(K, 3)`` in one vectorised test."""
-    longest = float(np.max(np.linalg.norm((targets - a)[:, [0, 2]], axis=1)))
-    m = max(2, int(np.ceil(longest / (grid.cell / 3))) + 1)
-    f = np.linspace(0, 1, m)[None, :, None]
-    samples = a[None, None, :] + f * (targets - a)[:, None, :]
-    return grid.is_navigable(samples).all(axis=1)
+    """Line of sight from ``a`` to each of ``targets`` ``(K, 3)`` in one vectorised test: samples
+    every cell/3 along the longest segment, the same count on each."""
+    legs = np.linalg.norm((targets - a)[:, [0, 2]], axis=1)
+    m = _sample_count(grid, float(np.max(legs)))
+    return _visible(grid, a, targets, np.full(len(targets), m))
+
+
+def _sample_count(grid: NavGrid, longest: float) -> int:
+    """Samples along a batch whose longest segment is ``longest`` metres: one per cell/3."""
+    return max(2, int(np.ceil(longest / (grid.cell / 3))) + 1)
+
+
+@lru_cache(maxsize=4096)
+def _fractions(m: int) -> np.ndarray:
+    return np.linspace(0, 1, m)
+
+
+def _visible(grid: NavGrid, a: np.ndarray, targets: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Line of sight from ``a`` to each of ``targets``, target i sampled at ``counts[i]`` evenly
+    spaced points (all in one array: shorter rows repeat their end point)."""
+    f = np.ones((len(targets), int(counts.max())))
+    for m in np.unique(counts):
+        f[counts == m, :m] = _fractions(int(m))
+    x = a[0] + f * (targets[:, 0] - a[0])[:, None]
+    z = a[2] + f * (targets[:, 2] - a[2])[:, None]
+    return grid.navigable_xz(x, z).all(axis=1)
+
+
+def _first_visible_from_both(
+    grid: NavGrid,
+    prev: np.ndarray,
+    nxt: np.ndarray,
+    cand: np.ndarray,
+    chunks: list[np.ndarray],
+    to_prev: np.ndarray,
+    to_next: np.ndarray,
+) -> int | None:
+    """The first candidate (in chunk order) in line of sight of both ``prev`` and ``nxt``, each
+    chunk sampled as :func:`_batch_line_of_sight` samples it alone (``to_prev`` / ``to_next``:
+    every candidate's leg lengths); None when there is none."""
+    if not chunks:
+        return None
+    order = np.concatenate(chunks)
+    sizes = [len(c) for c in chunks]
+    per_prev = [_sample_count(grid, float(to_prev[c].max())) for c in chunks]
+    ok = _visible(grid, prev, cand[order], np.repeat(per_prev, sizes))
+    if not ok.any():
+        return None
+    # From ``nxt``: only the candidates still in the running, sampled as their whole chunk is.
+    alive = np.flatnonzero(ok)
+    per_next = [_sample_count(grid, float(to_next[c].max())) for c in chunks]
+    both = _visible(grid, nxt, cand[order[alive]], np.repeat(per_next, sizes)[alive])
+    if not both.any():
+        return None
+    return int(order[alive[int(np.flatnonzero(both)[0])]])
 
 
 def geodesic_graph(grid: NavGrid) -> GeodesicGraph:

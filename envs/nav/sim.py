@@ -163,7 +163,6 @@ class NavSim:
                     "reset option 'episode_index' needs a dataset (option 'dataset_path')"
                 )
             episode = self.episodes[index % len(self.episodes)]
-        generated = episode is None
         if episode is None:
             k = int(rng.integers(len(self.scenes)))
             grid = self.grid(k)
@@ -180,8 +179,9 @@ class NavSim:
         grid = self.grid(k)
         seed_radius = 0.15 if self.cfg.task == "pointnav" else grid.cell * 0.75
         field = geodesic_graph(grid).field(episode.goal_points(), seed_radius=seed_radius)
-        known = episode.info.get("geodesic_distance") if generated else None
-        return NavEpisodeState(self.cfg, grid, field, episode, k, start_distance=known)
+        return NavEpisodeState(
+            self.cfg, grid, field, episode, k, start_distance=stored_geodesic(episode)
+        )
 
     def render(self, states: list[NavEpisodeState]) -> dict[str, np.ndarray]:
         """Sensor observations of all ``states`` (one Embree call) merged with task sensors."""
@@ -198,6 +198,17 @@ class NavSim:
 
     def close(self) -> None:
         self.renderer.close()
+
+
+def stored_geodesic(episode: NavEpisode) -> float | None:
+    """SPL's l as the episode carries it (``info.geodesic_distance``: our generator's any-angle
+    geodesic, or habitat's navmesh geodesic), or None when it is missing or unusable, in which
+    case the episode start computes it."""
+    value = episode.info.get("geodesic_distance")
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        return None
+    value = float(value)
+    return value if np.isfinite(value) and value >= 0 else None
 
 
 def generate_dataset(path: str, num_episodes: int, seed: int = 0, **options) -> list[NavEpisode]:

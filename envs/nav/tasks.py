@@ -42,8 +42,9 @@ class NavEpisodeState:
         scene_index: int,
         start_distance: float | None = None,
     ):
-        """``start_distance``: l of SPL when already known (episodes we just generated carry
-        it); otherwise it is computed here (tens of ms)."""
+        """``start_distance``: l of SPL when already known (generated episodes and dataset
+        episodes carry it in ``info.geodesic_distance``); otherwise it is computed here (the
+        any-angle search, ~10-30 ms)."""
         self.cfg = cfg
         self.grid = grid
         self.field = field
@@ -60,7 +61,10 @@ class NavEpisodeState:
         self.called_stop = False
         self.done = False
         # l of SPL: the any-angle geodesic (habitat's navmesh distance); DistanceToGoal per step
-        # uses the fast grid field (within 0.8 % of it).
+        # uses the fast grid field: the length of the grid path that l pulls taut, so in
+        # practice ~1 % (up to ~3 %) above l. DistanceToGoal at the start is therefore not l: making
+        # it l would make the first step's reward (-delta DistanceToGoal) jump by that gap, and an
+        # any-angle query per step costs 10-30 ms, so the two stay apart (l = min of both).
         self.distance = field.distance(self.position)
         if start_distance is None:
             start_distance = field.exact_distance(self.position)

@@ -97,6 +97,33 @@ def test_env_walks_a_dataset_in_order(tmp_path, episodes):
     )
 
 
+def test_dataset_episodes_use_their_stored_geodesic_distance(tmp_path, grid, episodes):
+    """SPL's l of a dataset episode is its info.geodesic_distance, not recomputed: equal to the
+    computed one for our files, and a (here: altered) stored value is what the env uses."""
+    path = tmp_path / "eval.json.gz"
+    save_episodes(path, episodes[:2])
+    env = NavEnv(width=16, height=16, dataset_path=str(path))
+    env.reset(seed=0)
+    stored = episodes[0].info["geodesic_distance"]
+    assert env.state.start_distance == pytest.approx(stored, rel=1e-12)
+    goal = episodes[0].goals[0].position
+    assert geodesic_distance(grid, episodes[0].start_position, goal[None]) == pytest.approx(
+        stored, rel=1e-9
+    )
+    with gzip.open(path, "rt") as f:
+        raw = json.load(f)
+    raw["episodes"][0]["info"]["geodesic_distance"] = 0.9 * stored  # a different navmesh's l
+    del raw["episodes"][1]["info"]["geodesic_distance"]
+    _write(tmp_path / "altered.json.gz", raw)
+    env = NavEnv(width=16, height=16, dataset_path=str(tmp_path / "altered.json.gz"))
+    env.reset(seed=0)
+    assert env.state.start_distance == pytest.approx(0.9 * stored, rel=1e-12)
+    env.reset()  # no stored value: computed at the start, the same as the generator's
+    assert env.state.start_distance == pytest.approx(
+        episodes[1].info["geodesic_distance"], rel=1e-9
+    )
+
+
 def _write(path, payload, raw=False):
     with gzip.open(path, "wt") as f:
         f.write(payload if raw else json.dumps(payload))

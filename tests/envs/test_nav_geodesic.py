@@ -194,3 +194,24 @@ def test_no_walking_through_walls_over_random_actions():
                 d = np.tile(dirs, (len(b), 1))
                 hit = embree.run(o, d, dists=np.full(len(o), R * 0.95, np.float32), output=True)
                 assert (hit["primID"] < 0).all(), "the body overlapped geometry"
+
+
+def test_fields_are_shared_and_the_cheap_bound_holds(lgrid):
+    """A field is computed once per goal set (the episode start reuses the generator's), and
+    exact_distance_bound, which the generator uses to reject too-straight episodes before the
+    any-angle search, is never below exact_distance."""
+    from envs.nav.geodesic import geodesic_graph
+
+    graph = geodesic_graph(lgrid)
+    goal = np.array([[5.0, 0.0, 7.0]])
+    field = graph.field(goal)
+    assert graph.field(goal.copy()) is field
+    assert graph.field(goal, seed_radius=0.3) is not field
+    rng = np.random.default_rng(3)
+    island = lgrid.largest_island()
+    for _ in range(8):
+        start = lgrid.sample_navigable(rng, island)
+        exact = field.exact_distance(start)
+        assert exact <= field.exact_distance_bound(start)
+    with pytest.raises(ValueError, match="single goal"):
+        graph.field(np.array([[5.0, 0.0, 7.0], [1.0, 0.0, 1.0]])).exact_distance_bound(goal[0])
