@@ -282,23 +282,23 @@ class MiniWoBEnv(RealGuiEnv):
         from miniwob.dom import DOMElement
 
         root = DOMElement(self._instance.driver.execute_script("return core.getDOMInfo();"))
+        # Ids are positions in a depth-first walk of the page (root = 0), not miniwob's "ref"
+        # numbers: those come from a counter that runs on across episodes and page rebuilds, so
+        # the same seed and actions would not give the same ids.
+        nodes = list(_walk(root))
+        index = {id(e): i for i, e in enumerate(nodes)}
         width, height = self.screen_size
         s = self.scale
         elements = []
-        stack = [root]
-        while stack:
-            e = stack.pop()
-            stack.extend(reversed(e.children))
-            if e is root:
-                continue
+        for e in nodes[1:]:
             x0 = max(0, math.floor(e.left * s))
             y0 = max(0, math.floor(e.top * s))
             x1 = min(width, math.ceil((e.left + e.width) * s))
             y1 = min(height, math.ceil((e.top + e.height) * s))
             if x1 <= x0 or y1 <= y0:
                 continue  # outside the task area
-            parent = e.parent.ref if e.parent is not None and e.parent is not root else 0
-            state: dict[str, Any] = {"tag": e.tag, "ref": e.ref, "parent": parent}
+            parent = index.get(id(e.parent), 0) if e.parent is not None else 0
+            state: dict[str, Any] = {"tag": e.tag, "parent": parent}
             if e.value is not None:
                 state["value"] = e.value
             if e.id:
@@ -309,9 +309,20 @@ class MiniWoBEnv(RealGuiEnv):
                 state["tampered"] = True
             name = (e.text or "").strip()
             elements.append(
-                a11y_element(e.ref, _role(e.tag), name, [x0, y0, x1, y1], state, focused=e.focused)
+                a11y_element(
+                    index[id(e)], _role(e.tag), name, [x0, y0, x1, y1], state, focused=e.focused
+                )
             )
         return elements
+
+
+def _walk(root):
+    """Every node below and including ``root`` (a miniwob DOMElement), depth first."""
+    stack = [root]
+    while stack:
+        e = stack.pop()
+        stack.extend(reversed(e.children))
+        yield e
 
 
 def _task_size(task: str) -> tuple[int, int]:

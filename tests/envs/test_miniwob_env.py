@@ -78,6 +78,30 @@ def test_same_seed_same_episode_and_check_env():
 
 
 @needs_browser
+def test_same_seed_and_actions_give_the_same_step_info():
+    """a11y ids are positions in the page, not miniwob's ref counter (which runs on across
+    episodes): repeating a seed and its actions repeats every info field, ending included."""
+    from gymnasium.utils.env_checker import data_equivalence
+
+    env = gymnasium.make("pixelrl/MiniWoB-click-button-v0").unwrapped
+    actions = [Action.drag(10, 60, 80, 120), Action.type_text("ab"), Action.done()]
+    try:
+        runs = []
+        for _ in range(2):
+            _, info = env.reset(seed=123)
+            infos = [info]
+            for action in actions:
+                *_, info = env.step(action)
+                infos.append(info)
+            runs.append(infos)
+        for first, second in zip(*runs):
+            assert data_equivalence(first, second)
+        assert runs[0][-1]["raw_reward"] == -1.0  # `done` before the task ended: a failure
+    finally:
+        env.close()
+
+
+@needs_browser
 def test_pixel_mapping_at_scale_2():
     """Boxes scale with the screenshot and clicks land: the DOM-to-pixel map both ways."""
     small = MiniWoBEnv("click-test-2")
