@@ -13,6 +13,7 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v wish >/dev/null 2>&1 || missing+=(tk)
 command -v xedit >/dev/null 2>&1 || missing+=(x11-apps)  # xedit and xcalc for the X11 tasks
+[ -d /usr/share/fonts/X11/misc ] || missing+=(xfonts-base)   # core X fonts for xedit/xcalc
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -23,4 +24,5 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 echo "pixelrl: installing system packages: ${missing[*]}"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" xauth >/dev/null
+# With recommends, as the tests were run: fonts and helpers the browser and X apps expect.
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" xauth >/dev/null
