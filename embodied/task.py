@@ -19,7 +19,12 @@ from pixelrl.config import Config, check_kwargs
 
 
 def env_kwargs(cfg: Config, split: str) -> dict[str, Any]:
-    """The navigation options for ``split`` (``"train"`` or ``"eval"``), each key checked."""
+    """The navigation options for ``split`` (``"train"`` or ``"eval"``), each key checked.
+
+    ``env.eval_kwargs`` overrides ``env.kwargs`` key by key, and inside dict options
+    (``apartment``, ``episode_rules``) also key by key: ``episode_rules: {geodesic: exact}``
+    keeps the training rules' distances.
+    """
     from envs.nav.config import NavConfig
 
     plain = {k: (v.to_dict() if isinstance(v, Config) else v) for k, v in cfg.env.kwargs.items()}
@@ -28,7 +33,10 @@ def env_kwargs(cfg: Config, split: str) -> dict[str, Any]:
         extra = {
             k: (v.to_dict() if isinstance(v, Config) else v) for k, v in cfg.env.eval_kwargs.items()
         }
-        kwargs.update(check_kwargs(NavConfig, extra, "env.eval_kwargs"))
+        for key, value in check_kwargs(NavConfig, extra, "env.eval_kwargs").items():
+            base = kwargs.get(key)
+            merge = isinstance(value, dict) and isinstance(base, dict)
+            kwargs[key] = {**base, **value} if merge else value
     return kwargs
 
 
@@ -53,8 +61,8 @@ def _native_vector_env(
 ) -> gym.vector.VectorEnv | None:
     """``envs.nav``'s batched ``NavVectorEnv`` (one shared simulator, one Embree call a step).
 
-    It autoresets on the next step (gymnasium's ``NEXT_STEP``); the collector stores those reset
-    steps with no weight (``pixelrl.rl.collect``).
+    Finished agents start their next episode in the same step (``SAME_STEP``), so every step
+    the collector stores is a real transition (``pixelrl.rl.collect``).
     """
     task = {"pixelrl/PointNav-v0": "pointnav", "pixelrl/ObjectNav-v0": "objectnav"}.get(env_id)
     if task is None or kwargs.get("backend", "embedded") != "embedded":
@@ -63,7 +71,9 @@ def _native_vector_env(
         from envs.nav.vector_env import NavVectorEnv
     except ImportError:
         return None
-    return NavVectorEnv(num_envs, task=task, **kwargs)
+    return NavVectorEnv(
+        num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP, task=task, **kwargs
+    )
 
 
 def make_envs(cfg: Config, num_envs: int, seed: int, split: str) -> gym.vector.VectorEnv:

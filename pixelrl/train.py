@@ -49,6 +49,7 @@ DEFAULTS: dict[str, Any] = {
     "collect": {"bootstrap_truncated": True},
     "train": {
         "total_frames": 1_000_000,
+        "time_limit_minutes": 0,  # > 0: also stop after this much training time (evals excluded)
         "output_dir": "",  # "" -> runs/<recipe>-<date-time>
         "resume": None,  # a run folder or checkpoint file
         "checkpoint_interval": 25,  # updates
@@ -296,8 +297,13 @@ class Trainer:
         )
         last_eval: dict[str, float] = {}
         start_update = self.update
+        limit_s = 60 * float(cfg.time_limit_minutes)
+        train_s = self.history[-1].get("train_minutes", 0.0) * 60 if self.history else 0.0
+        cpu_s = self.history[-1].get("cpu_minutes", 0.0) * 60 if self.history else 0.0
         while self.update < self.total_updates:
-            tic = time.perf_counter()
+            if limit_s > 0 and all_reduce_sum([float(train_s >= limit_s)])[0] > 0:
+                break  # any rank over its time limit stops all (they agree on the update count)
+            tic, cpu_tic = time.perf_counter(), time.process_time()
             lr = self.ppo.set_lr(self.update)
             self.tracker.begin(self.update)
             rollout = self.collector.collect(
@@ -320,9 +326,13 @@ class Trainer:
             for episodes in all_gather_objects(rollout.episodes):
                 window.extend(episodes)
             seconds = time.perf_counter() - tic
+            train_s += seconds
+            cpu_s += time.process_time() - cpu_tic
             row = {
                 "update": self.update,
                 "frames": self.frames,
+                "train_minutes": train_s / 60,  # wall time in collection + updates (no evals)
+                "cpu_minutes": cpu_s / 60,  # this process's CPU time there (all its threads)
                 "fps": frames / seconds,
                 "collect_fps": frames / max(collect_s, 1e-9),
                 "lr": lr,
@@ -363,7 +373,13 @@ class Trainer:
         return {"run_dir": str(self.run_dir), "train": train_row, "eval": last_eval}
 
     def _evaluate_and_log(self) -> dict[str, float]:
-        result = {"update": self.update, "frames": self.frames, **self.evaluate()}
+        minutes = self.history[-1]["train_minutes"] if self.history else 0.0
+        result = {
+            "update": self.update,
+            "frames": self.frames,
+            "train_minutes": minutes,
+            **self.evaluate(),
+        }
         self.eval_history.append(result)
         if self.writer is not None:
             for key, value in result.items():

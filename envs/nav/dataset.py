@@ -63,16 +63,36 @@ class NavEpisode:
 
 @dataclass
 class EpisodeRules:
-    """habitat's episode generator rules."""
+    """habitat's episode generator rules.
+
+    ``geodesic`` says which geodesic the rules test and the episode stores as
+    ``info.geodesic_distance`` (SPL's l): ``"exact"`` is the any-angle one (the grid path pulled
+    taut, 10-50 ms an episode); ``"grid"`` is the 48-neighbour grid distance (at most ~1% longer)
+    read off the goal's distance field, which the episode computes anyway. ``"grid"`` draws a
+    PointNav episode with a single Dijkstra (goal first, then the start among every cell that
+    passes the rules), for training envs whose resets would otherwise dominate the run; there
+    ``starts_per_goal`` > 1 lets an agent's next episodes keep its goal (and field) with fresh
+    starts, dividing that cost again (see ``NavSim.new_episode``).
+    """
 
     min_geodesic: float = 1.0
     max_geodesic: float = 30.0
     min_ratio: float = 1.1
     max_tries: int = 2000
+    geodesic: str = "exact"
+    starts_per_goal: int = 1
 
     def validate(self) -> None:
         if not 0 <= self.min_geodesic < self.max_geodesic:
             raise ValueError(f"EpisodeRules needs 0 <= min_geodesic < max_geodesic, got {self}")
+        if self.geodesic not in ("exact", "grid"):
+            raise ValueError(
+                f"EpisodeRules.geodesic must be 'exact' or 'grid', got {self.geodesic!r}"
+            )
+        if self.starts_per_goal < 1 or (self.starts_per_goal > 1 and self.geodesic != "grid"):
+            raise ValueError(
+                f"EpisodeRules.starts_per_goal must be >= 1, and > 1 only with geodesic='grid', got {self}"
+            )
 
 
 # ----------------------------------------------------------------------------- generation
@@ -82,13 +102,23 @@ def generate_pointnav_episode(
     scene_id: str,
     episode_id: str,
     rules: EpisodeRules | None = None,
+    goal_field=None,
 ) -> NavEpisode:
-    """One PointNav episode in ``grid``'s scene, drawn with ``rng`` under habitat's rules."""
+    """One PointNav episode in ``grid``'s scene, drawn with ``rng`` under habitat's rules
+    (``geodesic="grid"`` rules only: toward the goal of ``goal_field`` when given)."""
     from envs.nav.geodesic import geodesic_graph
 
     rules = rules or EpisodeRules()
     graph = geodesic_graph(grid)
     island = grid.largest_island()
+    if rules.geodesic == "grid":
+        return _pointnav_episode_from_goal(
+            grid, graph, island, rng, scene_id, episode_id, rules, goal_field
+        )
+    if goal_field is not None:
+        raise ValueError(
+            "generate_pointnav_episode takes a goal_field only with geodesic='grid' rules"
+        )
     for _ in range(rules.max_tries):
         goal = grid.sample_navigable(rng, island)
         start = grid.sample_navigable(rng, island)
@@ -119,6 +149,54 @@ def generate_pointnav_episode(
         )
     raise RuntimeError(
         f"no PointNav episode satisfying {rules} found in scene {scene_id!r} after {rules.max_tries} tries"
+    )
+
+
+def _pointnav_episode_from_goal(
+    grid, graph, island, rng, scene_id, episode_id, rules, goal_field=None
+) -> NavEpisode:
+    """``geodesic="grid"`` generation: draw the goal (or take ``goal_field``'s), compute its
+    distance field once, then draw the start uniformly among the island's cells whose grid
+    geodesic and euclidean distance pass the rules (the exact generator draws both points and
+    rejects; here only a goal without any valid start is redrawn)."""
+    cells = np.flatnonzero(grid.islands.ravel() == island)
+    rows, cols = np.divmod(cells, grid.cols)
+    centres = grid.cell_centre(rows, cols)
+    for _ in range(max(1, rules.max_tries // 100)):
+        if goal_field is not None:
+            field_, goal_field = goal_field, None  # a goal with no valid start is redrawn
+            goal = field_.goals[0]
+        else:
+            goal = grid.sample_navigable(rng, island)
+            field_ = graph.field(goal[None])
+        geodesic = field_.values.ravel()[cells]
+        euclid = np.hypot(centres[:, 0] - goal[0], centres[:, 2] - goal[2])
+        ok = (
+            np.isfinite(geodesic)
+            & (euclid >= rules.min_geodesic)
+            & (geodesic >= rules.min_geodesic)
+            & (geodesic <= rules.max_geodesic)
+            & (geodesic >= rules.min_ratio * euclid)
+        )
+        candidates = np.flatnonzero(ok)
+        if not len(candidates):
+            continue
+        start = centres[candidates[int(rng.integers(len(candidates)))]]
+        dist = field_.distance(start)
+        return NavEpisode(
+            episode_id=episode_id,
+            scene_id=scene_id,
+            start_position=start,
+            start_rotation=np.array(yaw_to_quaternion(float(rng.uniform(-math.pi, math.pi)))),
+            goals=[NavGoal(position=goal, radius=None)],
+            info={
+                "geodesic_distance": dist,
+                "euclidean_distance": float(np.hypot(*(goal - start)[[0, 2]])),
+                "geodesic": "grid",
+            },
+        )
+    raise RuntimeError(
+        f"no PointNav episode satisfying {rules} found in scene {scene_id!r} after {rules.max_tries // 100} goals"
     )
 
 
@@ -164,7 +242,11 @@ def generate_objectnav_episode(
             start = grid.sample_navigable(rng, island)
             if not rules.min_geodesic <= field_.distance(start) <= rules.max_geodesic + 1:
                 continue
-            dist = field_.exact_distance(start)
+            dist = (
+                field_.exact_distance(start)
+                if rules.geodesic == "exact"
+                else field_.distance(start)
+            )
             # Euclidean distance to the nearest view point, the same targets as the geodesic.
             targets = np.concatenate([g.view_points for g in goals])
             euclid = float(np.min(np.linalg.norm((targets - start)[:, [0, 2]], axis=1)))

@@ -66,7 +66,11 @@ class NavEnv(gym.Env):
             else:
                 index = self._next_index
                 self._next_index = (self._next_index + 1) % len(self.sim.episodes)
-        self.state = self.sim.new_episode(self.np_random, index=index, episode=episode)
+        # A seeded reset starts afresh; an unseeded one (an autoreset) may keep the last goal.
+        previous = self.state if seed is None else None
+        self.state = self.sim.new_episode(
+            self.np_random, index=index, episode=episode, previous=previous
+        )
         obs = self._observe()
         return obs, self._info()
 

@@ -152,10 +152,30 @@ class NavSim:
 
     # ------------------------------------------------------------------ episodes
     def new_episode(
-        self, rng: np.random.Generator, index: int | None = None, episode: NavEpisode | None = None
+        self,
+        rng: np.random.Generator,
+        index: int | None = None,
+        episode: NavEpisode | None = None,
+        previous: NavEpisodeState | None = None,
     ) -> NavEpisodeState:
-        """Start an episode: a given one, dataset episode ``index``, or a generated one."""
+        """Start an episode: a given one, dataset episode ``index``, or a generated one.
+
+        ``previous``: the agent's episode that just ended; under ``episode_rules.starts_per_goal``
+        > 1 a generated episode keeps its scene, goal and distance field that many times.
+        """
         from envs.nav.geodesic import geodesic_graph
+
+        if episode is None and index is None and self._keeps_goal(previous):
+            uses = previous.episode.info["goal_uses"] + 1
+            eid = str(int(rng.integers(2**31)))
+            k = previous.scene_index
+            episode = generate_pointnav_episode(
+                previous.grid, rng, self.scene_ids[k], eid, self.rules, goal_field=previous.field
+            )
+            episode.info["goal_uses"] = uses
+            return NavEpisodeState(
+                self.cfg, previous.grid, previous.field, episode, k, stored_geodesic(episode)
+            )
 
         if episode is None and index is not None:
             if self.episodes is None:
@@ -169,6 +189,8 @@ class NavSim:
             eid = str(int(rng.integers(2**31)))
             if self.cfg.task == "pointnav":
                 episode = generate_pointnav_episode(grid, rng, self.scene_ids[k], eid, self.rules)
+                if self.rules.starts_per_goal > 1:
+                    episode.info["goal_uses"] = 1
             else:
                 episode = generate_objectnav_episode(grid, rng, self.scene_ids[k], eid, self.rules)
         if episode.scene_id not in self.scene_index:
@@ -181,6 +203,15 @@ class NavSim:
         field = geodesic_graph(grid).field(episode.goal_points(), seed_radius=seed_radius)
         return NavEpisodeState(
             self.cfg, grid, field, episode, k, start_distance=stored_geodesic(episode)
+        )
+
+    def _keeps_goal(self, previous: NavEpisodeState | None) -> bool:
+        return (
+            previous is not None
+            and self.episodes is None
+            and self.cfg.task == "pointnav"
+            and previous.episode.info.get("goal_uses", self.rules.starts_per_goal)
+            < self.rules.starts_per_goal
         )
 
     def render(self, states: list[NavEpisodeState]) -> dict[str, np.ndarray]:

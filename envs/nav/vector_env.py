@@ -3,8 +3,12 @@
 All agents share one :class:`~envs.nav.sim.NavSim`, so a step renders every agent in a single
 Embree query (threads split it) instead of N env copies rendering one by one. Autoreset follows
 gymnasium 1.x's default (``NEXT_STEP``): the step after an episode ends resets that sub-env,
-ignores its action and returns reward 0. ``infos`` holds each measure as an array with its
-``_<key>`` mask, gymnasium's vector-info convention.
+ignores its action and returns reward 0. With ``autoreset_mode=AutoresetMode.SAME_STEP`` the
+finished sub-env starts its next episode within the same step, which returns the new episode's
+first observation and puts the last one in ``infos["final_obs"]`` and its measures in
+``infos["final_info"]`` (gymnasium's convention): no step is spent on resets, which matters to
+training while a young policy still stops after a few steps. ``infos`` holds each measure as an
+array with its ``_<key>`` mask, gymnasium's vector-info convention.
 
     envs = NavVectorEnv(16, task="pointnav", width=128, height=128)
     obs, infos = envs.reset(seed=0)   # sub-env i is seeded with seed + i
@@ -29,9 +33,23 @@ class NavVectorEnv(VectorEnv):
 
     metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, num_envs: int, **options: Any) -> None:
+    def __init__(
+        self,
+        num_envs: int,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        **options: Any,
+    ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        modes = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
+        mode = autoreset_mode if isinstance(autoreset_mode, AutoresetMode) else None
+        if mode is None:
+            mode = next((m for m in modes if autoreset_mode in (m.value, m.name)), None)
+        if mode not in modes:
+            raise ValueError(
+                f"NavVectorEnv autoreset_mode must be NEXT_STEP or SAME_STEP, got {autoreset_mode!r}"
+            )
+        self.metadata = {**self.metadata, "autoreset_mode": mode}
         self.cfg = NavConfig.from_options(env_id="NavVectorEnv", **options)
         if self.cfg.backend != "embedded":
             raise ValueError(
@@ -66,7 +84,7 @@ class NavVectorEnv(VectorEnv):
         self._needs_reset[:] = False
         return self.sim.render(self.states), self._infos()
 
-    def _start(self, i: int) -> None:
+    def _start(self, i: int, previous: NavEpisodeState | None = None) -> None:
         index = None
         if self.sim.episodes is not None:
             if self.cfg.shuffle:
@@ -74,7 +92,7 @@ class NavVectorEnv(VectorEnv):
             else:
                 index = self._next_index
                 self._next_index = (self._next_index + 1) % len(self.sim.episodes)
-        self.states[i] = self.sim.new_episode(self._rngs[i], index=index)
+        self.states[i] = self.sim.new_episode(self._rngs[i], index=index, previous=previous)
 
     def step(self, actions):
         actions = np.asarray(actions).reshape(self.num_envs)
@@ -83,13 +101,37 @@ class NavVectorEnv(VectorEnv):
         truncated = np.zeros(self.num_envs, bool)
         for i, state in enumerate(self.states):
             if self._needs_reset[i]:
-                self._start(i)
+                self._start(i, previous=state)
                 continue
             rewards[i], terminated[i], truncated[i] = state.step(int(actions[i]))
+        done = terminated | truncated
+        final = None
+        if self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP and done.any():
+            final = self._finish(np.flatnonzero(done))
         obs = self.sim.render(self.states)
         infos = self._infos()
-        self._needs_reset = terminated | truncated
+        if final is not None:
+            infos["final_obs"], infos["final_info"] = final
+            infos["_final_obs"] = infos["_final_info"] = done
+        else:
+            self._needs_reset = done
         return obs, rewards, terminated, truncated, infos
+
+    def _finish(self, ended: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        """SAME_STEP: the last observations and measures of the ``ended`` sub-envs, which then
+        start their next episodes."""
+        last = self.sim.render([self.states[i] for i in ended])
+        final_obs = np.full(self.num_envs, None, dtype=object)
+        for row, i in enumerate(ended):
+            final_obs[i] = {key: value[row] for key, value in last.items()}
+        final_info = self._infos()
+        mask = np.isin(np.arange(self.num_envs), ended)
+        for key in list(final_info):
+            if key.startswith("_"):
+                final_info[key] = mask.copy()
+        for i in ended:
+            self._start(int(i), previous=self.states[i])
+        return final_obs, final_info
 
     def _infos(self) -> dict[str, Any]:
         per_env = [s.measures() for s in self.states]

@@ -149,6 +149,70 @@ def test_vector_env_matches_single_envs_and_autoresets():
     venv.close()
 
 
+def test_same_step_autoreset_returns_the_next_episode_at_once():
+    """SAME_STEP gives the same transitions as NEXT_STEP without the reset step: the last
+    observation and measures move to ``final_obs`` / ``final_info``."""
+    nxt = NavVectorEnv(2, max_episode_steps=3, **SMALL)
+    same = NavVectorEnv(2, autoreset_mode="SameStep", max_episode_steps=3, **SMALL)
+    nxt.reset(seed=4)
+    same.reset(seed=4)
+    for _ in range(3):
+        a, *_, info_a = nxt.step(np.array([1, 2]))
+        b, rew, term, trunc, info_b = same.step(np.array([1, 2]))
+    assert trunc.all() and info_b["_final_obs"].all() and "final_obs" not in info_a
+    for key in a:
+        np.testing.assert_array_equal(np.stack([o[key] for o in info_b["final_obs"]]), a[key])
+    np.testing.assert_array_equal(info_b["final_info"]["spl"], info_a["spl"])
+    assert (info_b["num_steps"] == 0).all()  # already in the next episode
+    reset_obs, *_ = nxt.step(np.array([1, 2]))  # NEXT_STEP spends a step to get there
+    for key in reset_obs:
+        np.testing.assert_array_equal(b[key], reset_obs[key])
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        NavVectorEnv(1, autoreset_mode="Disabled", **SMALL)
+    nxt.close()
+    same.close()
+
+
+def test_grid_geodesic_rules_draw_valid_episodes_with_one_field():
+    from envs.nav.dataset import EpisodeRules, generate_pointnav_episode
+    from envs.nav.geodesic import geodesic_graph
+
+    env = NavEnv(**SMALL)
+    grid = env.sim.grid(0)
+    rules = EpisodeRules(geodesic="grid")
+    rng = np.random.default_rng(0)
+    for i in range(20):
+        ep = generate_pointnav_episode(grid, rng, "s", str(i), rules)
+        field = geodesic_graph(grid).field(ep.goals[0].position[None])
+        d, e = ep.info["geodesic_distance"], ep.info["euclidean_distance"]
+        assert d == pytest.approx(field.distance(ep.start_position))
+        assert 1.0 <= d <= 30.0 and d >= 1.1 * e - 1e-9 and ep.info["geodesic"] == "grid"
+        # the grid geodesic is the exact one plus the grid's small directional error
+        assert field.exact_distance(ep.start_position) <= d * (1 + 1e-6) + 1e-6
+    with pytest.raises(ValueError, match="geodesic"):
+        EpisodeRules(geodesic="euclid").validate()
+    with pytest.raises(ValueError, match="starts_per_goal"):
+        EpisodeRules(starts_per_goal=2).validate()  # needs geodesic="grid"
+    env.close()
+
+
+def test_starts_per_goal_keeps_an_agents_goal_for_that_many_episodes():
+    rules = {"geodesic": "grid", "starts_per_goal": 3}
+    venv = NavVectorEnv(2, max_episode_steps=1, episode_rules=rules, **SMALL)
+    venv.reset(seed=0)
+    goals, starts = [], []
+    for _ in range(7):  # NEXT_STEP: an episode every other step
+        goals.append([tuple(s.episode.goals[0].position) for s in venv.states])
+        starts.append([tuple(s.start_position) for s in venv.states])
+        venv.step(np.array([1, 1]))
+    per_episode = goals[::2]
+    assert per_episode[0] == per_episode[1] == per_episode[2] != per_episode[3]
+    assert len({s[0] for s in starts[::2][:3]}) == 3  # fresh starts
+    venv.reset(seed=0)  # a seeded reset starts afresh: the same first goals
+    assert [tuple(s.episode.goals[0].position) for s in venv.states] == per_episode[0]
+    venv.close()
+
+
 def test_depth_clipping_and_normalisation():
     raw = NavEnv(min_depth=0.5, max_depth=3.0, **SMALL)
     norm = NavEnv(min_depth=0.5, max_depth=3.0, normalize_depth=True, **SMALL)

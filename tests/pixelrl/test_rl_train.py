@@ -96,6 +96,21 @@ def test_checkpoint_save_load_and_resume_continue_the_run(tmp_path):
     )
 
 
+def test_time_limit_stops_training_early_and_is_logged(tmp_path):
+    cfg = config_for(
+        RECIPE,
+        [
+            f"train.output_dir={tmp_path}",
+            "train.total_frames=100000",
+            "train.time_limit_minutes=1e-9",  # over after the first update
+            "train.final_eval=false",
+        ],
+    )
+    result = Trainer(cfg).run()
+    assert result["train"]["update"] == 1
+    assert result["train"]["train_minutes"] > 0 and result["train"]["cpu_minutes"] > 0
+
+
 def test_missing_checkpoint_is_a_clear_error(tmp_path):
     missing = tmp_path / "nope.pt"
     with pytest.raises(CheckpointError, match="checkpoint not found: .*nope.pt"):
