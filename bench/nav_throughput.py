@@ -1,11 +1,17 @@
 """RGB-D frames/s of the embedded navigation simulator, single env and batched, vs MiniWorld.
 
     .venv/bin/python bench/nav_throughput.py [--steps 200] [--envs 16] [--res 64 128 256]
+        [--renderer raster embree] [--render-threads N]
+    taskset -c 1 .venv/bin/python bench/nav_throughput.py --render-only --render-threads 1
     .venv/bin/python bench/nav_throughput.py --resets [--res 64 128] [--reset-count 60]
 
-For each resolution: ``NavEnv`` stepping one agent (frames/s = steps/s, each step an RGB and a
-depth frame), ``NavVectorEnv`` stepping ``--envs`` agents (frames/s = agents x steps/s, all
-agents rendered in one Embree call), and the renderer alone for the same batch. Actions are
+For each resolution and renderer (``raster``: the numba z-buffer rasterizer, the default;
+``embree``: one ray per pixel): ``NavEnv`` stepping one agent (frames/s = steps/s, each step an
+RGB and a depth frame), ``NavVectorEnv`` stepping ``--envs`` agents (frames/s = agents x
+steps/s, all agents rendered in one renderer call), and the renderer alone for the same batch.
+``--render-only`` times just the renderer (no env logic, no MiniWorld), in frames per wall
+second and per CPU second of the process: with ``taskset`` and ``--render-threads 1`` these are
+per-core figures, the second one undeflated by other jobs sharing the core. Actions are
 random (move_forward twice as often as each turn) in procedural apartments; episodes reset as
 they end. MiniWorld (``pip install miniworld``, pyglet/OpenGL) is measured at the same
 resolution when it can open a display: an Xvfb is started for it when none is set. Its RGB-D
@@ -49,10 +55,10 @@ def _best_of(trials: int, run) -> float:
     return max(run() for _ in range(trials))
 
 
-def bench_single(res: int, steps: int, trials: int) -> float:
+def bench_single(res: int, steps: int, trials: int, **render: object) -> float:
     from envs.nav.env import NavEnv
 
-    env = NavEnv(width=res, height=res, sensors=("rgb", "depth"), num_scenes=4)
+    env = NavEnv(width=res, height=res, sensors=("rgb", "depth"), num_scenes=4, **render)
     env.reset(seed=0)
     acts = _actions(np.random.default_rng(0), steps)
     for a in acts[:5]:  # warm-up (grids, geodesic graph)
@@ -71,10 +77,17 @@ def bench_single(res: int, steps: int, trials: int) -> float:
     return fps
 
 
-def bench_vector(res: int, steps: int, n_envs: int, trials: int) -> tuple[float, float]:
+def bench_vector(
+    res: int, steps: int, n_envs: int, trials: int, render_only: bool = False, **render: object
+) -> tuple[float, float]:
+    """(vector env frames/s, renderer-alone frames/s, renderer-alone frames per CPU second of
+    this process: what sharing the machine does not deflate); the first is NaN with
+    ``render_only``."""
     from envs.nav.vector_env import NavVectorEnv
 
-    venv = NavVectorEnv(n_envs, width=res, height=res, sensors=("rgb", "depth"), num_scenes=4)
+    venv = NavVectorEnv(
+        n_envs, width=res, height=res, sensors=("rgb", "depth"), num_scenes=4, **render
+    )
     venv.reset(seed=0)
     acts = _actions(np.random.default_rng(0), steps, (n_envs,))
     for a in acts[:3]:
@@ -86,7 +99,7 @@ def bench_vector(res: int, steps: int, n_envs: int, trials: int) -> tuple[float,
             venv.step(a)
         return n_envs * steps / (time.perf_counter() - start)
 
-    env_fps = _best_of(trials, run)
+    env_fps = float("nan") if render_only else _best_of(trials, run)
     # The renderer alone on the same batch of poses: the cost of pixels without task logic.
     states = venv.states
     idx = np.array([s.scene_index for s in states])
@@ -94,15 +107,18 @@ def bench_vector(res: int, steps: int, n_envs: int, trials: int) -> tuple[float,
     yaw = np.array([s.yaw for s in states])
     reps = max(3, steps // 4)
 
+    cpu_rates = []
+
     def render() -> float:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for _ in range(reps):
             venv.sim.renderer.render(idx, pos, yaw, sensors=("rgb", "depth"))
+        cpu_rates.append(n_envs * reps / (time.process_time() - cpu))
         return n_envs * reps / (time.perf_counter() - start)
 
     render_fps = _best_of(trials, render)
     venv.close()
-    return env_fps, render_fps
+    return env_fps, render_fps, max(cpu_rates)
 
 
 POINTNAV_RECIPE = dict(  # embodied/configs/pointnav.yaml's env kwargs (depth only)
@@ -245,6 +261,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--envs", type=int, default=16)
     parser.add_argument("--res", type=int, nargs="+", default=[64, 128, 256])
+    parser.add_argument(
+        "--renderer", nargs="+", default=["raster", "embree"], choices=["raster", "embree"]
+    )
+    parser.add_argument(
+        "--render-threads", type=int, default=None, help="renderer threads (default: its own)"
+    )
+    parser.add_argument(
+        "--render-only", action="store_true", help="time the renderer alone (no envs, MiniWorld)"
+    )
     parser.add_argument("--trials", type=int, default=3, help="best of this many timings")
     parser.add_argument("--no-miniworld", action="store_true")
     parser.add_argument(
@@ -259,35 +284,54 @@ def main(argv: list[str] | None = None) -> int:
     if args.resets:
         print_resets(args)
         return 0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(
-        f"pixelrl embedded nav simulator, RGB-D frames/s ({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})"
+        f"pixelrl embedded nav simulator, RGB-D frames/s ({cpus} of {os.cpu_count()} CPUs, "
+        f"render threads {args.render_threads or 'default'}, load {os.getloadavg()[0]:.1f})"
     )
-    header = f"{'res':>5} {'single env':>11} {f'vector x{args.envs}':>11} {'render only':>12} {'MiniWorld':>10} {'vector/MW':>10}"
+    if args.render_only:
+        header = (
+            f"{'res':>5} {'renderer':>8} {f'render only x{args.envs}':>16} {'per CPU-second':>15}"
+        )
+    else:
+        header = (
+            f"{'res':>5} {'renderer':>8} {'single env':>11} {f'vector x{args.envs}':>11} "
+            f"{'render only':>12} {'MiniWorld':>10} {'vector/MW':>10} {'single/MW':>10}"
+        )
     print(header)
     print("-" * len(header))
     notes = []
     for res in args.res:
-        single = bench_single(res, args.steps, args.trials)
-        vec, render = bench_vector(res, max(10, args.steps // 4), args.envs, args.trials)
-        mw, note = (
-            (None, "skipped (--no-miniworld)")
-            if args.no_miniworld
-            else bench_miniworld(res, args.steps, args.trials)
-        )
+        mw, note = None, "skipped (--no-miniworld)"
+        if not (args.no_miniworld or args.render_only):
+            mw, note = bench_miniworld(res, args.steps, args.trials)
         mw_fps = mw["rgbd_fps"] if mw else float("nan")
-        ratio = vec / mw_fps if mw else float("nan")
-        print(
-            f"{res:>5} {single:>11.0f} {vec:>11.0f} {render:>12.0f} {mw_fps:>10.0f} {ratio:>9.1f}x"
-        )
+        for name in args.renderer:
+            render = dict(renderer=name, render_threads=args.render_threads)
+            vec_steps = max(10, args.steps // 4)
+            if args.render_only:
+                _, alone, per_cpu = bench_vector(
+                    res, vec_steps, args.envs, args.trials, True, **render
+                )
+                print(f"{res:>5} {name:>8} {alone:>16.0f} {per_cpu:>15.0f}")
+                continue
+            single = bench_single(res, args.steps, args.trials, **render)
+            vec, alone, _ = bench_vector(res, vec_steps, args.envs, args.trials, **render)
+            print(
+                f"{res:>5} {name:>8} {single:>11.0f} {vec:>11.0f} {alone:>12.0f} {mw_fps:>10.0f}"
+                f" {vec / mw_fps:>9.1f}x {single / mw_fps:>9.1f}x"
+            )
+            if res == 128:
+                notes.append(
+                    f"128px target: >= 2,000 RGB-D frames/s batched (habitat-sim GPU "
+                    f"{HABITAT_GPU_RGBD_128:.0f}); {name}: {vec:.0f} ({vec / HABITAT_GPU_RGBD_128:.2f}x)"
+                )
+        if args.render_only:
+            continue
         if mw:
             notes.append(f"{res}px MiniWorld RGB only: {mw['rgb_fps']:.0f} frames/s ({note})")
         else:
             notes.append(f"{res}px MiniWorld: {note}")
-        if res == 128:
-            notes.append(
-                f"128px target: >= 2,000 RGB-D frames/s batched (habitat-sim GPU {HABITAT_GPU_RGBD_128:.0f}); "
-                f"measured {vec:.0f} ({vec / HABITAT_GPU_RGBD_128:.2f}x)"
-            )
     for n in notes:
         print("note:", n)
     return 0

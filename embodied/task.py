@@ -5,7 +5,7 @@
 (sensors, resolution, scenes, ...). Evaluation (``split="eval"``) applies ``env.eval_kwargs`` on
 top, which in the recipes selects held-out procedural scenes (another ``scene_seed``) or an
 episode dataset. The embedded simulator runs as ``envs.nav``'s batched ``NavVectorEnv`` (one
-shared simulator, one Embree call renders every env); other backends (habitat-sim) as a
+shared simulator, one renderer call renders every env); other backends (habitat-sim) as a
 ``SyncVectorEnv`` that resets finished envs in the same step.
 """
 
@@ -59,7 +59,7 @@ def make_vector_env(
 def _native_vector_env(
     env_id: str, num_envs: int, kwargs: dict[str, Any]
 ) -> gym.vector.VectorEnv | None:
-    """``envs.nav``'s batched ``NavVectorEnv`` (one shared simulator, one Embree call a step).
+    """``envs.nav``'s batched ``NavVectorEnv`` (one shared simulator, one renderer call a step).
 
     Finished agents start their next episode in the same step (``SAME_STEP``), so every step
     the collector stores is a real transition (``pixelrl.rl.collect``).

@@ -7,6 +7,7 @@ Map of the package (one idea per module):
 - ``mesh_io``     external scenes (.glb/.gltf/.obj/.ply) through trimesh, and .glb export
 - ``config``      ``NavConfig``: every env option with habitat's defaults
 - ``renderer``    the Embree ray-cast pinhole camera: RGB, depth, semantic, many agents per call
+- ``raster``      the numba z-buffer rasterizer: the same pictures as ``renderer``, several x faster
 - ``navgrid``     the navigability grid, collision with wall sliding, line of sight
 - ``geodesic``    geodesic distance fields on the grid (Dijkstra, nearest of several goals)
 - ``follower``    ``ShortestPathFollower``: the expert that returns the next action
@@ -17,7 +18,7 @@ Map of the package (one idea per module):
 - ``sim``         ``NavSim``: scenes + renderer + N agents, the batched core of the envs;
                   ``generate_dataset`` writes a habitat episode file
 - ``env``         ``NavEnv`` (``pixelrl/PointNav-v0``, ``pixelrl/ObjectNav-v0``)
-- ``vector_env``  ``NavVectorEnv``: a native ``gymnasium.vector.VectorEnv``, one Embree call a step
+- ``vector_env``  ``NavVectorEnv``: a native ``gymnasium.vector.VectorEnv``, one renderer call a step
 - ``topdown``     the top-down map (occupancy, path, goal) as an image / PNG
 
 Conventions (habitat's): y is up, the agent looks along -z at yaw 0, turning left increases yaw,

@@ -12,6 +12,7 @@ from typing import Any
 
 TASKS = ("pointnav", "objectnav")
 SENSORS = ("rgb", "depth", "semantic")
+RENDERERS = ("raster", "embree")
 
 
 @dataclass
@@ -29,6 +30,8 @@ class NavConfig:
     ``scenes`` (mesh paths) or ``num_scenes`` procedural apartments from ``scene_seed`` with
     generator knobs ``apartment`` (rooms, room_size, clutter, ...) and ``episode_rules``
     (min_geodesic, max_geodesic, min_ratio). ``backend``: "embedded" or "habitat".
+    ``renderer`` (embedded backend): "raster" (numba z-buffer rasterizer, the fast default) or
+    "embree" (one ray per pixel); both give the same pictures. ``render_threads``: its threads.
     """
 
     task: str = "pointnav"
@@ -61,6 +64,7 @@ class NavConfig:
     apartment: dict[str, Any] = field(default_factory=dict)
     episode_rules: dict[str, Any] = field(default_factory=dict)
     render_threads: int | None = None
+    renderer: str = "raster"
 
     @classmethod
     def from_options(cls, env_id: str = "pixelrl nav env", **options: Any) -> NavConfig:
@@ -80,6 +84,10 @@ class NavConfig:
         if self.backend not in ("embedded", "habitat"):
             raise ValueError(
                 f"NavConfig.backend must be 'embedded' or 'habitat', got {self.backend!r}"
+            )
+        if self.renderer not in RENDERERS:
+            raise ValueError(
+                f"NavConfig.renderer must be one of {RENDERERS}, got {self.renderer!r}"
             )
         self.sensors = tuple(self.sensors)
         bad = [s for s in self.sensors if s not in SENSORS]

@@ -2,7 +2,7 @@
 
 ``gymnasium.make(id, ...)`` builds a single env (``backend="habitat"`` for habitat-sim);
 ``gymnasium.make_vec(id, num_envs, vectorization_mode="vector_entry_point", ...)`` builds the
-native batched :class:`~envs.nav.vector_env.NavVectorEnv` (one Embree call per step).
+native batched :class:`~envs.nav.vector_env.NavVectorEnv` (one renderer call per step).
 """
 
 from envs.registry import register

@@ -5,6 +5,8 @@ along x by ``spacing`` metres so no ray (capped at ``far``) can reach a neighbou
 agents is then one batch of ``N * H * W`` rays, split over a few threads (embreex releases the
 GIL), followed by vectorised numpy shading: per-face flat colour with Lambert lighting baked in,
 multiplied by a texture sampled at the hit's UV where the face has one.
+``CameraSpec`` (the camera, depth clipping) and ``FaceTables`` (the shading lookups) are shared
+with the z-buffer rasterizer in ``envs.nav.raster``, which draws the same pictures.
 
 Camera conventions (habitat's): the camera looks along -z of the agent, y up, square pixels,
 ``hfov`` degrees across the width. Depth is z-depth (distance along the optical axis), like
@@ -53,14 +55,111 @@ class CameraSpec:
                 f"CameraSpec needs 0 <= min_depth < max_depth, got {self.min_depth}, {self.max_depth}"
             )
 
+    def finish_depth(self, depth: np.ndarray) -> np.ndarray:
+        """Raw z-depth (``max_depth`` where nothing was hit) -> what the depth sensor returns:
+        clipped to [min_depth, max_depth] (in place), then mapped to [0, 1] when
+        ``normalize_depth``."""
+        np.clip(depth, self.min_depth, self.max_depth, out=depth)
+        if self.normalize_depth:
+            depth = (depth - self.min_depth) / (self.max_depth - self.min_depth)
+        return depth
+
+    @property
+    def focal(self) -> float:
+        """Focal length in pixels (``hfov`` spans the width)."""
+        return (self.width / 2) / math.tan(math.radians(self.hfov) / 2)
+
     def ray_directions(self) -> np.ndarray:
         """Camera-frame ray directions ``(H*W, 3)``, row-major from the top-left pixel, with
         z = -1 (so ray parameter t equals z-depth)."""
-        focal = (self.width / 2) / math.tan(math.radians(self.hfov) / 2)
+        focal = self.focal
         cols = (np.arange(self.width) + 0.5 - self.width / 2) / focal
         rows = -(np.arange(self.height) + 0.5 - self.height / 2) / focal
         x, y = np.meshgrid(cols, rows)
         return np.stack([x.ravel(), y.ravel(), -np.ones(x.size)], axis=1).astype(np.float32)
+
+
+@dataclass
+class FaceTables:
+    """Per-face shading lookups over a list of scenes, shared by every renderer.
+
+    Rows follow the scenes' faces in order, plus one extra row at the end that index -1 ('no
+    hit') selects: black, instance 0. Every face samples a texture: untextured faces point at a
+    one-texel white texture, which keeps shading one branch-free pass. A face's texel coordinate
+    is an affine function of the hit's barycentrics (Embree's ``u``, ``v``: the weights of the
+    face's 2nd and 3rd vertex): ``px = a0 + a1*u + a2*v``, ``py = a3 + a4*u + a5*v``
+    (``tex_affine``, pre-multiplied by the texture size), truncated to int and wrapped with
+    ``& (tex_size - 1)``; the texel ``texels[tex_base + py * tex_size + px]`` times the face's
+    lit ``tint`` (flat colour x baked Lambert term), ``>> 8``, is the pixel.
+    """
+
+    tint: np.ndarray  # (F+1, 3) uint16
+    instance: np.ndarray  # (F+1,) int32 semantic instance id
+    tex_affine: np.ndarray  # (F+1, 6) float32
+    tex_base: np.ndarray  # (F+1,) int32 first texel of the face's texture
+    texels: np.ndarray  # (T*S*S, 3) uint8, every texture stacked
+    tex_size: int  # S, a power of two
+
+    @classmethod
+    def from_scenes(cls, scenes: list[Scene]) -> FaceTables:
+        """The tables of ``scenes`` concatenated in order (face ``f`` of scene ``k`` is row
+        ``sum(num_faces of scenes before k) + f``)."""
+
+        texture_sets = [s.textures for s in scenes if s.textures is not None and len(s.textures)]
+        largest = max((max(t.shape[1], t.shape[2]) for t in texture_sets), default=1)
+        size = 1 << max(0, int(math.ceil(math.log2(largest))))  # power of two: wrap with a mask
+        stacked = [np.full((1, size, size, 3), 255, np.uint8)]  # texture 0: plain white
+        tints, inst, tex, uv = [], [], [], []
+        for scene in scenes:
+            normals = scene.face_normals()
+            shade = AMBIENT + (1 - AMBIENT) * np.abs(normals @ LIGHT_DIRECTION)
+            tints.append(np.clip(scene.face_color * shade[:, None], 0, 255))
+            inst.append(scene.face_instance)
+            ft = scene.face_texture.copy()
+            face_uv = scene.face_uv.copy()
+            if scene.textures is not None and len(scene.textures):
+                ft[ft >= 0] += len(stacked)
+                stacked.extend(_resize_textures(scene.textures, size))
+            else:
+                ft[:] = -1
+            face_uv[ft < 0] = 0
+            ft[ft < 0] = 0
+            tex.append(ft)
+            uv.append(face_uv)
+        tint = np.concatenate(tints + [np.zeros((1, 3))]).astype(np.uint16)
+        instance = np.concatenate(inst + [np.zeros(1, np.int32)])
+        face_tex = np.concatenate(tex + [np.zeros(1, np.int32)])
+        uv_all = np.concatenate(uv + [np.zeros((1, 3, 2), np.float32)]).astype(np.float64)
+        # Texel x grows with u; texel rows grow downwards while v grows upwards.
+        ax = np.stack(
+            [uv_all[:, 0, 0], uv_all[:, 1, 0] - uv_all[:, 0, 0], uv_all[:, 2, 0] - uv_all[:, 0, 0]],
+            1,
+        )
+        ay = np.stack(
+            [uv_all[:, 0, 1], uv_all[:, 1, 1] - uv_all[:, 0, 1], uv_all[:, 2, 1] - uv_all[:, 0, 1]],
+            1,
+        )
+        tex_affine = np.concatenate([ax * size, -ay * size], axis=1).astype(np.float32)
+        tex_base = (face_tex.astype(np.int64) * size * size).astype(np.int32)
+        texels = np.ascontiguousarray(np.concatenate([np.reshape(t, (-1, 3)) for t in stacked]))
+        return cls(tint, instance, tex_affine, tex_base, texels, size)
+
+    def shade(self, prim: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Texel (nearest, repeat) times the face's lit tint, in integer arithmetic.
+        (``np.take`` rather than fancy indexing: about twice as fast for these gathers.)"""
+        a = np.take(self.tex_affine, prim, axis=0)
+        size, mask = self.tex_size, self.tex_size - 1
+        px = (a[:, 0] + a[:, 1] * u + a[:, 2] * v).astype(np.int32)
+        px &= mask
+        index = (a[:, 3] + a[:, 4] * u + a[:, 5] * v).astype(np.int32)
+        index &= mask
+        index *= size
+        index += px
+        index += np.take(self.tex_base, prim)
+        texel = np.take(self.texels, index, axis=0).astype(np.uint16)
+        texel *= np.take(self.tint, prim, axis=0)
+        texel >>= 8
+        return texel.astype(np.uint8)
 
 
 class EmbreeRenderer:
@@ -94,62 +193,11 @@ class EmbreeRenderer:
         )
         self._embree = rtcore_scene.EmbreeScene()
         mesh_construction.TriangleMesh(self._embree, np.ascontiguousarray(tris, dtype=np.float32))
-        self._build_face_tables()
+        self.tables = FaceTables.from_scenes(self.scenes)
         self._dirs_cam = camera.ray_directions()
         n_threads = threads if threads is not None else min(4, os.cpu_count() or 1)
         self._threads = max(1, n_threads)
         self._pool = ThreadPoolExecutor(self._threads) if self._threads > 1 else None
-
-    def _build_face_tables(self) -> None:
-        """Per-face lookups, with one extra row at the end that index -1 ('no hit') selects.
-
-        Every face samples a texture: untextured faces point at a one-texel white texture, which
-        keeps shading one branch-free pass. A face's texel coordinate is an affine function of
-        Embree's barycentrics: ``px = a0 + a1*u + a2*v`` (likewise py), stored pre-multiplied by
-        the texture size.
-        """
-        texture_sets = [
-            s.textures for s in self.scenes if s.textures is not None and len(s.textures)
-        ]
-        largest = max((max(t.shape[1], t.shape[2]) for t in texture_sets), default=1)
-        size = 1 << max(0, int(math.ceil(math.log2(largest))))  # power of two: wrap with a mask
-        stacked = [np.full((1, size, size, 3), 255, np.uint8)]  # texture 0: plain white
-        tints, inst, tex, uv = [], [], [], []
-        for scene in self.scenes:
-            normals = scene.face_normals()
-            shade = AMBIENT + (1 - AMBIENT) * np.abs(normals @ LIGHT_DIRECTION)
-            tints.append(np.clip(scene.face_color * shade[:, None], 0, 255))
-            inst.append(scene.face_instance)
-            ft = scene.face_texture.copy()
-            face_uv = scene.face_uv.copy()
-            if scene.textures is not None and len(scene.textures):
-                ft[ft >= 0] += len(stacked)
-                stacked.extend(_resize_textures(scene.textures, size))
-            else:
-                ft[:] = -1
-            face_uv[ft < 0] = 0
-            ft[ft < 0] = 0
-            tex.append(ft)
-            uv.append(face_uv)
-        self._tint = np.concatenate(tints + [np.zeros((1, 3))]).astype(np.uint16)
-        self._instance = np.concatenate(inst + [np.zeros(1, np.int32)])
-        face_tex = np.concatenate(tex + [np.zeros(1, np.int32)])
-        uv_all = np.concatenate(uv + [np.zeros((1, 3, 2), np.float32)]).astype(np.float64)
-        # Texel x grows with u; texel rows grow downwards while v grows upwards.
-        ax = np.stack(
-            [uv_all[:, 0, 0], uv_all[:, 1, 0] - uv_all[:, 0, 0], uv_all[:, 2, 0] - uv_all[:, 0, 0]],
-            1,
-        )
-        ay = np.stack(
-            [uv_all[:, 0, 1], uv_all[:, 1, 1] - uv_all[:, 0, 1], uv_all[:, 2, 1] - uv_all[:, 0, 1]],
-            1,
-        )
-        self._tex_affine = np.concatenate([ax * size, -ay * size], axis=1).astype(np.float32)
-        self._tex_base = (face_tex.astype(np.int64) * size * size).astype(np.int32)
-        self._texels = np.ascontiguousarray(
-            np.concatenate([np.reshape(t, (-1, 3)) for t in stacked])
-        )
-        self._tex_size = size
 
     def cast(self, origins: np.ndarray, directions: np.ndarray, max_t: float | None = None) -> dict:
         """Raw Embree query in combined-scene coordinates: ``primID`` (-1 = miss), ``tfar``,
@@ -218,31 +266,11 @@ class EmbreeRenderer:
         rows = slice(a * p, b * p)
         if out["depth"] is not None:
             depth = np.where(prim >= 0, hits["tfar"], np.float32(cam.max_depth))
-            np.clip(depth, cam.min_depth, cam.max_depth, out=depth)
-            if cam.normalize_depth:
-                depth = (depth - cam.min_depth) / (cam.max_depth - cam.min_depth)
-            out["depth"][rows] = depth
+            out["depth"][rows] = cam.finish_depth(depth)
         if out["rgb"] is not None:
-            out["rgb"][rows] = self._shade(prim, hits["u"], hits["v"])
+            out["rgb"][rows] = self.tables.shade(prim, hits["u"], hits["v"])
         if out["semantic"] is not None:
-            out["semantic"][rows] = np.take(self._instance, prim)
-
-    def _shade(self, prim: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """Texel (nearest, repeat) times the face's lit tint, in integer arithmetic.
-        (``np.take`` rather than fancy indexing: about twice as fast for these gathers.)"""
-        a = np.take(self._tex_affine, prim, axis=0)
-        size, mask = self._tex_size, self._tex_size - 1
-        px = (a[:, 0] + a[:, 1] * u + a[:, 2] * v).astype(np.int32)
-        px &= mask
-        index = (a[:, 3] + a[:, 4] * u + a[:, 5] * v).astype(np.int32)
-        index &= mask
-        index *= size
-        index += px
-        index += np.take(self._tex_base, prim)
-        texel = np.take(self._texels, index, axis=0).astype(np.uint16)
-        texel *= np.take(self._tint, prim, axis=0)
-        texel >>= 8
-        return texel.astype(np.uint8)
+            out["semantic"][rows] = np.take(self.tables.instance, prim)
 
     def close(self) -> None:
         if self._pool is not None:

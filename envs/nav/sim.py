@@ -1,8 +1,8 @@
 """``NavSim``: the shared core of the single and the vector env.
 
 It owns the scene pool (procedural apartments, mesh files, or the scenes a dataset names), one
-navigability grid and geodesic graph per scene (built on first use), one Embree renderer over
-all scenes, and the episode source (a dataset walked in order, or episodes generated on the fly
+navigability grid and geodesic graph per scene (built on first use), one renderer over all
+scenes (``renderer``: the numba rasterizer, or Embree ray casting), and the episode source (a dataset walked in order, or episodes generated on the fly
 with habitat's rules). Agents are :class:`~envs.nav.tasks.NavEpisodeState` objects; rendering
 all of them is one call.
 
@@ -139,7 +139,12 @@ class NavSim:
         )
         self.camera.validate()
         self._grids: dict[int, NavGrid] = {}
-        self.renderer = EmbreeRenderer(self.scenes, self.camera, threads=cfg.render_threads)
+        if cfg.renderer == "raster":
+            from envs.nav.raster import RasterRenderer  # numba: imported only when chosen
+
+            self.renderer = RasterRenderer(self.scenes, self.camera, threads=cfg.render_threads)
+        else:
+            self.renderer = EmbreeRenderer(self.scenes, self.camera, threads=cfg.render_threads)
 
     def observation_space(self) -> spaces.Dict:
         return observation_space(self.cfg)
@@ -215,7 +220,7 @@ class NavSim:
         )
 
     def render(self, states: list[NavEpisodeState]) -> dict[str, np.ndarray]:
-        """Sensor observations of all ``states`` (one Embree call) merged with task sensors."""
+        """Sensor observations of all ``states`` (one renderer call) merged with task sensors."""
         visual = self.renderer.render(
             np.array([s.scene_index for s in states]),
             np.stack([s.position for s in states]),

@@ -1,7 +1,7 @@
 """``NavVectorEnv``: a native ``gymnasium.vector.VectorEnv`` over N navigation agents.
 
 All agents share one :class:`~envs.nav.sim.NavSim`, so a step renders every agent in a single
-Embree query (threads split it) instead of N env copies rendering one by one. Autoreset follows
+renderer call (threads split it) instead of N env copies rendering one by one. Autoreset follows
 gymnasium 1.x's default (``NEXT_STEP``): the step after an episode ends resets that sub-env,
 ignores its action and returns reward 0. With ``autoreset_mode=AutoresetMode.SAME_STEP`` the
 finished sub-env starts its next episode within the same step, which returns the new episode's
