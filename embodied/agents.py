@@ -79,17 +79,43 @@ class ExpertAgent:
         self._follower, self._episode = None, None
 
     def act(self, observations: dict[str, Any]) -> int:
-        from envs.nav.follower import ShortestPathFollower
-
         state = self.env.state
         if self._follower is None or self._episode is not state.episode:
-            cfg = self.env.cfg
-            radius = self.goal_radius if self.goal_radius is not None else 0.75 * cfg.success_radius
-            self._follower = ShortestPathFollower(
-                state.field, radius, cfg.turn_degrees, cfg.forward_step, cfg.allow_sliding
-            )
+            self._follower = follower_for(self.env.cfg, state, self.goal_radius)
             self._episode = state.episode
         return int(self._follower.get_next_action(state.position, state.yaw))
+
+
+def follower_for(cfg: Any, state: Any, goal_radius: float | None = None):
+    """A shortest-path follower for the episode of ``state`` (a ``NavEpisodeState``);
+    ``goal_radius`` defaults to a little inside the success distance."""
+    from envs.nav.follower import ShortestPathFollower
+
+    radius = goal_radius if goal_radius is not None else 0.75 * cfg.success_radius
+    return ShortestPathFollower(
+        state.field, radius, cfg.turn_degrees, cfg.forward_step, cfg.allow_sliding
+    )
+
+
+class FollowerTeacher:
+    """The shortest-path follower of every agent of a ``NavVectorEnv``: called with no
+    arguments, the actions for the agents' current states (the teacher of
+    ``pixelrl.rl.imitation``)."""
+
+    def __init__(self, envs: Any, goal_radius: float | None = None):
+        self.envs = envs.unwrapped if hasattr(envs, "unwrapped") else envs
+        self.goal_radius = goal_radius
+        self._followers: list[Any] = [None] * self.envs.num_envs
+        self._episodes: list[Any] = [None] * self.envs.num_envs
+
+    def __call__(self) -> np.ndarray:
+        actions = np.zeros(self.envs.num_envs, np.int64)
+        for i, state in enumerate(self.envs.states):
+            if self._episodes[i] is not state.episode:
+                self._followers[i] = follower_for(self.envs.cfg, state, self.goal_radius)
+                self._episodes[i] = state.episode
+            actions[i] = self._followers[i].get_next_action(state.position, state.yaw)
+        return actions
 
 
 class PolicyAgent:

@@ -185,15 +185,21 @@ class PointNavResNetPolicy(nn.Module):
 
     # ----------------------------------------------------------------- protocol
     def act(
-        self, obs: dict[str, torch.Tensor], state: State, deterministic: bool = False
+        self,
+        obs: dict[str, torch.Tensor],
+        state: State,
+        deterministic: bool = False,
+        actions: torch.Tensor | None = None,
     ) -> PolicyStep:
-        """One step for ``B`` envs; ``state`` must already be zero for envs starting an episode."""
+        """One step for ``B`` envs; ``state`` must already be zero for envs starting an episode.
+        ``actions``: take these instead (a teacher's, ``pixelrl.rl.imitation``)."""
         x = self._features(obs, state["prev_action"])
         ones = torch.ones(1, x.shape[0], device=x.device)
         out, hidden = self._run_rnn(x.unsqueeze(0), state["rnn"], ones)
         out = out.squeeze(0)
         dist = torch.distributions.Categorical(logits=self.actor(out))
-        actions = dist.probs.argmax(-1) if deterministic else dist.sample()
+        if actions is None:
+            actions = dist.probs.argmax(-1) if deterministic else dist.sample()
         values = self.critic(out).squeeze(-1)
         return PolicyStep(
             actions, dist.log_prob(actions), values, {"rnn": hidden, "prev_action": actions + 1}

@@ -80,6 +80,18 @@ def make_envs(cfg: Config, num_envs: int, seed: int, split: str) -> gym.vector.V
     return make_vector_env(cfg.env.id, num_envs, seed, **env_kwargs(cfg, split))
 
 
+def make_teacher(cfg: Config, envs: gym.vector.VectorEnv):
+    """The imitation warm start's teacher: the shortest-path follower of each training agent."""
+    from embodied.agents import FollowerTeacher
+    from envs.nav.vector_env import NavVectorEnv
+
+    if not isinstance(getattr(envs, "unwrapped", envs), NavVectorEnv):
+        raise ValueError(
+            "imitation needs the embedded simulator's NavVectorEnv (backend='embedded')"
+        )
+    return FollowerTeacher(envs)
+
+
 def make_policy(cfg: Config, observation_space: gym.spaces.Dict, action_space: gym.Space):
     from embodied.policy import PointNavResNetPolicy
 

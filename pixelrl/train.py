@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pixelrl.config import Config, ConfigError, dump_config, load_config
+from pixelrl.rl.imitation import ImitationConfig
 from pixelrl.rl.ppo import PPOConfig
 
 # Every key a recipe may set. ``{}`` sections are open: the task module reads them.
@@ -46,6 +47,7 @@ DEFAULTS: dict[str, Any] = {
     },
     "policy": {},
     "ppo": PPOConfig().to_dict(),
+    "imitation": ImitationConfig().to_dict(),  # behaviour-cloning warm start (updates: 0 = none)
     "collect": {"bootstrap_truncated": True},
     "train": {
         "total_frames": 1_000_000,
@@ -58,6 +60,7 @@ DEFAULTS: dict[str, Any] = {
         "eval_num_envs": 4,
         "eval_deterministic": False,  # habitat-baselines samples actions in evaluation too
         "final_eval": True,
+        "eval_at_start": False,  # also evaluate before the first update (a warm start's level)
         "window": 100,  # episodes averaged in the progress bar
         "progress": True,
         "tensorboard": True,
@@ -149,8 +152,12 @@ class Trainer:
         self.ppo_cfg = PPOConfig.from_dict(dict(cfg.ppo))
         num_envs = self.envs.num_envs
         self.frames_per_update = self.ppo_cfg.num_steps * num_envs * self.dist.world_size
+        # train.total_frames counts every env frame, the imitation warm start's included
+        self.imitation_cfg = ImitationConfig.from_dict(dict(cfg.imitation))
         self.total_updates = max(
-            1, math.ceil(float(cfg.train.total_frames) / self.frames_per_update)
+            1,
+            math.ceil(float(cfg.train.total_frames) / self.frames_per_update)
+            - self.imitation_cfg.updates,
         )
         self.ppo = PPO(self.policy, self.ppo_cfg, self.total_updates)
         self.storage = RolloutStorage(
@@ -288,7 +295,7 @@ class Trainer:
         cfg, ppo_cfg = self.cfg.train, self.ppo_cfg
         window: deque[dict[str, float]] = deque(maxlen=int(cfg.window))  # fresh on resume
         bar = tqdm(
-            total=self.total_updates * self.frames_per_update,
+            total=(self.total_updates + self.imitation_cfg.updates) * self.frames_per_update,
             initial=self.frames,
             unit="frame",
             unit_scale=True,
@@ -297,9 +304,15 @@ class Trainer:
         )
         last_eval: dict[str, float] = {}
         start_update = self.update
+        if self.dist.is_main and cfg.eval_at_start and not self.eval_history:
+            last_eval = self._evaluate_and_log()
         limit_s = 60 * float(cfg.time_limit_minutes)
         train_s = self.history[-1].get("train_minutes", 0.0) * 60 if self.history else 0.0
         cpu_s = self.history[-1].get("cpu_minutes", 0.0) * 60 if self.history else 0.0
+        if self.imitation_cfg.updates > 0 and self.update == 0 and not self.history:
+            train_s, cpu_s = self._imitate(bar)
+            if self.dist.is_main and cfg.eval_interval:
+                last_eval = self._evaluate_and_log()  # the warm start alone, on held-out scenes
         while self.update < self.total_updates:
             if limit_s > 0 and all_reduce_sum([float(train_s >= limit_s)])[0] > 0:
                 break  # any rank over its time limit stops all (they agree on the update count)
@@ -371,6 +384,69 @@ class Trainer:
         self.envs.close()
         train_row = self.history[-1] if self.history else {}
         return {"run_dir": str(self.run_dir), "train": train_row, "eval": last_eval}
+
+    def _imitate(self, bar) -> tuple[float, float]:
+        """The imitation warm start (:mod:`pixelrl.rl.imitation`): the recipe's teacher drives the
+        envs, the policy learns its actions. Returns the wall and CPU seconds it took."""
+        from pixelrl.rl.distributed import all_reduce_sum
+        from pixelrl.rl.imitation import Imitation, TeacherForcing
+
+        make_teacher = getattr(self.task, "make_teacher", None)
+        if make_teacher is None:
+            raise ConfigError(
+                f"imitation.updates > 0, but recipe {self.cfg.recipe!r} has no teacher "
+                "(its task module defines no make_teacher)"
+            )
+        imitation = Imitation(self.policy, self.imitation_cfg)
+        student = self.collector.policy
+        self.collector.policy = TeacherForcing(self.policy, make_teacher(self.cfg, self.envs))
+        train_s = cpu_s = 0.0
+        try:
+            for k in range(self.imitation_cfg.updates):
+                tic, cpu_tic = time.perf_counter(), time.process_time()
+                rollout = self.collector.collect()
+                self.ppo.compute_advantages(self.storage, rollout.next_value)
+                if self.ppo.value_normalizer is not None:  # the critic learns normalised values
+                    T = self.storage.step
+                    self.storage.returns[:T] = self.ppo.value_normalizer.normalize(
+                        self.storage.returns[:T]
+                    )
+                losses = imitation.update(self.storage)
+                if hasattr(self.policy, "update_normalization"):
+                    T = self.storage.step
+                    self.policy.update_normalization(
+                        {key: v[1 : T + 1] for key, v in self.storage.obs.items()}
+                    )
+                frames = int(all_reduce_sum([rollout.frames])[0])
+                self.frames += frames
+                seconds = time.perf_counter() - tic
+                train_s += seconds
+                cpu_s += time.process_time() - cpu_tic
+                teacher = summarize(rollout.episodes)
+                row = {
+                    "update": 0,
+                    "imitation_update": k + 1,
+                    "frames": self.frames,
+                    "train_minutes": train_s / 60,
+                    "cpu_minutes": cpu_s / 60,
+                    "fps": frames / seconds,
+                    **{f"imitation/{key}": v for key, v in losses.items()},
+                    **{
+                        f"imitation/teacher_{m}": teacher[m]
+                        for m in ("success", "spl")
+                        if m in teacher
+                    },
+                }
+                self.history.append(row)
+                bar.update(frames)
+                bar.set_postfix_str(
+                    f"imitation fps={row['fps']:.0f} p_teacher={losses['p_teacher>0.5']:.2f}",
+                    refresh=False,
+                )
+                self._log(row)
+        finally:
+            self.collector.policy = student
+        return train_s, cpu_s
 
     def _evaluate_and_log(self) -> dict[str, float]:
         minutes = self.history[-1]["train_minutes"] if self.history else 0.0

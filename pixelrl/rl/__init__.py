@@ -10,6 +10,8 @@ Read in this order (each module is one idea):
   states, done masks) and the minibatches PPO reads from them.
 - :mod:`pixelrl.rl.gae` -- generalised advantage estimation.
 - :mod:`pixelrl.rl.ppo` -- the clipped PPO loss and the update loop (habitat-baselines defaults).
+- :mod:`pixelrl.rl.imitation` -- behaviour cloning of a teacher (e.g. the shortest-path
+  follower) on the same rollouts, the warm start before PPO (habitat's PIRLNav).
 - :mod:`pixelrl.rl.normalize` -- running mean/std for reward and value normalisation.
 - :mod:`pixelrl.rl.distributed` -- DD-PPO under ``torchrun``: gradient all-reduce, straggler
   preemption.

@@ -94,3 +94,33 @@ def test_cli_train_errors_name_the_key(capsys):
     assert "did you mean 'ppo.entropy_coef'" in capsys.readouterr().out
     assert main(["train", "--print-config", "embodied/pointnav", "ppo.lr=1e-4"]) == 0
     assert "lr: 0.0001" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(300)
+def test_imitation_warm_start_learns_the_followers_actions(tmp_path):
+    """``imitation.updates`` rollouts driven by the shortest-path follower come before PPO: the
+    policy's agreement with the follower rises and frames/time are counted in the run."""
+    from pixelrl.train import Trainer, config_for
+
+    cfg = config_for(
+        "embodied/pointnav",
+        [
+            *TRIVIAL_OVERRIDES,
+            f"train.output_dir={tmp_path}",
+            "imitation.updates=12",
+            "imitation.epochs=4",
+            "train.total_frames=1792",  # 14 updates of 4 x 32: 12 imitation + 2 PPO
+            "train.eval_interval=0",
+            "train.final_eval=false",
+        ],
+    )
+    trainer = Trainer(cfg)
+    result = trainer.run()
+    rows = [r for r in trainer.history if "imitation_update" in r]
+    assert [r["imitation_update"] for r in rows] == list(range(1, 13))
+    assert all(r["imitation/teacher_success"] >= 0.9 for r in rows)  # the follower succeeds
+    first, last = rows[0], rows[-1]
+    assert last["imitation/bc_loss"] < 0.7 * first["imitation/bc_loss"]
+    assert last["imitation/p_teacher>0.5"] > first["imitation/p_teacher>0.5"]
+    assert result["train"]["update"] == 2 and result["train"]["frames"] == 1792
+    assert result["train"]["train_minutes"] > last["train_minutes"]

@@ -111,6 +111,14 @@ def test_time_limit_stops_training_early_and_is_logged(tmp_path):
     assert result["train"]["train_minutes"] > 0 and result["train"]["cpu_minutes"] > 0
 
 
+def test_imitation_without_a_teacher_or_with_a_wrong_key_is_a_clear_error(tmp_path):
+    cfg = config_for(RECIPE, [f"train.output_dir={tmp_path}", "imitation.updates=1"])
+    with pytest.raises(ConfigError, match="no teacher"):
+        Trainer(cfg).run()  # the toy recipe's task module defines no make_teacher
+    with pytest.raises(ConfigError, match="imitation.update"):
+        config_for(RECIPE, ["imitation.update=1"])
+
+
 def test_missing_checkpoint_is_a_clear_error(tmp_path):
     missing = tmp_path / "nope.pt"
     with pytest.raises(CheckpointError, match="checkpoint not found: .*nope.pt"):
