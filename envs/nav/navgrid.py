@@ -18,6 +18,7 @@ Grid index convention: ``row`` runs along +z, ``col`` along +x; cell (r, c) has 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,6 +79,10 @@ class NavGrid:
         self.islands, self.num_islands = ndimage.label(self.navigable, structure=np.ones((3, 3)))
         self._graph = None  # geodesic graph, built on first use
         self._square_state = self._classify_squares()
+        # Plain-Python copies for per-point tests (_navigable_point): list indexing is cheap.
+        self._square_state_rows = self._square_state.tolist()
+        self._clearance_rows = self.clearance.tolist()
+        self._origin_x, self._origin_z = float(self.origin[0]), float(self.origin[1])
 
     # ----------------------------------------------------------------- construction
     def _cell_centres(self) -> tuple[np.ndarray, np.ndarray]:
@@ -212,9 +217,11 @@ class NavGrid:
         return int(self.islands[r, c])
 
     def height_at(self, point: np.ndarray) -> float:
-        r, c = self.to_cell(point)
-        h = self.floor[r, c]
-        return float(h) if np.isfinite(h) else self.floor_height
+        # to_cell of one point, in plain Python (called every step)
+        col = math.floor((float(point[0]) - self._origin_x) / self.cell)
+        row = math.floor((float(point[2]) - self._origin_z) / self.cell)
+        h = float(self.floor[min(max(row, 0), self.rows - 1), min(max(col, 0), self.cols - 1)])
+        return h if math.isfinite(h) else self.floor_height
 
     def line_of_sight(self, a: np.ndarray, b: np.ndarray) -> bool:
         """True when every point of segment a-b (ground plane) is navigable."""
@@ -278,22 +285,60 @@ class NavGrid:
 
     def _walk(self, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Walk straight until the next sample would leave the navigable area; returns the
-        reached point and the first blocked sample (None when ``end`` was reached)."""
-        samples = self._samples(start, end)
-        ok = self.is_navigable(samples)
-        if ok.all():
-            return end.copy(), None
-        first_bad = int(np.argmin(ok))
-        reached = samples[first_bad - 1].copy() if first_bad > 0 else start.copy()
-        return reached, samples[first_bad]
+        reached point and the first blocked sample (None when ``end`` was reached).
+
+        The samples are :meth:`_samples`' and the test is :meth:`navigable_xz`'s, computed one
+        sample at a time in plain Python: a step has ~16 samples, too few for numpy's call
+        overheads to pay (the same floating-point operations, so the same answers)."""
+        n = max(2, int(np.ceil(np.linalg.norm((end - start)[[0, 2]]) / (self.cell / 3))) + 1)
+        step = 1.0 / (n - 1)  # np.linspace(0, 1, n)[k] == k * step, and 1 at the end
+        ax, ay, az = float(start[0]), float(start[1]), float(start[2])
+        dx, dy, dz = float(end[0]) - ax, float(end[1]) - ay, float(end[2]) - az
+        for k in range(n):
+            f = 1.0 if k == n - 1 else k * step
+            if not self._navigable_point(ax + f * dx, az + f * dz):
+                if k == 0:
+                    return start.copy(), start.copy()
+                g = (k - 1) * step
+                reached = np.array([ax + g * dx, ay + g * dy, az + g * dz])
+                return reached, np.array([ax + f * dx, ay + f * dy, az + f * dz])
+        return end.copy(), None
+
+    def _clearance_point(self, x: float, z: float) -> float:
+        """:meth:`clearance_xz` of one point, in plain Python."""
+        fx = (x - self._origin_x) / self.cell - 0.5
+        fz = (z - self._origin_z) / self.cell - 0.5
+        c0, r0 = math.floor(fx), math.floor(fz)
+        if not (0 <= r0 < self.rows - 1 and 0 <= c0 < self.cols - 1):
+            return 0.0
+        tx, tz = fx - c0, fz - r0
+        g0, g1 = self._clearance_rows[r0], self._clearance_rows[r0 + 1]
+        return (
+            g0[c0] * (1 - tx) * (1 - tz)
+            + g0[c0 + 1] * tx * (1 - tz)
+            + g1[c0] * (1 - tx) * tz
+            + g1[c0 + 1] * tx * tz
+        )
+
+    def _navigable_point(self, x: float, z: float) -> bool:
+        """:meth:`navigable_xz` of one point, in plain Python."""
+        fx = (x - self._origin_x) / self.cell - 0.5
+        fz = (z - self._origin_z) / self.cell - 0.5
+        c0, r0 = math.floor(fx), math.floor(fz)
+        if not (0 <= r0 < self.rows - 1 and 0 <= c0 < self.cols - 1):
+            return False
+        state = self._square_state_rows[r0][c0]
+        if state != 2:
+            return state == 1
+        return self._clearance_point(x, z) > self.min_clearance
 
     def _wall_normal(self, point: np.ndarray, blocker: np.ndarray) -> np.ndarray:
         """Unit (x, z) normal of the wall between ``point`` and ``blocker``: the gradient of the
         interpolated clearance (rounded at corners, so sliding goes around them)."""
         mid = (np.asarray(point, float) + np.asarray(blocker, float)) / 2
         h = self.cell / 4
-        probes = mid + np.array([[h, 0, 0], [-h, 0, 0], [0, 0, h], [0, 0, -h]])
-        c = self.clearance_at(probes)
+        x, z = float(mid[0]), float(mid[2])
+        c = [self._clearance_point(x + dx, z + dz) for dx, dz in ((h, 0), (-h, 0), (0, h), (0, -h))]
         d = np.array([c[0] - c[1], c[2] - c[3]])
         norm = np.hypot(*d)
         return d / norm if norm > 0 else np.zeros(2)
