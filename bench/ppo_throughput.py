@@ -60,6 +60,11 @@ def run_pixelrl(args: argparse.Namespace) -> tuple[int, float]:
             "train.checkpoint_interval=0",
             "train.final_eval=false",
             "train.tensorboard=false",
+            "train.time_limit_minutes=0",
+            "imitation.updates=0",  # PPO alone, with SB3's settings below
+            "ppo.epochs=4",
+            "ppo.num_minibatches=2",
+            "ppo.lr=2.5e-4",
             "torch_threads=1",
             f"seed={args.seed}",
         ]
