@@ -82,8 +82,10 @@ def evaluate_success(
     seed: int = 0,
     env_kwargs: dict[str, Any] | None = None,
     progress: bool = True,
+    seeds: Sequence[int] | None = None,
 ) -> list[dict[str, Any]]:
-    """Success rate per family over ``episodes`` held-out episodes (module doc)."""
+    """Success rate per family over ``episodes`` held-out episodes (module doc); ``seeds``
+    names the episodes' seeds instead (one episode each; ``episodes`` and ``seed`` unused)."""
     import gymnasium as gym
     from tqdm import tqdm
 
@@ -93,10 +95,11 @@ def evaluate_success(
     counts: dict[str, list[float]] = defaultdict(list)
     returns: dict[str, list[float]] = defaultdict(list)
     rng = np.random.default_rng(seed)
+    if seeds is None:  # odd: held out from training
+        seeds = [2 * int(rng.integers(0, 2**30)) + 1 for _ in range(episodes)]
     try:
-        for _ in tqdm(range(episodes), desc=f"eval {env_id}", disable=not progress, unit="ep"):
-            episode_seed = 2 * int(rng.integers(0, 2**30)) + 1  # odd: held out from training
-            result = run_episode(env, agent, episode_seed)
+        for episode_seed in tqdm(seeds, desc=f"eval {env_id}", disable=not progress, unit="ep"):
+            result = run_episode(env, agent, int(episode_seed))
             counts[result["family"] or env_id].append(float(result["success"]))
             returns[result["family"] or env_id].append(result["return"])
     finally:

@@ -44,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "model": "tiny-qwen2_vl",
     "dtype": None,
     "text_size": {},  # tiny-<family> only: the language model's shape (vision.vlm.build_tiny_vlm)
+    "vision_size": {},  # tiny-qwen* only: max_pixels, depth, embed_dim, num_heads of the vision side
     "init": "",  # a model folder to start from (overrides model's weights)
     "action_format": "uitars",
     "lora": {"enabled": False, "r": 16, "alpha": 32, "dropout": 0.0},
@@ -53,6 +54,7 @@ DEFAULTS: dict[str, Any] = {
         "screen_size": [320, 240],
         "max_steps": 0,  # 0: the env's default
         "reward": "shaped",
+        "max_fields": 0,  # fill-form: only layouts with at most this many fields (0: any)
     },
     "data": {"dataset": "", "episodes": 200, "prompts": 400},
     "sft": {"steps": 200, "batch_size": 8, "lr": 1e-3, "weight_decay": 0.0},
@@ -130,11 +132,11 @@ def load_policy(cfg: Config):
 
     torch.manual_seed(int(cfg.seed))
     source = str(cfg.init or cfg.model)
-    extra = (
-        {"text_size": cfg.text_size.to_dict()}
-        if cfg.text_size and source.startswith("tiny-")
-        else {}
-    )
+    extra = {}
+    if source.startswith("tiny-"):
+        for key in ("text_size", "vision_size"):
+            if getattr(cfg, key):
+                extra[key] = getattr(cfg, key).to_dict()
     policy = load_vlm(
         source, dtype=cfg.dtype, device=cfg.device, seed=int(cfg.seed),
         action_format=cfg.action_format, **extra,
@@ -168,6 +170,32 @@ def _env_kwargs(cfg: Config) -> dict[str, Any]:
     return kwargs
 
 
+def task_seeds(cfg: Config, env_id: str, split: str, count: int, rng=None) -> list[int]:
+    """``count`` seeds of ``split`` (even: train, odd: eval) for ``env_id``: random ones from
+    ``rng`` (counting up from 0 without it), keeping only layouts that ``env.max_fields``
+    allows — an easier fill-form (fewer fields) with the same train/eval split of seeds."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+
+    parity = {"train": 0, "eval": 1}[split]
+    limit = int(cfg.env.max_fields)
+    probe = gym.make(env_id, **_env_kwargs(cfg)) if limit else None
+    seeds: list[int] = []
+    k = 0
+    while len(seeds) < count:
+        seed = 2 * (int(rng.integers(0, 2**30)) if rng is not None else k) + parity
+        k += 1
+        if probe is not None:
+            fields = probe.reset(seed=seed)[1]["task"].get("fields", {})
+            if len(fields) > limit:
+                continue
+        seeds.append(seed)
+    if probe is not None:
+        probe.close()
+    return seeds
+
+
 # The registry's task-module interface (pixelrl.recipes): the raw desktop envs and the policy.
 def make_envs(cfg, num_envs: int, seed: int, split: str):
     import gymnasium as gym
@@ -187,6 +215,16 @@ def make_policy(cfg, observation_space=None, action_space=None):
 
 
 # -- run bookkeeping ----------------------------------------------------------------------------
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its finished children."""
+    import resource
+
+    own, children = (
+        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 class Run:
     """The run folder: config, history rows, evaluation rows, the curve."""
 
@@ -201,11 +239,21 @@ class Run:
         self.cfg = cfg
         self.history: list[dict[str, float]] = []
         self.evals: list[dict[str, float]] = []
+        self.start_wall, self.start_cpu = time.perf_counter(), cpu_seconds()
+
+    def clock(self) -> dict[str, float]:
+        """Wall and CPU seconds since the run began (CPU: this process and its children, so
+        the figure holds on a shared machine where wall time is inflated)."""
+        return {
+            "wall_s": round(time.perf_counter() - self.start_wall, 1),
+            "cpu_s": round(cpu_seconds() - self.start_cpu, 1),
+        }
 
     def add_eval(self, step: int, row: dict[str, float]) -> None:
-        """Keep an evaluation row and show it above the progress bar."""
+        """Keep an evaluation row (with the clock) and show it above the progress bar."""
         from tqdm import tqdm
 
+        row = {**row, **self.clock()}
         self.evals.append({"step": step, **row})
         shown = "  ".join(
             f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
@@ -232,14 +280,34 @@ class Run:
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
         if train_key:
             rows = [r for r in self.history if train_key in r]
-            axes[0].plot([r["step"] for r in rows], [r[train_key] for r in rows])
+            steps, values = [r["step"] for r in rows], np.array([r[train_key] for r in rows])
+            axes[0].plot(steps, values, alpha=0.4 if len(rows) > 40 else 1.0)
+            if len(rows) > 40:  # a running mean: GRPO's per-step reward is noisy
+                window = len(rows) // 20
+                smooth = np.convolve(values, np.ones(window) / window, mode="valid")
+                axes[0].plot(steps[window - 1 :], smooth, label=f"mean of {window} steps")
+                axes[0].legend()
             axes[0].set_title(f"train {train_key}")
             axes[0].set_xlabel("step")
         if self.evals:
-            axes[1].plot([r["step"] for r in self.evals], [r[measure] for r in self.evals], "o-")
+            steps = [r["step"] for r in self.evals]
+            values = np.array([r[measure] for r in self.evals])
+            if all("ci_low" in r for r in self.evals):  # Wilson 95% interval as error bars
+                low = values - np.array([r["ci_low"] for r in self.evals])
+                high = np.array([r["ci_high"] for r in self.evals]) - values
+                axes[1].errorbar(steps, values, yerr=[low, high], fmt="o-", capsize=3)
+            else:
+                axes[1].plot(steps, values, "o-")
             axes[1].set_ylim(0, 1)
-        axes[1].set_title(f"held-out {measure}")
-        axes[1].set_xlabel("step")
+            last = self.evals[-1]
+            axes[1].annotate(f"{values[-1]:.2f} (n={last['n']})", (steps[-1], values[-1]),
+                             textcoords="offset points", xytext=(-40, 8))  # fmt: skip
+        n = self.evals[-1]["n"] if self.evals else 0
+        axes[1].set_title(f"held-out {measure} (n={n}, 95% CI)")
+        clock = self.clock()
+        axes[1].set_xlabel(
+            f"step   (run: {clock['cpu_s'] / 60:.1f} CPU min, {clock['wall_s'] / 60:.1f} wall min)"
+        )
         for ax in axes:
             ax.grid(alpha=0.3)
         fig.suptitle(f"{self.cfg.recipe}  model={self.cfg.init or self.cfg.model}")
@@ -258,7 +326,7 @@ def _grounding_eval(policy, cfg: Config, items) -> dict[str, float]:
     rows = evaluate_grounding(VLMAgent(policy, int(cfg.grpo.max_new_tokens)), items, progress=False)
     policy.model.train(was_training)
     overall = rows[-1]
-    return {"accuracy": overall["accuracy"], "n": overall["n"]}
+    return {k: overall[k] for k in ("accuracy", "ci_low", "ci_high", "n")}
 
 
 def _success_eval(policy, cfg: Config) -> dict[str, float]:
@@ -266,13 +334,17 @@ def _success_eval(policy, cfg: Config) -> dict[str, float]:
     from gui_agent.evaluate import evaluate_success
 
     was_training = policy.model.training
+    seeds = None
+    if int(cfg.env.max_fields):
+        rng = np.random.default_rng(int(cfg.seed))
+        seeds = task_seeds(cfg, cfg.env.id, "eval", int(cfg.eval.episodes), rng)
     rows = evaluate_success(
         VLMAgent(policy, int(cfg.grpo.max_new_tokens)), cfg.env.id, int(cfg.eval.episodes),
-        int(cfg.seed), _env_kwargs(cfg), progress=False,
+        int(cfg.seed), _env_kwargs(cfg), progress=False, seeds=seeds,
     )  # fmt: skip
     policy.model.train(was_training)
     overall = rows[-1]
-    return {"success": overall["success"], "return": overall["return"], "n": overall["n"]}
+    return {k: overall[k] for k in ("success", "ci_low", "ci_high", "return", "n")}
 
 
 def _eval(policy, cfg: Config, items) -> dict[str, float]:
@@ -301,9 +373,11 @@ def record_expert_episodes(cfg: Config, root: Path) -> Path:
     families = list(cfg.env.families)
     per_family = -(-int(cfg.data.episodes) // len(families))
     for fi, family in enumerate(families):
+        # even seeds (training), from 20,000·fi up, that env.max_fields allows
+        seeds = [s + 20_000 * fi for s in task_seeds(cfg, env_id(family), "train", per_family)]
         env = RecordEpisodes(gym.make(env_id(family), **_env_kwargs(cfg)), root / family)
-        for k in tqdm(range(per_family), desc=f"expert {family}", disable=not cfg.train.progress):
-            obs, info = env.reset(seed=2 * (k + 10_000 * fi))  # even seeds: training
+        for seed in tqdm(seeds, desc=f"expert {family}", disable=not cfg.train.progress):
+            obs, info = env.reset(seed=seed)
             done = False
             while not done:
                 obs, _, terminated, truncated, info = env.step(env.unwrapped.expert_action())
@@ -564,8 +638,7 @@ def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
     for step in bar:
         policy.model.eval()
         episodes, groups = [], []
-        for _ in range(int(cfg.grpo.seeds_per_step)):
-            seed = 2 * int(rng.integers(0, 2**30))  # even: training seeds
+        for seed in task_seeds(cfg, cfg.env.id, "train", int(cfg.grpo.seeds_per_step), rng):
             episodes += play_group(policy, cfg, seed, gcfg.num_samples, gcfg)
             groups += [seed] * gcfg.num_samples
         policy.model.train()
@@ -628,7 +701,9 @@ def run_recipe(
     result = train(cfg)
     measure = "accuracy" if "accuracy" in result["eval"][-1] else "success"
     print(f"\nrun folder: {result['run_dir']}")
-    print(f"{'step':>6}{'held-out ' + measure:>22}")
+    print(f"{'step':>6}{'held-out ' + measure:>22}{'95% CI':>16}{'n':>6}{'cpu s':>9}{'wall s':>9}")
     for row in result["eval"]:
-        print(f"{row['step']:>6}{row[measure]:>22.3f}")
+        ci = f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
+        print(f"{row['step']:>6}{row[measure]:>22.3f}{ci:>16}{row['n']:>6}"
+              f"{row['cpu_s']:>9.0f}{row['wall_s']:>9.0f}")  # fmt: skip
     return result

@@ -44,6 +44,7 @@ __all__ = [
     "VLMPolicy",
     "load_vlm",
     "build_tiny_vlm",
+    "sincos_2d_position_table",
     "train_bpe_tokenizer",
     "task_corpus",
 ]
@@ -448,17 +449,20 @@ def load_vlm(
     device: str | None = None,
     seed: int = 0,
     text_size: dict[str, int] | None = None,
+    vision_size: dict[str, int] | None = None,
     **policy_kwargs,
 ) -> VLMPolicy:
     """A :class:`VLMPolicy` from a pretrained model (``from_pretrained``: a hub name, offline
     when ``HF_HUB_OFFLINE=1``, or a local folder) or a tiny random one (``"tiny-<family>"``, e.g.
     ``"tiny-qwen2_vl"``; ``-`` and ``_`` are interchangeable, ``tiny-qwen2.5-vl`` works too;
-    ``text_size`` scales a tiny model's language model, see :func:`build_tiny_vlm`)."""
+    ``text_size`` and ``vision_size`` scale a tiny model, see :func:`build_tiny_vlm`)."""
     import torch
 
     if name_or_path.startswith("tiny-"):
         family = name_or_path[len("tiny-") :].replace("-", "_").replace(".", "_")
-        model, processor = build_tiny_vlm(family, seed=seed, text_size=text_size)
+        model, processor = build_tiny_vlm(
+            family, seed=seed, text_size=text_size, vision_size=vision_size
+        )
     else:
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
@@ -523,14 +527,21 @@ def train_bpe_tokenizer(
     **named_tokens: str,
 ):
     """A byte-level BPE tokenizer (a transformers fast tokenizer) trained on ``corpus``
-    (:func:`task_corpus` by default). ``special_tokens`` get the first ids and are never split;
+    (:func:`task_corpus` by default); digits are always single tokens. ``special_tokens`` get the first ids and are never split;
     ``named_tokens`` set the tokenizer's roles (``eos_token="<|im_end|>"``, ``pad_token=...``,
     ``image_token=...``)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # Digits stay single tokens (as in Qwen2's tokenizer): "385" is 3, 8, 5 — every coordinate
+    # is spelled the same way, which a small model learns far faster than arbitrary merges.
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -553,6 +564,16 @@ _TEXT = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_att
              num_key_value_heads=2, max_position_embeddings=2048)  # fmt: skip
 _TINY_IMAGE = 32  # pixels a side for fixed-size vision towers
 _TINY_PATCH = 8
+# The vision side of the tiny models that take ``vision_size`` (build_tiny_vlm). Qwen resizes the
+# screenshot (aspect kept) to at most ``max_pixels`` in multiples of patch·merge px, 2×2 patches
+# per image token; PaliGemma squashes it to an ``image_size`` square, one token per patch.
+_VISION = dict(max_pixels=64 * 64, image_size=_TINY_IMAGE, patch_size=_TINY_PATCH, depth=2,
+               embed_dim=32, num_heads=2)  # fmt: skip
+_VISION_KEYS = {
+    "qwen2_vl": {"max_pixels", "patch_size", "depth", "embed_dim", "num_heads"},
+    "qwen2_5_vl": {"max_pixels", "patch_size", "depth", "embed_dim", "num_heads"},
+    "paligemma": {"image_size", "patch_size", "depth", "embed_dim", "num_heads"},
+}
 
 
 def _qwen_tokenizer(corpus):
@@ -576,14 +597,17 @@ _QWEN_TEMPLATE = (
 )
 
 
-def _tiny_qwen(version: str, corpus, text_size: dict):
+def _tiny_qwen(version: str, corpus, text_size: dict, vision_size: dict):
     from transformers import Qwen2VLImageProcessor, Qwen2VLVideoProcessor
 
     tok = _qwen_tokenizer(corpus)
-    # Qwen resizes to multiples of patch·merge (16 here) within [min, max] pixels: 64×64 at most.
-    vision = dict(patch_size=_TINY_PATCH, merge_size=2, temporal_patch_size=2)
-    image_processor = Qwen2VLImageProcessor(min_pixels=16 * 16, max_pixels=64 * 64, **vision)
-    video_processor = Qwen2VLVideoProcessor(min_pixels=16 * 16, max_pixels=64 * 64, **vision)
+    # Qwen resizes to multiples of patch·merge (2·patch) within [min, max] pixels.
+    patch = int(vision_size["patch_size"])
+    vision = dict(patch_size=patch, merge_size=2, temporal_patch_size=2)
+    pixels = dict(min_pixels=(2 * patch) ** 2, max_pixels=int(vision_size["max_pixels"]))
+    image_processor = Qwen2VLImageProcessor(**pixels, **vision)
+    video_processor = Qwen2VLVideoProcessor(**pixels, **vision)
+    tower = {k: int(vision_size[k]) for k in ("depth", "num_heads")}
     ids = {
         "image_token_id": tok.convert_tokens_to_ids("<|image_pad|>"),
         "video_token_id": tok.convert_tokens_to_ids("<|video_pad|>"),
@@ -598,8 +622,8 @@ def _tiny_qwen(version: str, corpus, text_size: dict):
     if version == "qwen2_vl":
         from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor
 
-        vision_config = dict(depth=2, embed_dim=32, hidden_size=text_size["hidden_size"], num_heads=2, mlp_ratio=2,
-                             patch_size=_TINY_PATCH, spatial_merge_size=2, temporal_patch_size=2)  # fmt: skip
+        vision_config = dict(tower, embed_dim=int(vision_size["embed_dim"]), hidden_size=text_size["hidden_size"],
+                             mlp_ratio=2, patch_size=patch, spatial_merge_size=2, temporal_patch_size=2)  # fmt: skip
         config = Qwen2VLConfig(text_config=text, vision_config=vision_config, **ids)
         model = Qwen2VLForConditionalGeneration(config)
         processor = Qwen2VLProcessor(
@@ -612,8 +636,9 @@ def _tiny_qwen(version: str, corpus, text_size: dict):
             Qwen2_5_VLProcessor,
         )
 
-        vision_config = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
-                             out_hidden_size=text_size["hidden_size"], patch_size=_TINY_PATCH, spatial_merge_size=2,
+        width = int(vision_size["embed_dim"])
+        vision_config = dict(tower, hidden_size=width, intermediate_size=2 * width,
+                             out_hidden_size=text_size["hidden_size"], patch_size=patch, spatial_merge_size=2,
                              temporal_patch_size=2, window_size=32, fullatt_block_indexes=[1])  # fmt: skip
         config = Qwen2_5_VLConfig(text_config=text, vision_config=vision_config, **ids)
         model = Qwen2_5_VLForConditionalGeneration(config)
@@ -688,7 +713,8 @@ _SMOL_TEMPLATE = (
 )
 
 
-def _tiny_paligemma(corpus, text_size: dict):
+def _tiny_paligemma(corpus, text_size: dict, vision_size: dict):
+    import torch
     from transformers import (
         PaliGemmaConfig,
         PaliGemmaForConditionalGeneration,
@@ -701,19 +727,47 @@ def _tiny_paligemma(corpus, text_size: dict):
         bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>",
         image_token="<image>",
     )  # fmt: skip
-    image_processor = SiglipImageProcessor(size={"height": _TINY_IMAGE, "width": _TINY_IMAGE})
-    image_processor.image_seq_length = (_TINY_IMAGE // _TINY_PATCH) ** 2
+    # SigLIP: a square image, one token per patch, learned absolute position embeddings.
+    side, patch = int(vision_size["image_size"]), int(vision_size["patch_size"])
+    image_processor = SiglipImageProcessor(size={"height": side, "width": side})
+    image_processor.image_seq_length = (side // patch) ** 2
     processor = PaliGemmaProcessor(image_processor, tok)  # adds <loc####>/<seg###> tokens
     head_dim = text_size["hidden_size"] // text_size["num_attention_heads"]
     text = dict(text_size, vocab_size=len(tok), head_dim=head_dim, pad_token_id=tok.pad_token_id,
                 bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
-    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                  image_size=_TINY_IMAGE, patch_size=_TINY_PATCH, vision_use_head=False)  # fmt: skip
+    embed = int(vision_size["embed_dim"])
+    vision = dict(hidden_size=embed, intermediate_size=2 * embed, num_hidden_layers=int(vision_size["depth"]),
+                  num_attention_heads=int(vision_size["num_heads"]), image_size=side, patch_size=patch,
+                  vision_use_head=False)  # fmt: skip
     width = text_size["hidden_size"]
     config = PaliGemmaConfig(vision_config=vision, text_config=text, projection_dim=width,
                              hidden_size=width, vocab_size=len(tok),
                              image_token_index=tok.convert_tokens_to_ids("<image>"))  # fmt: skip
-    return PaliGemmaForConditionalGeneration(config), processor
+    model = PaliGemmaForConditionalGeneration(config)
+    table = model.model.vision_tower.embeddings.position_embedding.weight
+    with torch.no_grad():
+        table.copy_(sincos_2d_position_table(side // patch, embed))
+    return model, processor
+
+
+def sincos_2d_position_table(grid: int, dim: int):
+    """(grid², dim) fixed 2D sine-cosine position embeddings (MAE's ``get_2d_sincos_pos_embed``):
+    half the channels encode the row, half the column, each as sin/cos at ``dim/4`` frequencies
+    ``1/10000^(k/(dim/4))``. The tiny SigLIP tower starts from this table instead of noise: a
+    patch's place is then a smooth function a small model reads off at once, which is what
+    writing a click's coordinates needs (the table stays trainable)."""
+    import torch
+
+    if dim % 4:
+        raise ValueError(f"position table: dim {dim} is not a multiple of 4")
+    omega = 1.0 / 10000 ** (torch.arange(dim // 4, dtype=torch.float64) / (dim // 4))
+    rows, cols = torch.meshgrid(torch.arange(grid), torch.arange(grid), indexing="ij")
+
+    def encode(pos):
+        angles = pos.reshape(-1, 1).double() * omega
+        return torch.cat([angles.sin(), angles.cos()], 1)
+
+    return torch.cat([encode(rows), encode(cols)], 1).float()
 
 
 # LLaVA-1.5's chat template: "USER: <image>\n{text} ASSISTANT:".
@@ -761,12 +815,12 @@ def _tiny_llava(corpus, text_size: dict):
 
 
 _TINY_BUILDERS: dict[str, Callable] = {
-    "qwen2_vl": lambda corpus, text: _tiny_qwen("qwen2_vl", corpus, text),
-    "qwen2_5_vl": lambda corpus, text: _tiny_qwen("qwen2_5_vl", corpus, text),
-    "idefics3": lambda corpus, text: _tiny_idefics3("idefics3", corpus, text),
-    "smolvlm": lambda corpus, text: _tiny_idefics3("smolvlm", corpus, text),
+    "qwen2_vl": lambda corpus, text, vision: _tiny_qwen("qwen2_vl", corpus, text, vision),
+    "qwen2_5_vl": lambda corpus, text, vision: _tiny_qwen("qwen2_5_vl", corpus, text, vision),
+    "idefics3": lambda corpus, text, vision: _tiny_idefics3("idefics3", corpus, text),
+    "smolvlm": lambda corpus, text, vision: _tiny_idefics3("smolvlm", corpus, text),
     "paligemma": _tiny_paligemma,
-    "llava": _tiny_llava,
+    "llava": lambda corpus, text, vision: _tiny_llava(corpus, text),
 }
 
 
@@ -775,6 +829,7 @@ def build_tiny_vlm(
     seed: int = 0,
     corpus: Sequence[str] | None = None,
     text_size: dict[str, int] | None = None,
+    vision_size: dict[str, int] | None = None,
 ):
     """``(model, processor)``: a tiny random-initialised model of ``family`` (text model hidden
     64, 2 layers; a 2-layer vision tower on 32-64 px images) and its processor, with a byte-level
@@ -782,7 +837,16 @@ def build_tiny_vlm(
 
     ``text_size`` overrides the language model's shape (``hidden_size``, ``intermediate_size``,
     ``num_hidden_layers``, ``num_attention_heads``, ``num_key_value_heads``) to build a larger
-    model from config, e.g. ~100M parameters for a GPU throughput check."""
+    model from config, e.g. ~100M parameters for a GPU throughput check.
+
+    ``vision_size`` (Qwen families and PaliGemma) overrides the vision side: ``patch_size``,
+    ``depth``, ``embed_dim``, ``num_heads``, and how big the image is — Qwen: ``max_pixels``
+    (resized to at most this many pixels, aspect kept; one image token per 2×2 patches);
+    PaliGemma: ``image_size`` (squashed to that square; one token per patch). The defaults are
+    thumbnails (≤ 64×64 px); reading a 320×240 desktop's labels wants ~160 px a side.
+    Grounding needs to know *where* an image token is: SigLIP (PaliGemma) adds learned absolute
+    position embeddings to its patches, Qwen's vision tower only rotary (relative) ones, so a
+    small Qwen trained from scratch has a hard time writing coordinates."""
     import torch
 
     if family not in _TINY_BUILDERS:
@@ -796,9 +860,27 @@ def build_tiny_vlm(
             f"text_size: hidden_size {size['hidden_size']} is not a multiple of "
             f"num_attention_heads {size['num_attention_heads']}"
         )
+    known = _VISION_KEYS.get(family, set())
+    unknown = set(vision_size or {}) - known
+    if unknown:
+        raise ValueError(
+            f"vision_size: keys {sorted(unknown)} do not apply to {family!r}; "
+            f"it takes {sorted(known) or 'none'}"
+        )
+    vision = dict(_VISION, **(vision_size or {}))
+    if family == "paligemma" and vision["image_size"] % vision["patch_size"]:
+        raise ValueError(
+            f"vision_size: image_size {vision['image_size']} is not a multiple of "
+            f"patch_size {vision['patch_size']}"
+        )
+    if vision["embed_dim"] % vision["num_heads"]:
+        raise ValueError(
+            f"vision_size: embed_dim {vision['embed_dim']} is not a multiple of "
+            f"num_heads {vision['num_heads']}"
+        )
     torch.manual_seed(seed)
     model, processor = _TINY_BUILDERS[family](
-        corpus if corpus is not None else task_corpus(seed=seed), size
+        corpus if corpus is not None else task_corpus(seed=seed), size, vision
     )
     model.eval()
     return model, processor

@@ -140,3 +140,25 @@ def test_multiturn_group_turns_unparsable_text_into_waits(policy):
     adv = gigpo_advantages([[s["reward"] for s in ep] for ep in episodes], [4, 4],
                            [[s["key"] for s in ep] for ep in episodes])  # fmt: skip
     assert np.isfinite(adv.advantages).all()
+
+
+def test_task_seeds_keep_the_split_and_the_field_limit():
+    """``env.max_fields`` (an easier fill-form) keeps only layouts with that many fields, and
+    the seeds keep their split's parity (even: train, odd: held out)."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+    from gui_agent.train_vlm import config_for, task_seeds
+    from pixelrl.recipes import get_recipe
+
+    recipe = get_recipe("gui/multiturn-grpo").config
+    assert task_seeds(config_for(recipe, []), "pixelrl/Desktop-FillForm-v0", "train", 3) == [
+        0,
+        2,
+        4,
+    ]
+    cfg = config_for(recipe, ["env.max_fields=2"])
+    seeds = task_seeds(cfg, cfg.env.id, "eval", 6, np.random.default_rng(0))
+    assert len(set(seeds)) == 6 and all(s % 2 == 1 for s in seeds)
+    env = gym.make(cfg.env.id, screen_size=SCREEN)
+    assert all(len(env.reset(seed=s)[1]["task"]["fields"]) == 2 for s in seeds)

@@ -159,3 +159,42 @@ def test_text_size_builds_a_larger_model_from_config():
     assert len(big.generate(_screens(1), ["Click OK"], num_samples=2, max_new_tokens=3)[0]) == 2
     with pytest.raises(ValueError, match="unknown keys"):
         load_vlm("tiny-llava", text_size={"width": 3})
+
+
+def test_vision_size_sets_how_many_image_tokens_the_model_sees():
+    """A 320×240 screen: PaliGemma squashes it to image_size² (one token per patch); Qwen keeps
+    the aspect within max_pixels (one token per 2×2 patches). Keys that do not apply are refused."""
+    screen = [np.zeros((240, 320, 3), np.uint8)]
+    pali = load_vlm("tiny-paligemma", vision_size=dict(image_size=64, patch_size=16, embed_dim=32))
+    batch = pali.encode_prompts(screen, ["Click OK"])
+    assert (batch["input_ids"] == pali.tokenizer.image_token_id).sum() == (64 // 16) ** 2
+    assert tuple(batch["pixel_values"].shape[-2:]) == (64, 64)
+    qwen = load_vlm("tiny-qwen2_vl", vision_size=dict(max_pixels=160 * 120))
+    grid = qwen.encode_prompts(screen, ["Click OK"])["image_grid_thw"][0].tolist()
+    assert grid == [1, 14, 20]  # 112×160 px in 8 px patches: 7×10 = 70 image tokens
+    assert len(qwen.generate(screen, ["Click OK"], num_samples=2, max_new_tokens=3)[0]) == 2
+    with pytest.raises(ValueError, match="max_pixels"):
+        load_vlm("tiny-paligemma", vision_size={"max_pixels": 100})
+    with pytest.raises(ValueError, match="llava"):
+        load_vlm("tiny-llava", vision_size={"image_size": 64})
+
+
+def test_sincos_position_table_is_smooth_and_distinct():
+    from vision.vlm import sincos_2d_position_table
+
+    table = sincos_2d_position_table(8, 32)
+    assert table.shape == (64, 32)
+    # every patch has its own code; neighbours are closer than far-apart patches
+    dist = torch.cdist(table, table)
+    assert (dist + torch.eye(64) * 10).min() > 0
+    assert dist[0, 1] < dist[0, 7] and dist[0, 8] < dist[0, 56]
+    pali = load_vlm("tiny-paligemma", vision_size=dict(image_size=32, patch_size=4))
+    start = pali.model.model.vision_tower.embeddings.position_embedding.weight
+    torch.testing.assert_close(start.detach(), sincos_2d_position_table(8, 32))
+    with pytest.raises(ValueError, match="multiple of 4"):
+        sincos_2d_position_table(4, 30)
+
+
+def test_tiny_tokenizers_spell_numbers_digit_by_digit(policy):
+    tokens = policy.tokenizer.tokenize("click(start_box='(385,907)')")
+    assert [t for t in tokens if t.isdigit()] == list("385907")
