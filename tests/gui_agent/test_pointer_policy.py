@@ -54,6 +54,23 @@ def test_expert_clicks_survive_the_round_trip_to_screen_pixels():
     env.close()
 
 
+def test_bc_box_points_are_exactly_the_points_that_click_inside_the_target():
+    from gui_agent.pointer_bc import box_points
+
+    env = _env()
+    spec = env.pointer_spec
+    for seed in range(4):
+        _, info = env.reset(seed=seed)
+        sample = encode_action(env.unwrapped.expert_action(), spec, env.image_map)
+        mask = box_points(info["target_bbox"], sample, spec, env.image_map)
+        x0, y0, x1, y1 = info["target_bbox"]
+        for cell in range(spec.num_cells):
+            for offset in range(spec.offsets**2):
+                a = decode_action([0, cell, offset, 0, 0], spec, env.image_map)
+                assert mask[cell, offset] == (x0 <= a.x < x1 and y0 <= a.y < y1), (cell, offset)
+    env.close()
+
+
 def test_typing_families_get_texts_keys_and_submit_variants():
     env = _env("TypeInField")
     spec = env.pointer_spec
@@ -127,6 +144,56 @@ def test_act_and_evaluate_agree():
     envs.close()
 
 
+def test_word_match_ignores_padding_and_word_order():
+    """A match map is the best match over the real words: padding slots (whatever their
+    vectors) change nothing, nor does the order of the words; no words match nothing (0)."""
+    from gui_agent.pointer_policy import WordMatch
+
+    torch.manual_seed(0)
+    match = WordMatch(feature_dim=8, word_dim=6, heads=3, dim=4)
+    feats = torch.randn(2, 8, 5, 7)
+    words = torch.randn(2, 4, 6)
+    mask = torch.tensor([[True, True, True, False], [True, True, False, False]])
+    out = match(feats, words, mask)
+    assert out.shape == (2, 3, 5, 7)
+    noisy = words.clone()
+    noisy[~mask] = 100.0  # padding vectors that would dominate any max if they counted
+    assert torch.allclose(match(feats, noisy, mask), out)
+    flipped = torch.stack([words[0, [2, 1, 0, 3]], words[1, [1, 0, 2, 3]]])
+    assert torch.allclose(match(feats, flipped, mask), out, atol=1e-6)
+    # one word alone: its map is exactly the scaled dot product of its query with each key
+    k = match.keys(feats[:1]).view(3, 4, 35)
+    q = match.queries(words[0, 0]).view(3, 4)
+    single = match(feats[:1], words[:1, :1], mask[:1, :1])
+    assert torch.allclose(single.view(3, 35), (q[:, :, None] * k).sum(1) / 2.0, atol=1e-5)
+    empty = match(feats, words, torch.zeros_like(mask))
+    assert torch.equal(empty, torch.zeros_like(empty))
+
+
+def test_text_head_can_tell_a_word_from_the_word_and_enter():
+    """ "river" and "river\n" have the same words; behaviour cloning on the expert's "word\n"
+    must still be able to make the submit variant the greedy choice."""
+    cfg = _cfg("env.id=pixelrl/Desktop-TypeInField-v0", "policy.bc_steps=0")
+    policy = ppo_task.make_policy(cfg, *_spaces(cfg), warm_start=False)
+    spec = policy.spec
+    env = _env("TypeInField")
+    obs, _ = env.reset(seed=3)
+    batch = {k: torch.as_tensor(v)[None] for k, v in obs.items()}
+    word = env.unwrapped.task.text
+    plain, submit = spec.texts.index(word), spec.texts.index(word + "\n")
+    opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    for _ in range(30):
+        text_logits = policy._heads(batch)["text"]
+        loss = -torch.log_softmax(text_logits, -1)[0, submit]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        text_logits = policy._heads(batch)["text"][0]
+    assert text_logits[submit] > text_logits[plain] + 1.0
+    env.close()
+
+
 def _success(agent, episodes: int, seed: int) -> float:
     from gui_agent.evaluate import evaluate_success
 
@@ -147,6 +214,7 @@ def test_short_ppo_run_beats_random_and_checkpoint_round_trips(tmp_path):
     overrides = [
         "env.num_envs=4", "ppo.num_steps=32", "train.total_frames=256", "policy.bc_steps=200",
         "policy.bc_samples=800", "train.eval_interval=0", "train.final_eval=false",
+        "train.eval_at_start=true", "train.eval_episodes=4", "train.eval_num_envs=2",
         "train.tensorboard=false", "train.progress=false", f"train.output_dir={tmp_path}",
     ]  # fmt: skip
     cfg = _cfg(*overrides)
@@ -155,6 +223,7 @@ def test_short_ppo_run_beats_random_and_checkpoint_round_trips(tmp_path):
     random_rate = _success(PointerAgent(untrained), 40, seed=1)
     trainer = Trainer(cfg)
     trainer.run()
+    assert [row["frames"] for row in trainer.eval_history] == [0]  # the warm start's level
     agent = PointerAgent.from_checkpoint(tmp_path)
     trained_rate = _success(agent, 40, seed=1)
     print(
