@@ -253,7 +253,7 @@ def generate_dataset(path: str, num_episodes: int, seed: int = 0, **options) -> 
     and write them to ``path`` as habitat ``.json.gz``; returns them."""
     from envs.nav.dataset import save_episodes
 
-    cfg = NavConfig.from_options(env_id="generate_dataset", width=1, height=1, **options)
+    cfg = NavConfig.from_options(env_id="generate_dataset", **{"width": 1, "height": 1, **options})
     sim = NavSim(cfg)
     rng = np.random.default_rng(seed)
     episodes = []
