@@ -48,7 +48,7 @@ except ImportError as e:  # pragma: no cover - depends on the install
         "renderer='embree' works without it"
     ) from e
 
-from envs.nav.renderer import CameraSpec, FaceTables
+from envs.nav.renderer import CameraSpec, FaceTables, agent_inputs, draw_in_chunks
 from envs.nav.scene import Scene
 
 NEAR = 0.01  # metres; habitat-sim's sensor near plane
@@ -101,19 +101,8 @@ class RasterRenderer:
         coordinates, ``yaws`` ``(N,)`` radians. Returns ``rgb`` ``(N, H, W, 3)`` uint8, ``depth``
         ``(N, H, W, 1)`` float32 and ``semantic`` ``(N, H, W, 1)`` int32 for the asked sensors."""
         cam = self.camera
-        scene_index = np.asarray(scene_index, dtype=np.int64).reshape(-1)
-        positions = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
-        yaws = np.asarray(yaws, dtype=np.float64).reshape(-1)
+        scene_index, positions, yaws = agent_inputs(scene_index, positions, yaws, len(self.scenes))
         n, p = len(positions), cam.width * cam.height
-        if len(scene_index) != n or len(yaws) != n:
-            raise ValueError(
-                f"render needs one scene index and yaw per position, got {len(scene_index)} "
-                f"scene indices, {n} positions, {len(yaws)} yaws"
-            )
-        if n and (scene_index.min() < 0 or scene_index.max() >= len(self.scenes)):
-            raise ValueError(
-                f"scene_index out of range [0, {len(self.scenes)}): {scene_index.tolist()}"
-            )
         eye = positions.copy()
         eye[:, 1] += cam.sensor_height
         want_rgb, want_depth, want_sem = (s in sensors for s in ("rgb", "depth", "semantic"))
@@ -131,13 +120,7 @@ class RasterRenderer:
             agents = (scene_index[a:b], eye[a:b], yaws[a:b])
             _render_agents(*scene, *agents, *camera, *tables, rgb[a:b], depth[a:b], semantic[a:b])
 
-        per = max(1, -(-n // self._threads))
-        chunks = [(a, min(n, a + per)) for a in range(0, n, per)]
-        jobs = [self._pool.submit(draw, a, b) for a, b in chunks[1:]] if self._pool else []
-        for a, b in chunks[: 1 if self._pool else len(chunks)]:
-            draw(a, b)
-        for job in jobs:
-            job.result()
+        draw_in_chunks(draw, n, self._threads, self._pool)
         shape = (n, cam.height, cam.width)
         result = {}
         if want_rgb:

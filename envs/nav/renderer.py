@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -162,6 +163,39 @@ class FaceTables:
         return texel.astype(np.uint8)
 
 
+def agent_inputs(
+    scene_index: np.ndarray, positions: np.ndarray, yaws: np.ndarray, num_scenes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A render call's agents as arrays ``(N,)``, ``(N, 3)``, ``(N,)``, checked: one scene index
+    and yaw per position, every index naming one of ``num_scenes`` scenes."""
+    scene_index = np.asarray(scene_index, dtype=np.int64).reshape(-1)
+    positions = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+    yaws = np.asarray(yaws, dtype=np.float64).reshape(-1)
+    n = len(positions)
+    if len(scene_index) != n or len(yaws) != n:
+        raise ValueError(
+            f"render needs one scene index and yaw per position, got {len(scene_index)} "
+            f"scene indices, {n} positions, {len(yaws)} yaws"
+        )
+    if n and (scene_index.min() < 0 or scene_index.max() >= num_scenes):
+        raise ValueError(f"scene_index out of range [0, {num_scenes}): {scene_index.tolist()}")
+    return scene_index, positions, yaws
+
+
+def draw_in_chunks(
+    draw: Callable[[int, int], None], n: int, threads: int, pool: ThreadPoolExecutor | None
+) -> None:
+    """Call ``draw(a, b)`` on ``threads`` contiguous chunks of agents ``[0, n)``: the calling
+    thread draws the first chunk, ``pool`` the others (renderers release the GIL)."""
+    per = max(1, -(-n // threads))
+    chunks = [(a, min(n, a + per)) for a in range(0, n, per)]
+    jobs = [pool.submit(draw, a, b) for a, b in chunks[1:]] if pool is not None else []
+    for a, b in chunks[: 1 if pool is not None else len(chunks)]:
+        draw(a, b)
+    for job in jobs:
+        job.result()
+
+
 class EmbreeRenderer:
     """Renders agents standing in any of ``scenes`` with one Embree query per call."""
 
@@ -197,7 +231,8 @@ class EmbreeRenderer:
         self._dirs_cam = camera.ray_directions()
         n_threads = threads if threads is not None else min(4, os.cpu_count() or 1)
         self._threads = max(1, n_threads)
-        self._pool = ThreadPoolExecutor(self._threads) if self._threads > 1 else None
+        # The calling thread draws one chunk itself: threads - 1 workers.
+        self._pool = ThreadPoolExecutor(self._threads - 1) if self._threads > 1 else None
 
     def cast(self, origins: np.ndarray, directions: np.ndarray, max_t: float | None = None) -> dict:
         """Raw Embree query in combined-scene coordinates: ``primID`` (-1 = miss), ``tfar``,
@@ -218,9 +253,7 @@ class EmbreeRenderer:
         coordinates, ``yaws`` ``(N,)`` radians. Returns ``rgb`` ``(N, H, W, 3)`` uint8, ``depth``
         ``(N, H, W, 1)`` float32 and ``semantic`` ``(N, H, W, 1)`` int32 for the asked sensors."""
         cam = self.camera
-        scene_index = np.asarray(scene_index, dtype=np.int64).reshape(-1)
-        positions = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
-        yaws = np.asarray(yaws, dtype=np.float64).reshape(-1)
+        scene_index, positions, yaws = agent_inputs(scene_index, positions, yaws, len(self.scenes))
         n, p = len(positions), len(self._dirs_cam)
         eye = (positions + self.offsets[scene_index]).astype(np.float32)
         eye[:, 1] += cam.sensor_height
@@ -230,15 +263,9 @@ class EmbreeRenderer:
             "semantic": np.empty(n * p, np.int32) if "semantic" in sensors else None,
         }
         # Work is split by whole agents over the threads; each thread casts and shades its part.
-        per = max(1, -(-n // self._threads))
-        jobs = [(a, min(n, a + per)) for a in range(0, n, per)]
-        args = (eye, yaws, out)
-        if self._pool is None or len(jobs) == 1:
-            for a, b in jobs:
-                self._render_agents(a, b, *args)
-        else:
-            for f in [self._pool.submit(self._render_agents, a, b, *args) for a, b in jobs]:
-                f.result()
+        draw_in_chunks(
+            lambda a, b: self._render_agents(a, b, eye, yaws, out), n, self._threads, self._pool
+        )
         shape = (n, cam.height, cam.width)
         result = {}
         if out["rgb"] is not None:

@@ -19,7 +19,7 @@ PPO's Adam starts fresh afterwards.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -45,11 +45,9 @@ class ImitationConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ImitationConfig:
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise KeyError(f"unknown imitation option(s) {unknown}; valid: {sorted(names)}")
-        return cls(**data)
+        from pixelrl.config import check_kwargs  # a wrong key names the nearest valid ones
+
+        return cls(**check_kwargs(cls, data, "imitation"))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
