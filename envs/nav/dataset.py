@@ -96,6 +96,22 @@ class EpisodeRules:
 
 
 # ----------------------------------------------------------------------------- generation
+def _drawn_episode(
+    rng: np.random.Generator,
+    scene_id: str,
+    episode_id: str,
+    start: np.ndarray,
+    goals: list[NavGoal],
+    info: dict[str, Any],
+    category: str | None = None,
+) -> NavEpisode:
+    """A generated episode: the start heading is drawn uniformly from ``rng``."""
+    yaw = float(rng.uniform(-math.pi, math.pi))
+    return NavEpisode(
+        episode_id, scene_id, start, np.array(yaw_to_quaternion(yaw)), goals, info, category
+    )
+
+
 def generate_pointnav_episode(
     grid,
     rng: np.random.Generator,
@@ -139,14 +155,8 @@ def generate_pointnav_episode(
             or dist / max(euclid, 1e-9) < rules.min_ratio
         ):
             continue
-        return NavEpisode(
-            episode_id=episode_id,
-            scene_id=scene_id,
-            start_position=start,
-            start_rotation=np.array(yaw_to_quaternion(float(rng.uniform(-math.pi, math.pi)))),
-            goals=[NavGoal(position=goal, radius=None)],
-            info={"geodesic_distance": dist, "euclidean_distance": euclid},
-        )
+        info = {"geodesic_distance": dist, "euclidean_distance": euclid}
+        return _drawn_episode(rng, scene_id, episode_id, start, [NavGoal(goal)], info)
     raise RuntimeError(
         f"no PointNav episode satisfying {rules} found in scene {scene_id!r} after {rules.max_tries} tries"
     )
@@ -183,18 +193,9 @@ def _pointnav_episode_from_goal(
             continue
         start = centres[candidates[int(rng.integers(len(candidates)))]]
         dist = field_.distance(start)
-        return NavEpisode(
-            episode_id=episode_id,
-            scene_id=scene_id,
-            start_position=start,
-            start_rotation=np.array(yaw_to_quaternion(float(rng.uniform(-math.pi, math.pi)))),
-            goals=[NavGoal(position=goal, radius=None)],
-            info={
-                "geodesic_distance": dist,
-                "euclidean_distance": float(np.hypot(*(goal - start)[[0, 2]])),
-                "geodesic": "grid",
-            },
-        )
+        euclid = float(np.hypot(*(goal - start)[[0, 2]]))
+        info = {"geodesic_distance": dist, "euclidean_distance": euclid, "geodesic": "grid"}
+        return _drawn_episode(rng, scene_id, episode_id, start, [NavGoal(goal)], info)
     raise RuntimeError(
         f"no PointNav episode satisfying {rules} found in scene {scene_id!r} after {rules.max_tries // 100} goals"
     )
@@ -254,15 +255,8 @@ def generate_objectnav_episode(
                 continue
             if dist / max(euclid, 1e-9) < rules.min_ratio and euclid > 0:
                 continue
-            return NavEpisode(
-                episode_id=episode_id,
-                scene_id=scene_id,
-                start_position=start,
-                start_rotation=np.array(yaw_to_quaternion(float(rng.uniform(-math.pi, math.pi)))),
-                goals=goals,
-                info={"geodesic_distance": dist, "euclidean_distance": euclid},
-                object_category=cat,
-            )
+            info = {"geodesic_distance": dist, "euclidean_distance": euclid}
+            return _drawn_episode(rng, scene_id, episode_id, start, goals, info, cat)
     raise RuntimeError(f"no ObjectNav episode satisfying {rules} found in scene {scene_id!r}")
 
 
