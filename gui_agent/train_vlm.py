@@ -516,6 +516,31 @@ def _update_in_chunks(policy, opt, rows, advantages, ref, gcfg, minibatch: int) 
     return {k: v / n for k, v in stats.items()} if n else {}
 
 
+def _synced_clock(policy) -> float:
+    """Wall seconds, after the accelerator (if any) has finished its queued work."""
+    import torch
+
+    if policy.model.device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+def _throughput(groups, advantages, gcfg, sample_s: float, update_s: float) -> dict[str, float]:
+    """One GRPO step's speed: completions and generated tokens per second of sampling, and
+    completion tokens per second of the update (each pass over the rows that carry a signal)."""
+    completions = [c for g in groups for c in g]
+    generated = sum(len(c.token_ids) for c in completions)
+    kept = [c for c, a in zip(completions, advantages) if a != 0 or gcfg.kl_coef]
+    trained = sum(len(c.token_ids) for c in kept) * max(1, gcfg.epochs)
+    return {
+        "sample_s": sample_s,
+        "update_s": update_s,
+        "samples_per_s": len(completions) / max(sample_s, 1e-9),
+        "gen_tokens_per_s": generated / max(sample_s, 1e-9),
+        "update_tokens_per_s": trained / max(update_s, 1e-9),
+    }
+
+
 def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
     import torch
     from tqdm import tqdm
@@ -546,11 +571,13 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
     for step in bar:
         prompts = [train_items[i] for i in rng.choice(len(train_items), P, replace=False)]
         policy.model.eval()
+        t_sample = _synced_clock(policy)
         groups = policy.generate(
             [p.screenshot for p in prompts], [p.instruction for p in prompts], [[] for _ in prompts],
             num_samples=G, temperature=gcfg.temperature, max_new_tokens=gcfg.max_new_tokens,
             screen_size=screen,
         )  # fmt: skip
+        t_update = _synced_clock(policy)
         policy.model.train()
         rows, rewards = [], []
         for prompt, samples in zip(prompts, groups):
@@ -561,8 +588,10 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
                          "history": [], "completion": s} for s in samples)  # fmt: skip
         advantages = group_advantages(rewards, group_size=G, scale_by_std=gcfg.scale_by_std)
         stats = _update_in_chunks(policy, opt, rows, advantages, ref, gcfg, int(cfg.grpo.minibatch))
+        t_end = _synced_clock(policy)
         parsed = float(np.mean([s.parsed for g in groups for s in g]))
-        row = {"step": step + 1, "reward": float(np.mean(rewards)), "format": parsed, **stats}
+        row = {"step": step + 1, "reward": float(np.mean(rewards)), "format": parsed, **stats,
+               **_throughput(groups, advantages, gcfg, t_update - t_sample, t_end - t_update)}  # fmt: skip
         run.history.append(row)
         bar.set_postfix_str(f"reward={row['reward']:.3f} format={parsed:.2f}", refresh=False)
         if int(cfg.eval.interval) and (step + 1) % int(cfg.eval.interval) == 0 and step + 1 < steps:

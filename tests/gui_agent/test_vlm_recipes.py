@@ -3,6 +3,8 @@ unparsable output (format reward 0, a no-op, training goes on), the held-out gro
 
 from __future__ import annotations
 
+import csv
+
 import numpy as np
 import pytest
 import torch
@@ -116,6 +118,17 @@ def test_grounding_grpo_recipe_survives_unparsable_samples(tmp_path):
     result = train(cfg)
     assert len(result["eval"]) == 2 and (tmp_path / "history.csv").is_file()
     assert (tmp_path / "learning_curve.png").is_file()
+    with open(
+        tmp_path / "history.csv"
+    ) as f:  # each step logs its speed (bench/grounding_grpo_speed.py)
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2
+    for row in rows:
+        sampled = 2 * 3  # prompts_per_step x num_samples
+        assert float(row["samples_per_s"]) == pytest.approx(
+            sampled / float(row["sample_s"]), rel=1e-6
+        )
+        assert float(row["gen_tokens_per_s"]) > 0
     agent = load_agent(tmp_path / "model")
     assert isinstance(agent, VLMAgent)
     assert isinstance(agent.act(np.zeros((240, 320, 3), np.uint8), "Click OK."), Action)
