@@ -205,6 +205,10 @@ class PointNavResNetPolicy(nn.Module):
             actions, dist.log_prob(actions), values, {"rnn": hidden, "prev_action": actions + 1}
         )
 
+    def critic_parameters(self):
+        """The value head's parameters (PPO's critic warm-up trains these alone)."""
+        return self.critic.parameters()
+
     def evaluate(
         self, obs: dict[str, torch.Tensor], state: State, actions: torch.Tensor, masks: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -277,6 +277,10 @@ class PointerPolicy(nn.Module):
         return lp, ent
 
     # ------------------------------------------------------------------ Policy protocol
+    def critic_parameters(self):
+        """The value head's parameters (PPO's critic warm-up trains these alone)."""
+        return self.value_head.parameters()
+
     def act(
         self, obs: dict[str, torch.Tensor], state: State, deterministic: bool = False
     ) -> PolicyStep:

@@ -326,7 +326,9 @@ class Trainer:
             collect_s = time.perf_counter() - tic
 
             self.ppo.compute_advantages(self.storage, rollout.next_value)
-            losses = self.ppo.update(self.storage)
+            losses = self.ppo.update(
+                self.storage, critic_only=self.update < ppo_cfg.critic_warmup_updates
+            )
             if hasattr(self.policy, "update_normalization"):
                 T = self.storage.step
                 self.policy.update_normalization(

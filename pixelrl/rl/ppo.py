@@ -47,6 +47,10 @@ class PPOConfig:
     linear_lr_decay: bool = True
     reward_norm: bool = False
     value_norm: bool = False
+    # The first N updates fit only the critic head, the policy held still: after an imitation
+    # warm start the critic knows the teacher's returns, not the student's, and its advantages
+    # would first undo what was cloned (PIRLNav's critic warm-up).
+    critic_warmup_updates: int = 0
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PPOConfig:
@@ -121,6 +125,9 @@ class PPO:
         self.total_updates = max(1, total_updates)
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr, eps=config.eps)
         self.value_normalizer = ValueNormalizer() if config.value_norm else None
+        self.trainable = [p for p in policy.parameters() if p.requires_grad]
+        self.critic_optimizer: torch.optim.Optimizer | None = None  # critic warm-up only
+        self.critic_params: list[torch.nn.Parameter] = []
 
     def set_lr(self, update: int) -> float:
         """Linear decay from ``lr`` at update 0 to 0 at ``total_updates`` (if enabled)."""
@@ -143,9 +150,17 @@ class PPO:
         if vn is not None:
             vn.update(storage.returns[:T][storage.valid[:T] > 0])
 
-    def update(self, storage: RolloutStorage) -> dict[str, float]:
-        """``epochs`` passes of ``num_minibatches`` gradient steps; returns the mean loss terms."""
+    def update(self, storage: RolloutStorage, critic_only: bool = False) -> dict[str, float]:
+        """``epochs`` passes of ``num_minibatches`` gradient steps; returns the mean loss terms.
+
+        ``critic_only``: minimise ``value_coef * L_value`` in the critic head's parameters alone
+        (``policy.critic_parameters()``), with their own Adam; the rest of the policy is unchanged.
+        """
         cfg, vn = self.config, self.value_normalizer
+        if critic_only:
+            critic = self._critic_optimizer()
+            for group in critic.param_groups:
+                group["lr"] = self.optimizer.param_groups[0]["lr"]
         totals: dict[str, float] = {}
         count = 0
         for _epoch in range(cfg.epochs):
@@ -178,20 +193,44 @@ class PPO:
                     weights=w,
                 )
 
-                self.optimizer.zero_grad(set_to_none=False)
-                terms["loss"].backward()
-                if is_distributed():  # DD-PPO: every rank steps with the mean gradient
-                    all_reduce_gradients(self.policy.parameters())
-                grad_norm = torch.nn.utils.clip_grad_norm_(
-                    self.policy.parameters(), cfg.max_grad_norm
-                )
-                self.optimizer.step()
+                if critic_only:
+                    grad_norm = self._step(
+                        critic, cfg.value_coef * terms["value_loss"], self.critic_params
+                    )
+                else:
+                    grad_norm = self._step(self.optimizer, terms["loss"], self.trainable)
 
                 for key, value in terms.items():
                     totals[key] = totals.get(key, 0.0) + float(value.detach())
                 totals["grad_norm"] = totals.get("grad_norm", 0.0) + float(grad_norm)
                 count += 1
         return {key: value / count for key, value in totals.items()}
+
+    def _step(
+        self, optimizer, loss: torch.Tensor, params: list[torch.nn.Parameter]
+    ) -> torch.Tensor:
+        """One clipped gradient step of ``optimizer`` on ``loss`` in ``params`` only."""
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        for p, g in zip(params, grads):
+            p.grad = torch.zeros_like(p) if g is None else g
+        if is_distributed():  # DD-PPO: every rank steps with the mean gradient
+            all_reduce_gradients(params)
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
+        optimizer.step()
+        return grad_norm
+
+    def _critic_optimizer(self) -> torch.optim.Optimizer:
+        if self.critic_optimizer is None:
+            if not hasattr(self.policy, "critic_parameters"):
+                raise TypeError(
+                    f"ppo.critic_warmup_updates needs {type(self.policy).__name__}"
+                    ".critic_parameters() (the value head's parameters)"
+                )
+            self.critic_params = list(self.policy.critic_parameters())
+            self.critic_optimizer = torch.optim.Adam(
+                self.critic_params, lr=self.config.lr, eps=self.config.eps
+            )
+        return self.critic_optimizer
 
     def state_dict(self) -> dict[str, Any]:
         state = {"optimizer": self.optimizer.state_dict()}

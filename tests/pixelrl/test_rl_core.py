@@ -196,6 +196,34 @@ def test_ppo_update_moves_the_policy_and_decays_lr():
         next(storage.minibatches(3))
 
 
+def test_critic_only_update_fits_values_and_leaves_the_policy_alone():
+    envs = make_toy_vec_env(2)
+    policy = _policy(envs)
+    storage = RolloutStorage(
+        16, 2, envs.single_observation_space, envs.single_action_space, policy.initial_state(2)
+    )
+    ppo = PPO(policy, PPOConfig(num_steps=16, epochs=8, lr=1e-2, critic_warmup_updates=1))
+    rollout = RolloutCollector(envs, policy, storage, seed=0).collect()
+    ppo.compute_advantages(storage, rollout.next_value)
+    critic = {id(p) for p in policy.critic_parameters()}
+    before = {name: p.detach().clone() for name, p in policy.named_parameters()}
+
+    def value_error() -> float:
+        with torch.no_grad():
+            _, values, _ = policy.evaluate(
+                {k: v[:16] for k, v in storage.obs.items()}, storage.state0,
+                storage.actions, storage.masks[:16],
+            )  # fmt: skip
+        return float(((values - storage.returns[:16]) ** 2).mean())
+
+    error = value_error()
+    ppo.update(storage, critic_only=True)
+    assert value_error() < error
+    for name, p in policy.named_parameters():
+        moved = not torch.equal(before[name], p)
+        assert moved == (id(p) in critic), name
+
+
 def test_reward_and_value_normalisation_update():
     from pixelrl.rl.normalize import RewardNormalizer
 
