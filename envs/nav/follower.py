@@ -89,9 +89,15 @@ class ShortestPathFollower:
             return path[-1]
         seg = np.linalg.norm(np.diff(path[:, [0, 2]], axis=0), axis=1)
         along = np.concatenate([[0], np.cumsum(seg)])
+        # The farthest visible point within the lookahead (``along`` grows, so those points are
+        # a prefix), else the first visible one beyond it.
         best = None
-        for k in range(1, len(path)):
-            if along[k] > self.lookahead and best is not None:
+        within = int(np.searchsorted(along, self.lookahead, side="right"))  # points 1..within-1
+        if within > 1:
+            visible = np.flatnonzero(self.grid.lines_of_sight(position, path[1:within]))
+            best = int(visible[-1]) + 1 if len(visible) else None
+        for k in range(max(within, 1), len(path)):
+            if best is not None:
                 break
             if self.grid.line_of_sight(position, path[k]):
                 best = k

@@ -301,18 +301,16 @@ class GeodesicField:
         node = self._start_node(point)
         if node < 0:
             return point[None].copy()
-        points = [point]
         source = self.graph.n
-        last = node
-        for _ in range(max_points):
-            if node < 0 or node == source:
-                break
-            points.append(grid.cell_centre(*self.graph.node_rc[node]))
-            last = node
+        nodes = []  # walk the predecessors first, then place every cell in one call
+        while len(nodes) < max_points and node >= 0 and node != source:
+            nodes.append(node)
             node = int(self._pred[node])
+        rc = self.graph.node_rc[nodes]
+        centres = grid.cell_centre(rc[:, 0], rc[:, 1]).reshape(-1, 3)
+        last = nodes[-1] if nodes else self._start_node(point)
         goal = self.goals[max(int(self._goal_of[last]), 0)]
-        points.append(goal)
-        return np.asarray(points)
+        return np.concatenate([point[None], centres, goal[None]])
 
 
 def _split_corner_legs(taut: np.ndarray, near: float = 0.5) -> np.ndarray:

@@ -227,6 +227,13 @@ class NavGrid:
         """True when every point of segment a-b (ground plane) is navigable."""
         return bool(self.is_navigable(self._samples(a, b)).all())
 
+    def lines_of_sight(self, a: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """:meth:`line_of_sight` from ``a`` to each of ``targets`` ``(K, 3)`` (the same samples
+        per segment, one navigability test for all)."""
+        samples = [self._samples(a, b) for b in targets]
+        starts = np.cumsum([0] + [len(s) for s in samples[:-1]])
+        return np.logical_and.reduceat(self.is_navigable(np.concatenate(samples)), starts)
+
     def _samples(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b = np.asarray(a, float), np.asarray(b, float)
         n = max(2, int(np.ceil(np.linalg.norm((b - a)[[0, 2]]) / (self.cell / 3))) + 1)

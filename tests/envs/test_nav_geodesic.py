@@ -121,6 +121,16 @@ def test_nearest_of_several_goals_and_unreachable(lgrid):
     assert geodesic_distance(lgrid, s, outside) == math.inf
 
 
+def test_batched_lines_of_sight_agree_with_single_ones(lgrid):
+    # From inside arm A, targets all over the L: those up arm B hide behind the inner corner.
+    rng = np.random.default_rng(0)
+    a = np.array([1.0, 0.0, 1.0])
+    targets = np.stack([rng.uniform(0, 6, 60), np.zeros(60), rng.uniform(0, 8, 60)], axis=1)
+    single = np.array([lgrid.line_of_sight(a, t) for t in targets])
+    assert single.any() and not single.all()
+    np.testing.assert_array_equal(lgrid.lines_of_sight(a, targets), single)
+
+
 def test_navigable_area_keeps_the_radius_from_walls(corridor):
     # Free band across the corridor: z in (T/2 + R, 2 - T/2 - R) = (0.15, 1.85), narrowed by
     # the grid's half-cell safety margin; never wider.
