@@ -28,7 +28,8 @@ class DesktopEnv(gymnasium.Env):
         reward: ``"sparse"`` — 1.0 on the step that succeeds, else 0; ``"shaped"`` —
             potential-based: r_t = Φ_t − Φ_{t−1} with Φ the task's progress in [0, 1) (fields
             filled right, boxes set right, the right tab or menu open, ...), Φ = 1 on success and
-            0 on failure, so a successful episode returns exactly 1 and a failed one 0.
+            0 on failure or when the steps run out, so a successful episode returns exactly 1
+            and a failed one 0.
         a11y_text: add the accessibility tree as text (``obs["a11y_text"]``).
         render_mode: None or ``"rgb_array"`` (the screenshot).
 
@@ -136,7 +137,9 @@ class DesktopEnv(gymnasium.Env):
         self._success = outcome is True
         truncated = not terminated and self.steps >= self.step_limit
         self._over = terminated or truncated
-        potential = 1.0 if self._success else 0.0 if terminated else task.progress()
+        # The episode's last step sets Φ to 1 or 0, so that running out of steps with the form
+        # nearly filled returns 0 like any failure (else waiting beats a risky final click).
+        potential = 1.0 if self._success else 0.0 if self._over else task.progress()
         if self.reward_kind == "sparse":
             reward = 1.0 if self._success else 0.0
         else:

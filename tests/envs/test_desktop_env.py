@@ -206,6 +206,13 @@ def test_sparse_and_shaped_rewards():
     _, r, term, _, info = shaped.step(Action.click(*bbox_center(cancel["bbox"])))
     assert total > 0 and term and not info["success"]
     assert total + r == pytest.approx(0.0)
+    # so does running out of steps with the fields filled: waiting must not pay
+    limited = DesktopEnv("fill-form", screen_size=(640, 400), reward="shaped", max_steps=3)
+    limited.reset(seed=5)
+    rewards = [limited.step(limited.expert_action())[1] for _ in range(2)]
+    _, r, term, trunc, info = limited.step(Action.wait())
+    assert sum(rewards) > 0 and trunc and not term and not info["success"]
+    assert sum(rewards) + r == pytest.approx(0.0)
 
 
 def test_done_and_fail_terminate_with_the_checker_verdict():
