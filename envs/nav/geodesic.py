@@ -301,14 +301,14 @@ class GeodesicField:
         node = self._start_node(point)
         if node < 0:
             return point[None].copy()
-        source = self.graph.n
+        source, start = self.graph.n, node
         nodes = []  # walk the predecessors first, then place every cell in one call
         while len(nodes) < max_points and node >= 0 and node != source:
             nodes.append(node)
             node = int(self._pred[node])
         rc = self.graph.node_rc[nodes]
         centres = grid.cell_centre(rc[:, 0], rc[:, 1]).reshape(-1, 3)
-        last = nodes[-1] if nodes else self._start_node(point)
+        last = nodes[-1] if nodes else start
         goal = self.goals[max(int(self._goal_of[last]), 0)]
         return np.concatenate([point[None], centres, goal[None]])
 

@@ -230,6 +230,8 @@ class NavGrid:
     def lines_of_sight(self, a: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """:meth:`line_of_sight` from ``a`` to each of ``targets`` ``(K, 3)`` (the same samples
         per segment, one navigability test for all)."""
+        if len(targets) == 0:
+            return np.zeros(0, dtype=bool)
         samples = [self._samples(a, b) for b in targets]
         starts = np.cumsum([0] + [len(s) for s in samples[:-1]])
         return np.logical_and.reduceat(self.is_navigable(np.concatenate(samples)), starts)

@@ -234,11 +234,15 @@ class PPO:
 
     def state_dict(self) -> dict[str, Any]:
         state = {"optimizer": self.optimizer.state_dict()}
+        if self.critic_optimizer is not None:  # resumed inside the critic warm-up
+            state["critic_optimizer"] = self.critic_optimizer.state_dict()
         if self.value_normalizer is not None:
             state["value_normalizer"] = self.value_normalizer.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
+        if "critic_optimizer" in state:
+            self._critic_optimizer().load_state_dict(state["critic_optimizer"])
         if self.value_normalizer is not None and "value_normalizer" in state:
             self.value_normalizer.load_state_dict(state["value_normalizer"])

@@ -222,6 +222,12 @@ def test_critic_only_update_fits_values_and_leaves_the_policy_alone():
     for name, p in policy.named_parameters():
         moved = not torch.equal(before[name], p)
         assert moved == (id(p) in critic), name
+    # a run resumed inside the warm-up keeps the critic's Adam state
+    resumed = PPO(policy, ppo.config)
+    resumed.load_state_dict(ppo.state_dict())
+    assert resumed.critic_optimizer.state_dict()["state"].keys() == (
+        ppo.critic_optimizer.state_dict()["state"].keys()
+    )
 
 
 def test_reward_and_value_normalisation_update():
