@@ -63,15 +63,6 @@ def grpo_overrides(args: argparse.Namespace, out: str, init: str) -> list[str]:
     ]
 
 
-def run(recipe: str, overrides: list[str]) -> dict:
-    from gui_agent.train_vlm import config_for, train
-    from pixelrl.recipes import get_recipe
-
-    cfg = config_for(get_recipe(recipe).config, overrides)
-    cfg.recipe = recipe
-    return train(cfg)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -105,6 +96,8 @@ def main() -> None:
     if args.steps <= args.warmup:
         parser.error("--steps must exceed --warmup")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    from gui_agent.train_vlm import run_recipe as run  # the recipe as `pixelrl train` runs it
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.out or tmp)
