@@ -46,7 +46,8 @@ class DesktopEnv(gymnasium.Env):
 
     ``info`` on reset and every step: ``a11y`` (elements with id, role, name, bbox, state incl.
     ``visible``/``enabled``/``window``, focused; treat as read-only), ``target_bbox`` (the bbox of
-    the element the expert's next action targets, or None), ``success``, ``family``, ``task``
+    the element the expert's next action targets, or None), ``alternative_bboxes`` (only where
+    another element is as good a target: the other wrong checkboxes), ``success``, ``family``, ``task``
     (the parameters an expert needs). :meth:`expert_action` (or
     ``envs.desktop.expert_action(info)``) gives the scripted expert's next action.
 
@@ -187,11 +188,13 @@ class DesktopEnv(gymnasium.Env):
         }
         if not self._over:
             try:
-                target = expert_plan(info).target
+                plan = expert_plan(info)
             except (LookupError, ActionError):
-                target = None  # the agent has left the expert's path (e.g. closed the window)
-            if target is not None:
-                info["target_bbox"] = list(target["bbox"])
+                plan = None  # the agent has left the expert's path (e.g. closed the window)
+            if plan is not None and plan.target is not None:
+                info["target_bbox"] = list(plan.target["bbox"])
+                if plan.alternatives:
+                    info["alternative_bboxes"] = [list(e["bbox"]) for e in plan.alternatives]
         self._info = info
         return info
 

@@ -259,3 +259,22 @@ def test_expert_action_is_a_pure_function_of_info():
     assert expert_action(info) == env.expert_action() == expert_action(info)
     with pytest.raises(ValueError, match="family"):
         expert_action({**info, "family": "nope"})
+
+
+def test_alternative_targets_are_as_good_as_the_experts_pick():
+    # check-boxes: the expert ticks the first wrong box; clicking any other wrong box instead
+    # makes the same progress (so a learner scored on any of them is scored fairly)
+    env = DesktopEnv(family="check-boxes", reward="shaped")
+    checked = 0
+    for seed in range(30):
+        _, info = env.reset(seed=seed)
+        for bbox in info.get("alternative_bboxes", []):
+            env.reset(seed=seed)
+            _, expert_reward, *_ = env.step(Action.click(*bbox_center(info["target_bbox"])))
+            env.reset(seed=seed)
+            _, reward, terminated, _, after = env.step(Action.click(*bbox_center(bbox)))
+            assert not terminated and reward == pytest.approx(expert_reward) and reward > 0
+            assert after["target_bbox"] is not None
+            checked += 1
+    assert checked > 10
+    env.close()

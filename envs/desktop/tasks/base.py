@@ -35,10 +35,16 @@ from envs.gui import bbox_center
 
 @dataclass(frozen=True)
 class Plan:
-    """The expert's next action and the a11y element it targets (None: no element)."""
+    """The expert's next action and the a11y element it targets (None: no element).
+
+    ``alternatives``: other elements the same kind of action could target instead with the same
+    progress (ticking any of the wrong checkboxes); the expert's pick among them is arbitrary, so
+    a learner scored against the expert should count them as right too.
+    """
 
     action: Action
     target: dict | None = None
+    alternatives: tuple[dict, ...] = ()
 
 
 class Task:
@@ -251,8 +257,8 @@ def need(element: dict | None, what: str) -> dict:
     return element
 
 
-def click(element: dict) -> Plan:
-    return Plan(Action.click(*bbox_center(element["bbox"])), element)
+def click(element: dict, alternatives: Sequence[dict] = ()) -> Plan:
+    return Plan(Action.click(*bbox_center(element["bbox"])), element, tuple(alternatives))
 
 
 def double_click(element: dict) -> Plan:

@@ -261,10 +261,15 @@ class CheckBoxes(Task):
     @staticmethod
     def plan(a11y: list[dict], params: dict[str, Any]) -> Plan:
         wanted = set(params["checked"])
-        for e in a11y:
-            if e["role"] == "checkbox" and e["state"].get("window") == params["window"]:
-                if e["state"]["checked"] != (e["name"] in wanted):
-                    return click(e)
+        wrong = [
+            e
+            for e in a11y
+            if e["role"] == "checkbox"
+            and e["state"].get("window") == params["window"]
+            and e["state"]["checked"] != (e["name"] in wanted)
+        ]
+        if wrong:  # any wrong box is as good a next click as the first
+            return click(wrong[0], wrong[1:])
         return click(
             need(find(a11y, "button", params["submit"], params["window"]), params["submit"])
         )
