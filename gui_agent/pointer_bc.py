@@ -4,10 +4,16 @@
 and keeps each step's observation with the expert's action encoded as the policy's
 ``MultiDiscrete`` sample (:func:`~gui_agent.pointer_env.encode_action`; steps the spec cannot
 express are skipped and the expert's action is played anyway) and the grid cells inside the
-target's box. :func:`behaviour_clone` then minimises the negative log-likelihood of the expert's
+target's box (and in the boxes of the expert's equally good alternatives, such as the other
+wrong checkboxes). :func:`behaviour_clone` then minimises the negative log-likelihood of the expert's
 kind, text and key, and of clicking anywhere in the target box
 (:meth:`PointerPolicy.box_log_likelihood`): any in-box point (cell and sub-cell offset) is as
 right as the expert's centre.
+
+Each sample also keeps the words drawn on its screen and where (:func:`screen_words`, from the
+a11y tree): with ``reading`` > 0, behaviour cloning also asks the match maps to find each of
+them. That is dense supervision of the skill the task needs most, reading labels: a screen of
+seven buttons teaches seven words, not just the one the expert clicks.
 
 ``pixelrl train gui/ppo policy.init=PATH`` starts PPO from a saved state dict.
 """
@@ -18,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+READ_WORDS = 16  # screen words kept per sample for the reading loss
+
 
 def expert_samples(env, count: int, seed: int = 0, progress: bool = False) -> dict[str, np.ndarray]:
     """``count`` (observation, expert sample) pairs from a :class:`PointerEnv` (training seeds)."""
@@ -25,7 +33,7 @@ def expert_samples(env, count: int, seed: int = 0, progress: bool = False) -> di
 
     from gui_agent.pointer_env import encode_action
 
-    images, words, actions, masks = [], [], [], []
+    images, words, actions, masks, read_ids, read_cells = [], [], [], [], [], []
     obs, info = env.reset(seed=seed)
     bar = tqdm(total=count, desc="expert samples", disable=not progress)
     while len(actions) < count:
@@ -35,25 +43,85 @@ def expert_samples(env, count: int, seed: int = 0, progress: bool = False) -> di
             images.append(obs["image"])
             words.append(obs["instruction"])
             actions.append(sample)
-            masks.append(
-                box_points(info.get("target_bbox"), sample, env.pointer_spec, env.image_map)
-            )
+            boxes = [info.get("target_bbox"), *info.get("alternative_bboxes", ())]
+            masks.append(box_points(boxes, sample, env.pointer_spec, env.image_map))
+            ids, cells = screen_words(info.get("a11y", ()), env.pointer_spec, env.image_map)
+            read_ids.append(ids)
+            read_cells.append(cells)
             bar.update(1)
         obs, _, terminated, truncated, info = env.step_action(expert)
         if terminated or truncated:
             obs, info = env.reset()
     bar.close()
     return {"image": np.stack(images), "instruction": np.stack(words), "action": np.stack(actions),
-            "point_mask": np.stack(masks)}  # fmt: skip
+            "point_mask": np.stack(masks), "read_ids": np.stack(read_ids),
+            "read_cells": np.stack(read_cells)}  # fmt: skip
 
 
-def box_points(bbox, sample: np.ndarray, spec, image_map) -> np.ndarray:
+# Elements whose name is drawn inside their box (a window's is in its title bar, a text field's
+# in the label beside it: those are left out).
+READABLE_ROLES = ("button", "checkbox", "label", "taskbutton", "radio", "tab", "menuitem", "icon")
+
+
+def screen_words(
+    a11y, spec, image_map, max_words: int = READ_WORDS, min_width: int = 20
+) -> tuple[np.ndarray, np.ndarray]:
+    """The words drawn on the screen and where: hashed ids (``max_words``, 0 pads) and, per word,
+    the grid cells whose centres lie in its element's box (``max_words``, cells), for the reading
+    loss (:meth:`PointerPolicy.reading_log_likelihood`).
+
+    Only visible elements of :data:`READABLE_ROLES` at least ``min_width`` screen pixels wide
+    (the close button's "×" is not the word "Close"), and not under a window drawn later in the
+    a11y list (the topmost window covers what is behind it)."""
+    from gui_agent.pointer_env import hash_words, words_of
+
+    ids = np.zeros(max_words, dtype=np.int64)
+    cells = np.zeros((max_words, spec.num_cells), dtype=bool)
+    cols, rows = spec.grid
+    centres_x = (np.arange(cols) + 0.5) * spec.cell
+    centres_y = (np.arange(rows) + 0.5) * spec.cell
+    windows = [(i, e["bbox"]) for i, e in enumerate(a11y) if e["role"] == "window"]
+    n = 0
+    for i, e in enumerate(a11y):
+        x0, y0, x1, y1 = e["bbox"]
+        if e["role"] not in READABLE_ROLES or not e["state"].get("visible", True):
+            continue
+        if x1 - x0 < min_width:
+            continue
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        mine = e["state"].get("window")
+        below = [j for j, w in windows if a11y[j]["name"] == mine]
+        start = below[0] if below else i
+        covered = any(
+            j > start and wb[0] <= cx < wb[2] and wb[1] <= cy < wb[3] for j, wb in windows
+        )
+        if covered:
+            continue
+        bx0, by0, bx1, by1 = image_map.box_to_image(np.asarray(e["bbox"], dtype=np.float64))
+        inside = ((centres_y >= by0) & (centres_y < by1))[:, None] & (
+            (centres_x >= bx0) & (centres_x < bx1)
+        )[None, :]
+        if not inside.any():
+            continue
+        for word in words_of(e["name"]):
+            if n == max_words:
+                return ids, cells
+            ids[n] = hash_words(word, 1, spec.buckets)[0]
+            cells[n] = inside.reshape(-1)
+            n += 1
+    return ids, cells
+
+
+def box_points(bboxes, sample: np.ndarray, spec, image_map) -> np.ndarray:
     """Bool (cells, S²): the pointer's points (cell, sub-cell offset; see
-    :meth:`PointerSpec.image_point`) that lie in the screen box ``bbox``, always including the
-    sample's own point (a box smaller than a sub-cell still has one)."""
+    :meth:`PointerSpec.image_point`) that lie in any of the screen boxes ``bboxes`` (None
+    entries are skipped), always including the sample's own point (a box smaller than a
+    sub-cell still has one)."""
     cols, rows = spec.grid
     mask = np.zeros((spec.num_cells, spec.offsets**2), dtype=bool)
-    if bbox is not None:
+    for bbox in bboxes:
+        if bbox is None:
+            continue
         x0, y0, x1, y1 = image_map.box_to_image(np.asarray(bbox, dtype=np.float64))
         fractions = (np.arange(spec.offsets) + 0.5) / spec.offsets
         xs = ((np.arange(cols)[:, None] + fractions[None]) * spec.cell).reshape(-1)  # col, ox
@@ -61,7 +129,7 @@ def box_points(bbox, sample: np.ndarray, spec, image_map) -> np.ndarray:
         inside = ((ys >= y0) & (ys < y1))[:, None] & ((xs >= x0) & (xs < x1))[None, :]
         # (row, oy, col, ox) -> (row, col, oy, ox): cell-major, offsets row-major inside a cell
         s = spec.offsets
-        mask = inside.reshape(rows, s, cols, s).transpose(0, 2, 1, 3).reshape(spec.num_cells, -1)
+        mask |= inside.reshape(rows, s, cols, s).transpose(0, 2, 1, 3).reshape(spec.num_cells, -1)
     mask[int(sample[1]), int(sample[2])] = True
     return mask
 
@@ -74,11 +142,14 @@ def behaviour_clone(
     lr: float = 1e-3,
     seed: int = 0,
     progress: bool = False,
+    reading: float = 0.0,
 ) -> list[float]:
     """Adam on the negative log-likelihood of the expert samples; returns the loss per step.
 
     The learning rate follows a cosine from ``lr`` down to 0 over ``steps`` (the last steps
-    settle the heatmap on the target instead of jittering around it at full rate).
+    settle the heatmap on the target instead of jittering around it at full rate). ``reading``
+    > 0 adds that weight times the reading loss (:func:`screen_words`: find every labelled
+    element's word on the screen), averaged over the words present.
     """
     import torch
     from tqdm import tqdm
@@ -94,7 +165,14 @@ def behaviour_clone(
         obs = {k: torch.as_tensor(data[k][idx]) for k in ("image", "instruction")}
         actions = torch.as_tensor(data["action"][idx])
         mask = torch.as_tensor(data["point_mask"][idx])
-        loss = -policy.box_log_likelihood(obs, actions, mask).mean()
+        heads = policy.heads(obs)
+        loss = -policy.box_log_likelihood(obs, actions, mask, heads=heads).mean()
+        if reading > 0:
+            ids = torch.as_tensor(data["read_ids"][idx])
+            read = policy.reading_log_likelihood(
+                heads["features"], ids, torch.as_tensor(data["read_cells"][idx])
+            )
+            loss = loss - reading * read.sum() / (ids > 0).sum().clamp(min=1)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)

@@ -5,9 +5,10 @@
     image (h×w×3) --timm CNN--> stride-8 and stride-16 maps --(upsample, concat, 1×1)--> F (C×gh×gw)
     instruction words --Embedding--> GRU (or bag of words) --> t, and a state w_i per word
     match: M_h(x, y) = max_i <K_h F(x, y), Q_h [e_i; w_i]> / sqrt(d)   (H maps, one per head)
-    FiLM:  F' = relu(F · (1 + γ(t)) + β(t))  --concat M, 3×3 conv--> G
-    heads: cell logits (1×1 conv on G ⊕ M: the click heatmap, one logit per grid cell)
-           offset logits (1×1 conv on G: S² sub-cell positions, read at the chosen cell)
+    lines: L = [M, max_x M, max_y M]   (each map's row and column maxima, broadcast back)
+    FiLM:  F' = relu(F · (1 + γ(t)) + β(t))  --concat L, 3×3 conv--> G
+    heads: cell logits (1×1 conv on G ⊕ L: the click heatmap, one logit per grid cell)
+           offset logits (1×1 conv on G ⊕ L: S² sub-cell positions, read at the chosen cell)
            pooled G ⊕ t --MLP--> h --> kind logits, key logits, value, text query q
            text logits: q · e(choice) + w · [every word of the choice is in the instruction]
                         (e(choice): its mean word embedding, plus a learned vector s if it
@@ -19,6 +20,17 @@ features, so a label is found where it is drawn, wherever that is; FiLM alone (o
 modulation of every channel by the whole sentence) must route that through a 3×3 conv. (Issue 5
 probes: with frozen BatchNorm both reach ~40% held-out click accuracy after 1,000 behaviour-
 cloning steps — reading the label, not fusing, was the bottleneck; ``match_heads=0`` is FiLM alone.)
+
+``cell_context=True`` modulates the cell map by the pooled trunk state before the click heads
+(``G ← G · (1 + γ(h)) + β(h)``), so a cell's logit can depend on the rest of the screen: "press
+Submit only when no box is left to tick" is a fact about every box, not about the button.
+(Issue 5: on check-boxes 44 of 100 held-out episodes failed by pressing Submit early.)
+
+The row and column maxima carry a match along its line of the screen: a text field sits to the
+right of its label, often further than a 3×3 conv reaches, and "my row holds the named label"
+is what picks it. (Issue 5, type-in-field on 200 held-out seeds: 61.5% without them, the
+chance of picking one of its 1–3 fields at random; 65.5% with them; 98% once behaviour cloning
+also trained reading, :mod:`gui_agent.pointer_bc`.) ``match_lines=False`` leaves them out.
 
 The action is the ``MultiDiscrete([kind, cell, offset, text, key])`` sample of
 :mod:`gui_agent.pointer_env`; its log-probability sums the parts its kind uses (the cell and
@@ -98,6 +110,14 @@ class WordMatch(nn.Module):
         return best.view(B, self.heads, gh, gw)
 
 
+def with_line_maxima(maps: torch.Tensor) -> torch.Tensor:
+    """(B, H, gh, gw) -> (B, 3H, gh, gw): the maps, then each map's row maximum and column
+    maximum broadcast along that row / column (module doc: "lines")."""
+    rows = maps.amax(3, keepdim=True).expand_as(maps)
+    cols = maps.amax(2, keepdim=True).expand_as(maps)
+    return torch.cat([maps, rows, cols], 1)
+
+
 class PointerPolicy(nn.Module):
     """Actor-critic over :class:`~gui_agent.pointer_env.PointerEnv` observations (module doc).
 
@@ -109,6 +129,9 @@ class PointerPolicy(nn.Module):
         channels: width C of the fused feature map; ``hidden``: width of the MLP trunk.
         text_encoder: ``"gru"`` or ``"bow"``.
         match_heads: heads of the :class:`WordMatch` maps (0: FiLM is the only fusion).
+        match_lines: add each match map's row and column maxima (module doc).
+        cell_context: FiLM the cell map by the pooled trunk ``h`` before the click heads
+            (module doc).
     """
 
     def __init__(
@@ -124,6 +147,8 @@ class PointerPolicy(nn.Module):
         embed_dim: int = 64,
         match_heads: int = 4,
         match_dim: int = 32,
+        match_lines: bool = True,
+        cell_context: bool = False,
     ):
         super().__init__()
         from vision.encoders import build_encoder, feature_channels
@@ -153,12 +178,16 @@ class PointerPolicy(nn.Module):
             if match_heads > 0
             else None
         )
-        self.mix = nn.Conv2d(channels + match_heads, channels, 3, padding=1)
-        self.cell_head = nn.Conv2d(channels + match_heads, 1, 1)
-        self.offset_head = nn.Conv2d(channels + match_heads, spec.offsets**2, 1)
-        self.trunk = nn.Sequential(
-            nn.Linear(2 * (channels + match_heads) + text_dim, hidden), nn.ReLU()
-        )
+        self.match_lines = match_lines and match_heads > 0
+        maps = match_heads * (3 if self.match_lines else 1)
+        self.mix = nn.Conv2d(channels + maps, channels, 3, padding=1)
+        self.cell_head = nn.Conv2d(channels + maps, 1, 1)
+        self.offset_head = nn.Conv2d(channels + maps, spec.offsets**2, 1)
+        self.trunk = nn.Sequential(nn.Linear(2 * (channels + maps) + text_dim, hidden), nn.ReLU())
+        self.cell_film = nn.Linear(hidden, 2 * (channels + maps)) if cell_context else None
+        if self.cell_film is not None:
+            nn.init.zeros_(self.cell_film.weight)
+            nn.init.zeros_(self.cell_film.bias)
         self.kind_head = nn.Linear(hidden, len(spec.kinds))
         self.key_head = nn.Linear(hidden, max(1, len(spec.keys)))
         self.value_head = nn.Linear(hidden, 1)
@@ -206,7 +235,8 @@ class PointerPolicy(nn.Module):
     def initial_state(self, batch_size: int) -> State:
         return {}
 
-    def _heads(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def heads(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Every head's logits, the value and the fused cell ``features`` (B, C, gh, gw)."""
         image = obs["image"].permute(0, 3, 1, 2).float() / 255.0 - 0.5
         words = obs["instruction"].long()
         feats = self.encoder(image)
@@ -217,18 +247,24 @@ class PointerPolicy(nn.Module):
         x = self.reduce(torch.cat(maps, 1))
         cols, rows = self.spec.grid
         x = x[..., :rows, :cols]  # odd sizes: the encoder's map may have a ragged last row
+        features = x  # what the match maps read (the reading loss trains it)
         t, per_word = self.text(words)
         gamma, beta = self.film(t).chunk(2, -1)
         fused = torch.relu(x * (1 + gamma[..., None, None]) + beta[..., None, None])
         if self.match is not None:
             word_vecs = torch.cat([self.text.embed(words), per_word], -1)
             matched = self.match(x, word_vecs, words > 0)
+            if self.match_lines:
+                matched = with_line_maxima(matched)
             fused = torch.cat([fused, matched], 1)
         x = torch.relu(self.mix(fused))
         if self.match is not None:
             x = torch.cat([x, matched], 1)
         pooled = torch.cat([x.mean((2, 3)), x.amax((2, 3))], 1)
         h = self.trunk(torch.cat([pooled, t], 1))
+        if self.cell_film is not None:  # the whole screen's state modulates every cell
+            gamma, beta = self.cell_film(h).chunk(2, -1)
+            x = x * (1 + gamma[..., None, None]) + beta[..., None, None]
         # text choices: learned match plus "all its words are in the instruction" (a copy cue)
         choice = self.choice_ids  # (N, M)
         emb = self.text.embed(choice)
@@ -246,6 +282,7 @@ class PointerPolicy(nn.Module):
             "text": text_logits,
             "key": self.key_head(h),
             "value": self.value_head(h).squeeze(-1),
+            "features": features,
         }
 
     @staticmethod
@@ -284,7 +321,7 @@ class PointerPolicy(nn.Module):
     def act(
         self, obs: dict[str, torch.Tensor], state: State, deterministic: bool = False
     ) -> PolicyStep:
-        heads = self._heads(obs)
+        heads = self.heads(obs)
         dists = self._dists(heads)
         parts = []
         for name in ("kind", "cell"):
@@ -305,19 +342,23 @@ class PointerPolicy(nn.Module):
         """Log-probabilities, values and entropies ``(T, N)`` of ``actions`` (T, N, 5)."""
         T, N = actions.shape[:2]
         flat = {k: v.reshape(T * N, *v.shape[2:]) for k, v in obs.items()}
-        heads = self._heads(flat)
+        heads = self.heads(flat)
         lp, ent = self._logprob_entropy(heads, self._dists(heads), actions.reshape(T * N, -1))
         return lp.view(T, N), heads["value"].view(T, N), ent.view(T, N)
 
     def box_log_likelihood(
-        self, obs: dict[str, torch.Tensor], actions: torch.Tensor, point_mask: torch.Tensor
+        self,
+        obs: dict[str, torch.Tensor],
+        actions: torch.Tensor,
+        point_mask: torch.Tensor,
+        heads: dict[str, torch.Tensor] | None = None,
     ) -> torch.Tensor:
         """``log π`` of ``actions`` (B, 5) where a pointer action counts as right anywhere in its
         target: the pointer part is ``log Σ_{(c, o) in point_mask} P(cell = c) P(offset = o | c)``
         (point_mask (B, cells, S²): the sub-cell points that lie in the target box) — behaviour
-        cloning's grounding loss. Scoring points, not cells, trains the offset head too: a cell
+        cloning's grounding loss. ``heads``: :meth:`heads` of ``obs`` when already computed. Scoring points, not cells, trains the offset head too: a cell
         that straddles the box edge is right only with the offset that lands inside."""
-        heads = self._heads(obs)
+        heads = self.heads(obs) if heads is None else heads
         dists = self._dists(heads)
         kind, _, _, text, key = actions.unbind(-1)
         cell_logp = torch.log_softmax(heads["cell"], -1)  # (B, cells)
@@ -331,8 +372,34 @@ class PointerPolicy(nn.Module):
             lp = lp + (kind == self.key_kind).float() * dists["key"].log_prob(key)
         return lp
 
+    def reading_log_likelihood(
+        self, features: torch.Tensor, word_ids: torch.Tensor, word_cells: torch.Tensor
+    ) -> torch.Tensor:
+        """``log P(cell in the word's element)`` (B, P) for words drawn on the screen: each word
+        (``word_ids`` (B, P), hashed, 0 pads) scores every cell of ``features`` (the ``features``
+        head, (B, C, gh, gw)) as the match maps do (best head, the word read on its own), and a
+        softmax over cells should put its mass in ``word_cells`` (B, P, cells), the cells of the
+        element that shows it. Padding words give 0.
+
+        Behaviour cloning's reading loss: every label on the screen (a button's, a checkbox's, a
+        field's) teaches the encoder what its word looks like, not only the one the instruction
+        names (issue 5: reading labels was what held click accuracy back)."""
+        if self.match is None:
+            raise ValueError("reading_log_likelihood needs match_heads > 0")
+        B, P = word_ids.shape
+        ids = word_ids.reshape(B * P, 1).long()
+        _, per_word = self.text(ids)
+        queries = self.match.queries(torch.cat([self.text.embed(ids), per_word], -1))
+        H, d = self.match.heads, self.match.dim
+        q = queries.view(B, P, H, d)
+        k = self.match.keys(features).flatten(2).view(B, H, d, -1)
+        scores = torch.einsum("bphd,bhdc->bphc", q, k).amax(2) / d**0.5  # (B, P, cells)
+        inside = torch.logsumexp(scores.masked_fill(~word_cells, float("-inf")), -1)
+        ll = inside - torch.logsumexp(scores, -1)
+        return torch.where(word_ids > 0, ll, torch.zeros_like(ll))
+
     def heatmap(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """P(click at cell) as a (B, rows, cols) map, for pictures."""
         cols, rows = self.spec.grid
         with torch.no_grad():
-            return torch.softmax(self._heads(obs)["cell"], -1).view(-1, rows, cols)
+            return torch.softmax(self.heads(obs)["cell"], -1).view(-1, rows, cols)

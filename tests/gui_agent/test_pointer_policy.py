@@ -62,12 +62,35 @@ def test_bc_box_points_are_exactly_the_points_that_click_inside_the_target():
     for seed in range(4):
         _, info = env.reset(seed=seed)
         sample = encode_action(env.unwrapped.expert_action(), spec, env.image_map)
-        mask = box_points(info["target_bbox"], sample, spec, env.image_map)
+        mask = box_points([info["target_bbox"]], sample, spec, env.image_map)
         x0, y0, x1, y1 = info["target_bbox"]
         for cell in range(spec.num_cells):
             for offset in range(spec.offsets**2):
                 a = decode_action([0, cell, offset, 0, 0], spec, env.image_map)
                 assert mask[cell, offset] == (x0 <= a.x < x1 and y0 <= a.y < y1), (cell, offset)
+    env.close()
+
+
+def test_bc_box_points_cover_the_experts_equally_good_alternatives():
+    # check-boxes: every wrong box is a right next click, not only the one the expert picks
+    from gui_agent.pointer_bc import box_points
+
+    env = _env("CheckBoxes")
+    spec = env.pointer_spec
+    seen = 0
+    for seed in range(20):
+        _, info = env.reset(seed=seed)
+        others = info.get("alternative_bboxes", [])
+        sample = encode_action(env.unwrapped.expert_action(), spec, env.image_map)
+        mask = box_points([info["target_bbox"], *others], sample, spec, env.image_map)
+        alone = box_points([info["target_bbox"]], sample, spec, env.image_map)
+        for bbox in others:
+            seen += 1
+            x, y = (bbox[0] + bbox[2]) // 2, (bbox[1] + bbox[3]) // 2
+            cell, offset = encode_action(Action.click(x, y), spec, env.image_map)[1:3]
+            assert mask[cell, offset] and not alone[cell, offset]
+        assert (mask >= alone).all()
+    assert seen > 0
     env.close()
 
 
@@ -183,13 +206,13 @@ def test_text_head_can_tell_a_word_from_the_word_and_enter():
     plain, submit = spec.texts.index(word), spec.texts.index(word + "\n")
     opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
     for _ in range(30):
-        text_logits = policy._heads(batch)["text"]
+        text_logits = policy.heads(batch)["text"]
         loss = -torch.log_softmax(text_logits, -1)[0, submit]
         opt.zero_grad()
         loss.backward()
         opt.step()
     with torch.no_grad():
-        text_logits = policy._heads(batch)["text"][0]
+        text_logits = policy.heads(batch)["text"][0]
     assert text_logits[submit] > text_logits[plain] + 1.0
     env.close()
 
@@ -248,3 +271,66 @@ def _spaces(cfg):
     spaces = envs.single_observation_space, envs.single_action_space
     envs.close()
     return spaces
+
+
+def test_line_maxima_carry_a_match_along_its_row_and_column():
+    from gui_agent.pointer_policy import with_line_maxima
+
+    maps = torch.zeros(1, 1, 3, 4)
+    maps[0, 0, 1, 0] = 2.0  # a label matched at row 1, column 0
+    maps[0, 0, 2, 3] = -1.0
+    out = with_line_maxima(maps)
+    assert out.shape == (1, 3, 3, 4)
+    assert torch.equal(out[0, 0], maps[0, 0])
+    assert torch.equal(out[0, 1, 1], torch.full((4,), 2.0))  # the whole row sees the label
+    assert torch.equal(out[0, 1, 2], torch.zeros(4))
+    assert torch.equal(out[0, 2, :, 0], torch.full((3,), 2.0))
+    assert torch.equal(out[0, 2, :, 3], torch.zeros(3))
+
+
+def test_screen_words_are_the_labels_drawn_where_their_cells_are():
+    from gui_agent.pointer_bc import screen_words
+
+    env = _env()
+    spec = env.pointer_spec
+    cols, _ = spec.grid
+    for seed in range(6):
+        _, info = env.reset(seed=seed)
+        ids, cells = screen_words(info["a11y"], spec, env.image_map)
+        assert ids.shape == (16,) and cells.shape == (16, spec.num_cells)
+        assert not cells[ids == 0].any()  # padding has no cells
+        target = info["task"]["button"]
+        assert hash_words(target, 1, spec.buckets)[0] in ids  # the button to click is read
+        for word_id, word_cells in zip(ids[ids > 0], cells[ids > 0]):
+            assert word_cells.any()
+            owners = [e for e in info["a11y"] if word_id in hash_words(e["name"], 8, spec.buckets)]
+            for cell in np.flatnonzero(word_cells):
+                row, col = divmod(cell, cols)
+                x, y = env.image_map.screen_pixel(
+                    np.array([(col + 0.5) * spec.cell, (row + 0.5) * spec.cell])
+                )
+                assert any(o["bbox"][0] <= x < o["bbox"][2] and o["bbox"][1] <= y < o["bbox"][3]
+                           for o in owners)  # fmt: skip
+    env.close()
+
+
+def test_reading_loss_finds_words_and_ignores_padding():
+    from gui_agent.pointer_bc import behaviour_clone, expert_samples
+
+    env = _env()
+    cfg = _cfg()
+    policy = ppo_task.make_policy(cfg, env.observation_space, env.action_space, warm_start=False)
+    data = expert_samples(env, 24, seed=0)
+    obs = {k: torch.as_tensor(data[k]) for k in ("image", "instruction")}
+    ids, cells = torch.as_tensor(data["read_ids"]), torch.as_tensor(data["read_cells"])
+
+    def reading() -> torch.Tensor:
+        with torch.no_grad():
+            return policy.reading_log_likelihood(policy.heads(obs)["features"], ids, cells)
+
+    before = reading()
+    assert (before[ids == 0] == 0).all() and (before[ids > 0] < 0).all()
+    behaviour_clone(policy, data, steps=30, batch_size=24, lr=3e-3, reading=1.0)
+    after = reading()
+    assert after[ids > 0].mean() > before[ids > 0].mean() + 0.5
+    env.close()
