@@ -21,11 +21,6 @@ modulation of every channel by the whole sentence) must route that through a 3×
 probes: with frozen BatchNorm both reach ~40% held-out click accuracy after 1,000 behaviour-
 cloning steps — reading the label, not fusing, was the bottleneck; ``match_heads=0`` is FiLM alone.)
 
-``cell_context=True`` modulates the cell map by the pooled trunk state before the click heads
-(``G ← G · (1 + γ(h)) + β(h)``), so a cell's logit can depend on the rest of the screen: "press
-Submit only when no box is left to tick" is a fact about every box, not about the button.
-(Issue 5: on check-boxes 44 of 100 held-out episodes failed by pressing Submit early.)
-
 The row and column maxima carry a match along its line of the screen: a text field sits to the
 right of its label, often further than a 3×3 conv reaches, and "my row holds the named label"
 is what picks it. (Issue 5, type-in-field on 200 held-out seeds: 61.5% without them, the
@@ -130,8 +125,6 @@ class PointerPolicy(nn.Module):
         text_encoder: ``"gru"`` or ``"bow"``.
         match_heads: heads of the :class:`WordMatch` maps (0: FiLM is the only fusion).
         match_lines: add each match map's row and column maxima (module doc).
-        cell_context: FiLM the cell map by the pooled trunk ``h`` before the click heads
-            (module doc).
     """
 
     def __init__(
@@ -148,7 +141,6 @@ class PointerPolicy(nn.Module):
         match_heads: int = 4,
         match_dim: int = 32,
         match_lines: bool = True,
-        cell_context: bool = False,
     ):
         super().__init__()
         from vision.encoders import build_encoder, feature_channels
@@ -184,10 +176,6 @@ class PointerPolicy(nn.Module):
         self.cell_head = nn.Conv2d(channels + maps, 1, 1)
         self.offset_head = nn.Conv2d(channels + maps, spec.offsets**2, 1)
         self.trunk = nn.Sequential(nn.Linear(2 * (channels + maps) + text_dim, hidden), nn.ReLU())
-        self.cell_film = nn.Linear(hidden, 2 * (channels + maps)) if cell_context else None
-        if self.cell_film is not None:
-            nn.init.zeros_(self.cell_film.weight)
-            nn.init.zeros_(self.cell_film.bias)
         self.kind_head = nn.Linear(hidden, len(spec.kinds))
         self.key_head = nn.Linear(hidden, max(1, len(spec.keys)))
         self.value_head = nn.Linear(hidden, 1)
@@ -262,9 +250,6 @@ class PointerPolicy(nn.Module):
             x = torch.cat([x, matched], 1)
         pooled = torch.cat([x.mean((2, 3)), x.amax((2, 3))], 1)
         h = self.trunk(torch.cat([pooled, t], 1))
-        if self.cell_film is not None:  # the whole screen's state modulates every cell
-            gamma, beta = self.cell_film(h).chunk(2, -1)
-            x = x * (1 + gamma[..., None, None]) + beta[..., None, None]
         # text choices: learned match plus "all its words are in the instruction" (a copy cue)
         choice = self.choice_ids  # (N, M)
         emb = self.text.embed(choice)
