@@ -77,9 +77,6 @@ def screen_words(
 
     ids = np.zeros(max_words, dtype=np.int64)
     cells = np.zeros((max_words, spec.num_cells), dtype=bool)
-    cols, rows = spec.grid
-    centres_x = (np.arange(cols) + 0.5) * spec.cell
-    centres_y = (np.arange(rows) + 0.5) * spec.cell
     windows = [(i, e["bbox"]) for i, e in enumerate(a11y) if e["role"] == "window"]
     n = 0
     for i, e in enumerate(a11y):
@@ -90,24 +87,18 @@ def screen_words(
             continue
         cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
         mine = e["state"].get("window")
-        below = [j for j, w in windows if a11y[j]["name"] == mine]
-        start = below[0] if below else i
-        covered = any(
-            j > start and wb[0] <= cx < wb[2] and wb[1] <= cy < wb[3] for j, wb in windows
-        )
+        own = next((j for j, _ in windows if a11y[j]["name"] == mine), i)
+        covered = any(j > own and wb[0] <= cx < wb[2] and wb[1] <= cy < wb[3] for j, wb in windows)
         if covered:
             continue
-        bx0, by0, bx1, by1 = image_map.box_to_image(np.asarray(e["bbox"], dtype=np.float64))
-        inside = ((centres_y >= by0) & (centres_y < by1))[:, None] & (
-            (centres_x >= bx0) & (centres_x < bx1)
-        )[None, :]
+        inside = _grid_points_inside(e["bbox"], spec, image_map, per_cell=1)  # cell centres
         if not inside.any():
             continue
         for word in words_of(e["name"]):
             if n == max_words:
                 return ids, cells
             ids[n] = hash_words(word, 1, spec.buckets)[0]
-            cells[n] = inside.reshape(-1)
+            cells[n] = inside[:, 0]
             n += 1
     return ids, cells
 
@@ -117,21 +108,26 @@ def box_points(bboxes, sample: np.ndarray, spec, image_map) -> np.ndarray:
     :meth:`PointerSpec.image_point`) that lie in any of the screen boxes ``bboxes`` (None
     entries are skipped), always including the sample's own point (a box smaller than a
     sub-cell still has one)."""
-    cols, rows = spec.grid
     mask = np.zeros((spec.num_cells, spec.offsets**2), dtype=bool)
     for bbox in bboxes:
-        if bbox is None:
-            continue
-        x0, y0, x1, y1 = image_map.box_to_image(np.asarray(bbox, dtype=np.float64))
-        fractions = (np.arange(spec.offsets) + 0.5) / spec.offsets
-        xs = ((np.arange(cols)[:, None] + fractions[None]) * spec.cell).reshape(-1)  # col, ox
-        ys = ((np.arange(rows)[:, None] + fractions[None]) * spec.cell).reshape(-1)  # row, oy
-        inside = ((ys >= y0) & (ys < y1))[:, None] & ((xs >= x0) & (xs < x1))[None, :]
-        # (row, oy, col, ox) -> (row, col, oy, ox): cell-major, offsets row-major inside a cell
-        s = spec.offsets
-        mask |= inside.reshape(rows, s, cols, s).transpose(0, 2, 1, 3).reshape(spec.num_cells, -1)
+        if bbox is not None:
+            mask |= _grid_points_inside(bbox, spec, image_map, per_cell=spec.offsets)
     mask[int(sample[1]), int(sample[2])] = True
     return mask
+
+
+def _grid_points_inside(bbox, spec, image_map, per_cell: int) -> np.ndarray:
+    """Bool (cells, per_cell²): which of each grid cell's per_cell × per_cell points (at the
+    sub-cell centres, as :meth:`PointerSpec.image_point` places them) lie in the screen box."""
+    cols, rows = spec.grid
+    x0, y0, x1, y1 = image_map.box_to_image(np.asarray(bbox, dtype=np.float64))
+    fractions = (np.arange(per_cell) + 0.5) / per_cell
+    xs = ((np.arange(cols)[:, None] + fractions[None]) * spec.cell).reshape(-1)  # col, ox
+    ys = ((np.arange(rows)[:, None] + fractions[None]) * spec.cell).reshape(-1)  # row, oy
+    inside = ((ys >= y0) & (ys < y1))[:, None] & ((xs >= x0) & (xs < x1))[None, :]
+    # (row, oy, col, ox) -> (row, col, oy, ox): cell-major, offsets row-major inside a cell
+    s = per_cell
+    return inside.reshape(rows, s, cols, s).transpose(0, 2, 1, 3).reshape(spec.num_cells, -1)
 
 
 def behaviour_clone(
