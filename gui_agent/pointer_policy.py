@@ -95,11 +95,16 @@ class WordMatch(nn.Module):
         self.keys = nn.Conv2d(feature_dim, heads * dim, 1)
         self.queries = nn.Linear(word_dim, heads * dim)
 
+    def scores(self, feats: torch.Tensor, words: torch.Tensor) -> torch.Tensor:
+        """(B, H, L, cells): every head's match of every word (B, L, word_dim) with every cell."""
+        B = feats.shape[0]
+        k = self.keys(feats).flatten(2).view(B, self.heads, self.dim, -1)
+        q = self.queries(words).view(B, -1, self.heads, self.dim).transpose(1, 2)  # B,H,L,d
+        return q @ k / self.dim**0.5
+
     def forward(self, feats: torch.Tensor, words: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         B, _, gh, gw = feats.shape
-        k = self.keys(feats).view(B, self.heads, self.dim, gh * gw)
-        q = self.queries(words).view(B, -1, self.heads, self.dim).transpose(1, 2)  # B,H,L,d
-        scores = q @ k / self.dim**0.5  # (B, H, L, cells)
+        scores = self.scores(feats, words)
         scores = scores.masked_fill(~mask[:, None, :, None], float("-inf"))
         best = scores.amax(2).nan_to_num(0.0, neginf=0.0)  # an empty instruction matches nothing
         return best.view(B, self.heads, gh, gw)
@@ -341,7 +346,8 @@ class PointerPolicy(nn.Module):
         """``log π`` of ``actions`` (B, 5) where a pointer action counts as right anywhere in its
         target: the pointer part is ``log Σ_{(c, o) in point_mask} P(cell = c) P(offset = o | c)``
         (point_mask (B, cells, S²): the sub-cell points that lie in the target box) — behaviour
-        cloning's grounding loss. ``heads``: :meth:`heads` of ``obs`` when already computed. Scoring points, not cells, trains the offset head too: a cell
+        cloning's grounding loss. ``heads``: :meth:`heads` of ``obs`` when already computed.
+        Scoring points, not cells, trains the offset head too: a cell
         that straddles the box edge is right only with the offset that lands inside."""
         heads = self.heads(obs) if heads is None else heads
         dists = self._dists(heads)
@@ -374,11 +380,8 @@ class PointerPolicy(nn.Module):
         B, P = word_ids.shape
         ids = word_ids.reshape(B * P, 1).long()
         _, per_word = self.text(ids)
-        queries = self.match.queries(torch.cat([self.text.embed(ids), per_word], -1))
-        H, d = self.match.heads, self.match.dim
-        q = queries.view(B, P, H, d)
-        k = self.match.keys(features).flatten(2).view(B, H, d, -1)
-        scores = torch.einsum("bphd,bhdc->bphc", q, k).amax(2) / d**0.5  # (B, P, cells)
+        words = torch.cat([self.text.embed(ids), per_word], -1).view(B, P, -1)
+        scores = self.match.scores(features, words).amax(1)  # best head: (B, P, cells)
         inside = torch.logsumexp(scores.masked_fill(~word_cells, float("-inf")), -1)
         ll = inside - torch.logsumexp(scores, -1)
         return torch.where(word_ids > 0, ll, torch.zeros_like(ll))
