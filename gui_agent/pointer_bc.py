@@ -139,13 +139,20 @@ def behaviour_clone(
     seed: int = 0,
     progress: bool = False,
     reading: float = 0.0,
+    named: float = 0.0,
+    each_target: float = 0.0,
 ) -> list[float]:
     """Adam on the negative log-likelihood of the expert samples; returns the loss per step.
 
     The learning rate follows a cosine from ``lr`` down to 0 over ``steps`` (the last steps
     settle the heatmap on the target instead of jittering around it at full rate). ``reading``
     > 0 adds that weight times the reading loss (:func:`screen_words`: find every labelled
-    element's word on the screen), averaged over the words present.
+    element's word on the screen), averaged over the words present. ``named`` > 0 adds that
+    weight times the named-element loss (``PointerPolicy.named_log_likelihood``: the first match
+    map says which drawn words the instruction names); ``each_target`` > 0 that weight times the
+    each-target loss (``PointerPolicy.each_target_log_likelihood``: every equally good target
+    outscores the rest, not only their sum). Issue 5, check-boxes: 79-81% held-out success with
+    reading alone, 95.0% with ``named=4, each_target=0.25`` as well.
     """
     import torch
     from tqdm import tqdm
@@ -163,12 +170,18 @@ def behaviour_clone(
         mask = torch.as_tensor(data["point_mask"][idx])
         heads = policy.heads(obs)
         loss = -policy.box_log_likelihood(obs, actions, mask, heads=heads).mean()
-        if reading > 0:
+        if each_target > 0:
+            each = policy.each_target_log_likelihood(heads, actions, mask)
+            loss = loss - each_target * each.mean()
+        if reading > 0 or named > 0:  # the words drawn on each screen, and their cells
             ids = torch.as_tensor(data["read_ids"][idx])
-            read = policy.reading_log_likelihood(
-                heads["features"], ids, torch.as_tensor(data["read_cells"][idx])
-            )
+            cells = torch.as_tensor(data["read_cells"][idx])
+        if reading > 0:
+            read = policy.reading_log_likelihood(heads["features"], ids, cells)
             loss = loss - reading * read.sum() / (ids > 0).sum().clamp(min=1)
+        if named > 0:
+            said = policy.named_log_likelihood(heads, obs["instruction"], ids, cells)
+            loss = loss - named * said.mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)

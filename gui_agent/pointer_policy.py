@@ -229,7 +229,8 @@ class PointerPolicy(nn.Module):
         return {}
 
     def heads(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Every head's logits, the value and the fused cell ``features`` (B, C, gh, gw)."""
+        """Every head's logits, the value, the fused cell ``features`` (B, C, gh, gw) and the
+        instruction's ``words`` in context (B, L, word_dim), as the match maps read them."""
         image = obs["image"].permute(0, 3, 1, 2).float() / 255.0 - 0.5
         words = obs["instruction"].long()
         feats = self.encoder(image)
@@ -244,8 +245,8 @@ class PointerPolicy(nn.Module):
         t, per_word = self.text(words)
         gamma, beta = self.film(t).chunk(2, -1)
         fused = torch.relu(x * (1 + gamma[..., None, None]) + beta[..., None, None])
+        word_vecs = torch.cat([self.text.embed(words), per_word], -1)  # each word in context
         if self.match is not None:
-            word_vecs = torch.cat([self.text.embed(words), per_word], -1)
             matched = self.match(x, word_vecs, words > 0)
             if self.match_lines:
                 matched = with_line_maxima(matched)
@@ -273,6 +274,7 @@ class PointerPolicy(nn.Module):
             "key": self.key_head(h),
             "value": self.value_head(h).squeeze(-1),
             "features": features,
+            "words": word_vecs,
         }
 
     @staticmethod
@@ -385,6 +387,55 @@ class PointerPolicy(nn.Module):
         inside = torch.logsumexp(scores.masked_fill(~word_cells, float("-inf")), -1)
         ll = inside - torch.logsumexp(scores, -1)
         return torch.where(word_ids > 0, ll, torch.zeros_like(ll))
+
+    def each_target_log_likelihood(
+        self, heads: dict[str, torch.Tensor], actions: torch.Tensor, point_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """(B,) the mean over target cells c of ``log σ(s_c - logsumexp(s_non-targets))`` (a cell
+        is a target when any of its sub-cell points in ``point_mask`` is; 0 for samples that are
+        not pointer actions): every equally good target must outscore all the other cells
+        together, not only the targets' sum.
+
+        :meth:`box_log_likelihood` is satisfied when one target takes the mass. On check-boxes
+        (every wrong box is a right click) BC then learnt the easiest wrong box and left the
+        others below Submit, which it pressed once they were the last ones left. Issue 5: alone,
+        at weight 1, this loss cost success (50%); at weight 0.25 with
+        :meth:`named_log_likelihood` it lifted check-boxes from 79-81% to 95%."""
+        target = point_mask.any(-1)
+        scores = heads["cell"]
+        negatives = torch.logsumexp(scores.masked_fill(target, float("-inf")), -1, keepdim=True)
+        ll = F.logsigmoid(scores - negatives).masked_fill(~target, 0.0)
+        per_sample = ll.sum(-1) / target.sum(-1).clamp(min=1)
+        return self.pointer_kinds[actions[:, 0]].float() * per_sample
+
+    def named_log_likelihood(
+        self,
+        heads: dict[str, torch.Tensor],
+        instruction: torch.Tensor,
+        word_ids: torch.Tensor,
+        word_cells: torch.Tensor,
+    ) -> torch.Tensor:
+        """Per sample (B,): the mean over the cells that show a word (``word_ids`` / ``word_cells``
+        as in :meth:`reading_log_likelihood`) of ``log σ(±M_0(cell))``, + where that word is in
+        the ``instruction`` (B, L), - where it is not. ``M_0`` is the first match map exactly as
+        the policy reads it (each word in context, the best word per cell).
+
+        The match maps take the best of several words' scores, and nothing else calibrates one
+        word's scores against another's: the reading loss ranks cells for each word on its own.
+        On check-boxes the maps told named from unnamed boxes with AUC 0.71-0.94 while each word,
+        read on its own, found its label 99.9% of the time (issue 5, 300 held-out screens). This
+        loss makes map 0 say "the instruction names what is drawn here" (AUC 0.998 at weight 4)."""
+        if self.match is None:
+            raise ValueError("named_log_likelihood needs match_heads > 0")
+        named = (
+            (instruction[:, :, None] == word_ids[:, None, :]) & (word_ids[:, None, :] > 0)
+        ).any(1)
+        cells = word_cells & (word_ids > 0)[..., None]  # (B, P, cells)
+        positive = (cells & named[..., None]).any(1)  # (B, cells)
+        negative = (cells & ~named[..., None]).any(1) & ~positive
+        m0 = self.match(heads["features"], heads["words"], instruction > 0)[:, 0].flatten(1)
+        ll = F.logsigmoid(m0) * positive + F.logsigmoid(-m0) * negative
+        return ll.sum(-1) / (positive | negative).sum(-1).clamp(min=1)
 
     def heatmap(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """P(click at cell) as a (B, rows, cols) map, for pictures."""

@@ -27,7 +27,8 @@ from gui_agent.pointer_env import DEFAULT_KINDS, PointerEnv, PointerSpec, SplitS
 SPEC_KEYS = ("image_size", "cell", "offsets", "kinds", "keys", "max_words", "max_text_words",
              "buckets", "texts", "submit_texts")  # fmt: skip
 # Options of the behaviour-cloning warm start (gui_agent.pointer_bc), also in ``policy:``.
-WARM_START_KEYS = ("init", "bc_samples", "bc_steps", "bc_batch_size", "bc_lr", "bc_reading")
+WARM_START_KEYS = ("init", "bc_samples", "bc_steps", "bc_batch_size", "bc_lr", "bc_reading",
+                   "bc_named", "bc_each_target")  # fmt: skip
 
 
 def _plain(value: Any) -> Any:
@@ -127,4 +128,6 @@ def _warm_start(cfg, policy, spec: PointerSpec) -> None:
             policy, data, steps, int(cfg.policy.get("bc_batch_size", 32)),
             float(cfg.policy.get("bc_lr", 1e-3)), int(cfg.seed), progress=progress,
             reading=float(cfg.policy.get("bc_reading", 0.0)),
+            named=float(cfg.policy.get("bc_named", 0.0)),
+            each_target=float(cfg.policy.get("bc_each_target", 0.0)),
         )  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch.nn import functional as F
 
 from envs.actions import Action
 from gui_agent import ppo_task
@@ -314,15 +315,23 @@ def test_screen_words_are_the_labels_drawn_where_their_cells_are():
     env.close()
 
 
-def test_reading_loss_finds_words_and_ignores_padding():
-    from gui_agent.pointer_bc import behaviour_clone, expert_samples
+def _untrained_policy_and_expert_screens():
+    """A fresh click-button policy, 24 expert samples, their observations and drawn words."""
+    from gui_agent.pointer_bc import expert_samples
 
     env = _env()
-    cfg = _cfg()
-    policy = ppo_task.make_policy(cfg, env.observation_space, env.action_space, warm_start=False)
+    policy = ppo_task.make_policy(_cfg(), env.observation_space, env.action_space, warm_start=False)
     data = expert_samples(env, 24, seed=0)
+    env.close()
     obs = {k: torch.as_tensor(data[k]) for k in ("image", "instruction")}
     ids, cells = torch.as_tensor(data["read_ids"]), torch.as_tensor(data["read_cells"])
+    return policy, data, obs, ids, cells
+
+
+def test_reading_loss_finds_words_and_ignores_padding():
+    from gui_agent.pointer_bc import behaviour_clone
+
+    policy, data, obs, ids, cells = _untrained_policy_and_expert_screens()
 
     def reading() -> torch.Tensor:
         with torch.no_grad():
@@ -333,4 +342,60 @@ def test_reading_loss_finds_words_and_ignores_padding():
     behaviour_clone(policy, data, steps=30, batch_size=24, lr=3e-3, reading=1.0)
     after = reading()
     assert after[ids > 0].mean() > before[ids > 0].mean() + 0.5
+
+
+def test_named_loss_teaches_map_zero_which_drawn_words_the_instruction_names():
+    from gui_agent.pointer_bc import behaviour_clone
+
+    policy, data, obs, ids, cells = _untrained_policy_and_expert_screens()
+    named = ((obs["instruction"][:, :, None] == ids[:, None, :]) & (ids[:, None, :] > 0)).any(1)
+    assert named.any(1).all() and (~named & (ids > 0)).any(1).all()  # both kinds on each screen
+
+    def separation() -> float:
+        """How far map 0 puts named words' cells above the other drawn words' cells."""
+        with torch.no_grad():
+            heads = policy.heads(obs)
+            m0 = policy.match(heads["features"], heads["words"], obs["instruction"] > 0)[:, 0]
+        m0 = m0.flatten(1)
+        pos = (cells & named[..., None]).any(1)
+        neg = (cells & (~named & (ids > 0))[..., None]).any(1) & ~pos
+        return float(m0[pos].mean() - m0[neg].mean())
+
+    def loss() -> float:
+        with torch.no_grad():
+            return float(
+                -policy.named_log_likelihood(
+                    policy.heads(obs), obs["instruction"], ids, cells
+                ).mean()
+            )
+
+    before, sep_before = loss(), separation()
+    behaviour_clone(policy, data, steps=30, batch_size=24, lr=3e-3, named=1.0)
+    assert loss() < before - 0.2 and separation() > sep_before + 0.2
+
+
+def test_each_target_loss_asks_every_target_to_beat_the_rest_together():
+    env = _env("TypeInField")  # click and type: a pointer kind and one that is not
+    cfg = _cfg("env.id=pixelrl/Desktop-TypeInField-v0", "policy.bc_steps=0")
+    policy = ppo_task.make_policy(cfg, env.observation_space, env.action_space, warm_start=False)
     env.close()
+    cells, s2 = policy.spec.num_cells, policy.spec.offsets**2
+    scores = torch.zeros(2, cells)
+    scores[:, 0], scores[:, 1] = 12.0, -2.0  # two targets: an easy one and a hard one
+    mask = torch.zeros(2, cells, s2, dtype=torch.bool)
+    mask[:, 0, 0] = mask[:, 1, 3] = True  # one point inside is enough to make a cell a target
+    pointer, other = policy.pointer_kinds.nonzero()[0, 0], (~policy.pointer_kinds).nonzero()[0, 0]
+    actions = torch.zeros(2, 5, dtype=torch.long)
+    actions[0, 0], actions[1, 0] = pointer, other
+    ll = policy.each_target_log_likelihood({"cell": scores}, actions, mask)
+    rest = torch.logsumexp(torch.zeros(cells - 2), 0)  # the other cells, all at 0
+    expected = (F.logsigmoid(12.0 - rest) + F.logsigmoid(-2.0 - rest)) / 2
+    assert torch.allclose(ll[0], expected) and ll[1] == 0  # typing has no target cells
+    # the hard target is what the loss is about: raising it helps far more than the easy one
+    easier = scores.clone()
+    easier[0, 0] += 1.0
+    harder = scores.clone()
+    harder[0, 1] += 1.0
+    gain_easy = policy.each_target_log_likelihood({"cell": easier}, actions, mask)[0] - ll[0]
+    gain_hard = policy.each_target_log_likelihood({"cell": harder}, actions, mask)[0] - ll[0]
+    assert gain_hard > 10 * gain_easy > 0
