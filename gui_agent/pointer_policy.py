@@ -400,7 +400,7 @@ class PointerPolicy(nn.Module):
         (every wrong box is a right click) BC then learnt the easiest wrong box and left the
         others below Submit, which it pressed once they were the last ones left. Issue 5: alone,
         at weight 1, this loss cost success (50%); at weight 0.25 with
-        :meth:`named_log_likelihood` it lifted check-boxes from 79-81% to 95%."""
+        :meth:`named_log_likelihood` it lifted check-boxes from 79-81% to 92.5-95% (two seeds)."""
         target = point_mask.any(-1)
         scores = heads["cell"]
         negatives = torch.logsumexp(scores.masked_fill(target, float("-inf")), -1, keepdim=True)
