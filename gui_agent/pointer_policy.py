@@ -229,8 +229,8 @@ class PointerPolicy(nn.Module):
         return {}
 
     def heads(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Every head's logits, the value, the fused cell ``features`` (B, C, gh, gw) and the
-        instruction's ``words`` in context (B, L, word_dim), as the match maps read them."""
+        """Every head's logits, the value, the fused cell ``features`` (B, C, gh, gw) and, with
+        match heads, the ``match`` maps (B, H, gh, gw) before their line maxima."""
         image = obs["image"].permute(0, 3, 1, 2).float() / 255.0 - 0.5
         words = obs["instruction"].long()
         feats = self.encoder(image)
@@ -245,9 +245,10 @@ class PointerPolicy(nn.Module):
         t, per_word = self.text(words)
         gamma, beta = self.film(t).chunk(2, -1)
         fused = torch.relu(x * (1 + gamma[..., None, None]) + beta[..., None, None])
-        word_vecs = torch.cat([self.text.embed(words), per_word], -1)  # each word in context
+        out = {}
         if self.match is not None:
-            matched = self.match(x, word_vecs, words > 0)
+            word_vecs = torch.cat([self.text.embed(words), per_word], -1)
+            matched = out["match"] = self.match(x, word_vecs, words > 0)
             if self.match_lines:
                 matched = with_line_maxima(matched)
             fused = torch.cat([fused, matched], 1)
@@ -274,7 +275,7 @@ class PointerPolicy(nn.Module):
             "key": self.key_head(h),
             "value": self.value_head(h).squeeze(-1),
             "features": features,
-            "words": word_vecs,
+            **out,
         }
 
     @staticmethod
@@ -433,7 +434,7 @@ class PointerPolicy(nn.Module):
         cells = word_cells & (word_ids > 0)[..., None]  # (B, P, cells)
         positive = (cells & named[..., None]).any(1)  # (B, cells)
         negative = (cells & ~named[..., None]).any(1) & ~positive
-        m0 = self.match(heads["features"], heads["words"], instruction > 0)[:, 0].flatten(1)
+        m0 = heads["match"][:, 0].flatten(1)
         ll = F.logsigmoid(m0) * positive + F.logsigmoid(-m0) * negative
         return ll.sum(-1) / (positive | negative).sum(-1).clamp(min=1)
 

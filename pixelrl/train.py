@@ -117,8 +117,8 @@ def keep_freed_memory() -> None:
     By default glibc hands big freed blocks back to the kernel, so every training step page-faults
     its activations back in. The threshold adapts, but by chance: of two identical GUI runs, one
     paid 4.7M minor faults, the other 71.6M (114 s of system time in a 15-minute budget). With a
-    fixed threshold a behaviour-cloning step of the pointer policy took 70 faults instead of
-    10,200 and 170 ms of CPU instead of 197 (issue 5)."""
+    fixed threshold a behaviour-cloning step of the pointer policy took 0.2 faults instead of
+    10,200 and 179 ms of CPU instead of 197 (issue 5)."""
     import ctypes
     import sys
 

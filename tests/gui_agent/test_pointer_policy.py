@@ -354,9 +354,7 @@ def test_named_loss_teaches_map_zero_which_drawn_words_the_instruction_names():
     def separation() -> float:
         """How far map 0 puts named words' cells above the other drawn words' cells."""
         with torch.no_grad():
-            heads = policy.heads(obs)
-            m0 = policy.match(heads["features"], heads["words"], obs["instruction"] > 0)[:, 0]
-        m0 = m0.flatten(1)
+            m0 = policy.heads(obs)["match"][:, 0].flatten(1)
         pos = (cells & named[..., None]).any(1)
         neg = (cells & (~named & (ids > 0))[..., None]).any(1) & ~pos
         return float(m0[pos].mean() - m0[neg].mean())
