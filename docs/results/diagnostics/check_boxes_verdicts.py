@@ -45,10 +45,7 @@ def main(run: str, screens: int = 300) -> None:
         }
         with torch.no_grad():
             heads = policy.heads(batch)
-            ids = batch["instruction"]
-            _, per_word = policy.text(ids)
-            queries = torch.cat([policy.text.embed(ids), per_word], -1)
-            maps = policy.match(heads["features"], queries, ids > 0)[0].flatten(1).numpy()
+        maps = heads["match"][0].flatten(1).numpy()  # (maps, cells), as the policy reads them
         logits = heads["cell"][0].numpy()
 
         def cells(element: dict, image_map=image_map) -> np.ndarray:
