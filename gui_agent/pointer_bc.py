@@ -32,8 +32,12 @@ import numpy as np
 READ_WORDS = 16  # screen words kept per sample for the reading loss
 
 
-def expert_samples(env, count: int, seed: int = 0, progress: bool = False) -> dict[str, np.ndarray]:
-    """``count`` (observation, expert sample) pairs from a :class:`PointerEnv` (training seeds)."""
+def expert_samples(
+    env, count: int, seed: int = 0, progress: bool = False, click_margin: float = 0.0
+) -> dict[str, np.ndarray]:
+    """``count`` (observation, expert sample) pairs from a :class:`PointerEnv` (training seeds).
+    ``click_margin``: target points must lie this many screen pixels inside the box
+    (:func:`box_points`)."""
     from tqdm import tqdm
 
     from gui_agent.pointer_env import encode_action
@@ -49,7 +53,7 @@ def expert_samples(env, count: int, seed: int = 0, progress: bool = False) -> di
             words.append(obs["instruction"])
             actions.append(sample)
             boxes = [info.get("target_bbox"), *info.get("alternative_bboxes", ())]
-            masks.append(box_points(boxes, sample, env.pointer_spec, env.image_map))
+            masks.append(box_points(boxes, sample, env.pointer_spec, env.image_map, click_margin))
             ids, cells = screen_words(info.get("a11y", ()), env.pointer_spec, env.image_map)
             read_ids.append(ids)
             read_cells.append(cells)
@@ -108,15 +112,28 @@ def screen_words(
     return ids, cells
 
 
-def box_points(bboxes, sample: np.ndarray, spec, image_map) -> np.ndarray:
+def box_points(bboxes, sample: np.ndarray, spec, image_map, margin: float = 0.0) -> np.ndarray:
     """Bool (cells, S²): the pointer's points (cell, sub-cell offset; see
     :meth:`PointerSpec.image_point`) that lie in any of the screen boxes ``bboxes`` (None
     entries are skipped), always including the sample's own point (a box smaller than a
-    sub-cell still has one)."""
+    sub-cell still has one).
+
+    ``margin`` (screen pixels) shrinks each box on every side first, unless that leaves it no
+    point: a policy taught that a point one pixel inside the edge is as right as the centre
+    picks such points, and a sub-cell slip then lands outside (issue 5: most check-boxes
+    failures were clicks 1-5 px above or below a box, repeated until the step limit)."""
     mask = np.zeros((spec.num_cells, spec.offsets**2), dtype=bool)
     for bbox in bboxes:
-        if bbox is not None:
-            mask |= _grid_points_inside(bbox, spec, image_map, per_cell=spec.offsets)
+        if bbox is None:
+            continue
+        inside = np.zeros_like(mask)
+        x0, y0, x1, y1 = bbox
+        if margin > 0 and x1 - x0 > 2 * margin and y1 - y0 > 2 * margin:
+            shrunk = (x0 + margin, y0 + margin, x1 - margin, y1 - margin)
+            inside = _grid_points_inside(shrunk, spec, image_map, per_cell=spec.offsets)
+        if not inside.any():
+            inside = _grid_points_inside(bbox, spec, image_map, per_cell=spec.offsets)
+        mask |= inside
     mask[int(sample[1]), int(sample[2])] = True
     return mask
 

@@ -7,6 +7,7 @@
     match: M_h(x, y) = max_i <K_h F(x, y), Q_h [e_i; w_i]> / sqrt(d)   (H maps, one per head)
     lines: L = [M, max_x M, max_y M]   (each map's row and column maxima, broadcast back)
     FiLM:  F' = relu(F · (1 + γ(t)) + β(t))  --concat L, 3×3 conv--> G
+           (mix_layers > 1: G += relu(3×3 conv(G ⊕ L)) again, each widening what a cell sees)
     heads: cell logits (1×1 conv on G ⊕ L: the click heatmap, one logit per grid cell)
            offset logits (1×1 conv on G ⊕ L: S² sub-cell positions, read at the chosen cell)
            pooled G ⊕ t --MLP--> h --> kind logits, key logits, value, text query q
@@ -130,6 +131,9 @@ class PointerPolicy(nn.Module):
         text_encoder: ``"gru"`` or ``"bow"``.
         match_heads: heads of the :class:`WordMatch` maps (0: FiLM is the only fusion).
         match_lines: add each match map's row and column maxima (module doc).
+        mix_layers: 3×3 conv layers that fuse the FiLM features with the match maps before the
+            cell head (the second and later are residual); check-boxes must combine two cells'
+            facts, "my box is ticked" and "my label is named", into one verdict.
     """
 
     def __init__(
@@ -146,6 +150,7 @@ class PointerPolicy(nn.Module):
         match_heads: int = 4,
         match_dim: int = 32,
         match_lines: bool = True,
+        mix_layers: int = 1,
     ):
         super().__init__()
         from vision.encoders import build_encoder, feature_channels
@@ -177,7 +182,12 @@ class PointerPolicy(nn.Module):
         )
         self.match_lines = match_lines and match_heads > 0
         maps = match_heads * (3 if self.match_lines else 1)
+        if mix_layers < 1:
+            raise ValueError(f"mix_layers must be >= 1, got {mix_layers}")
         self.mix = nn.Conv2d(channels + maps, channels, 3, padding=1)
+        self.mix_more = nn.ModuleList(
+            nn.Conv2d(channels + maps, channels, 3, padding=1) for _ in range(mix_layers - 1)
+        )
         self.cell_head = nn.Conv2d(channels + maps, 1, 1)
         self.offset_head = nn.Conv2d(channels + maps, spec.offsets**2, 1)
         self.trunk = nn.Sequential(nn.Linear(2 * (channels + maps) + text_dim, hidden), nn.ReLU())
@@ -253,6 +263,8 @@ class PointerPolicy(nn.Module):
                 matched = with_line_maxima(matched)
             fused = torch.cat([fused, matched], 1)
         x = torch.relu(self.mix(fused))
+        for layer in self.mix_more:
+            x = x + torch.relu(layer(torch.cat([x, matched], 1) if self.match is not None else x))
         if self.match is not None:
             x = torch.cat([x, matched], 1)
         pooled = torch.cat([x.mean((2, 3)), x.amax((2, 3))], 1)

@@ -28,7 +28,7 @@ SPEC_KEYS = ("image_size", "cell", "offsets", "kinds", "keys", "max_words", "max
              "buckets", "texts", "submit_texts")  # fmt: skip
 # Options of the behaviour-cloning warm start (gui_agent.pointer_bc), also in ``policy:``.
 WARM_START_KEYS = ("init", "bc_samples", "bc_steps", "bc_batch_size", "bc_lr", "bc_reading",
-                   "bc_named", "bc_each_target")  # fmt: skip
+                   "bc_named", "bc_each_target", "bc_click_margin")  # fmt: skip
 
 
 def _plain(value: Any) -> Any:
@@ -122,7 +122,10 @@ def _warm_start(cfg, policy, spec: PointerSpec) -> None:
 
         env = make_env(cfg.env.id, spec, "train", **env_kwargs(cfg, "train"))
         progress = bool(cfg.train.progress)
-        data = expert_samples(env, int(cfg.policy.get("bc_samples", 3000)), int(cfg.seed), progress)
+        data = expert_samples(
+            env, int(cfg.policy.get("bc_samples", 3000)), int(cfg.seed), progress,
+            float(cfg.policy.get("bc_click_margin", 0.0)),
+        )  # fmt: skip
         env.close()
         behaviour_clone(
             policy, data, steps, int(cfg.policy.get("bc_batch_size", 32)),

@@ -329,6 +329,8 @@ class Trainer:
         start_update = self.update
         if self.dist.is_main and cfg.eval_at_start and not self.eval_history:
             last_eval = self._evaluate_and_log()
+            if cfg.checkpoint_interval and self.update == 0:
+                self.save()  # update_0.pt: the policy before any update (a warm start to compare with)
         limit_s = 60 * float(cfg.time_limit_minutes)
         train_s = self.history[-1].get("train_minutes", 0.0) * 60 if self.history else 0.0
         cpu_s = self.history[-1].get("cpu_minutes", 0.0) * 60 if self.history else 0.0

@@ -72,6 +72,32 @@ def test_bc_box_points_are_exactly_the_points_that_click_inside_the_target():
     env.close()
 
 
+def test_bc_box_points_with_a_margin_keep_only_points_that_far_inside_the_box():
+    from gui_agent.pointer_bc import box_points
+
+    env = _env("CheckBoxes")
+    spec, margin, edge = env.pointer_spec, 4, 0
+    for seed in range(8):
+        _, info = env.reset(seed=seed)
+        sample = encode_action(env.unwrapped.expert_action(), spec, env.image_map)
+        mask = box_points([info["target_bbox"]], sample, spec, env.image_map, margin)
+        x0, y0, x1, y1 = info["target_bbox"]
+        for cell in range(spec.num_cells):
+            for offset in range(spec.offsets**2):
+                a = decode_action([0, cell, offset, 0, 0], spec, env.image_map)
+                inside = x0 + margin <= a.x < x1 - margin and y0 + margin <= a.y < y1 - margin
+                assert mask[cell, offset] == inside, (cell, offset)
+                edge += (x0 <= a.x < x1 and y0 <= a.y < y1) and not inside
+        assert mask.any()
+    assert edge > 0  # the margin left out points near the edges
+    # a box too small for the margin keeps its points rather than none
+    tiny = [(100, 100, 106, 106)]
+    sample = encode_action(Action.click(103, 103), spec, env.image_map)
+    assert (box_points(tiny, sample, spec, env.image_map, margin)
+            == box_points(tiny, sample, spec, env.image_map)).all()  # fmt: skip
+    env.close()
+
+
 def test_bc_box_points_cover_the_experts_equally_good_alternatives():
     # check-boxes: every wrong box is a right next click, not only the one the expert picks
     from gui_agent.pointer_bc import box_points
@@ -233,6 +259,7 @@ def test_short_ppo_run_beats_random_and_checkpoint_round_trips(tmp_path):
     """A behaviour-cloning warm start plus a short PPO run clicks the named button far more
     often than the untrained (random) policy on held-out seeds; the checkpoint reloads exactly."""
     from gui_agent.agents import PointerAgent
+    from pixelrl.checkpoint import load_checkpoint
     from pixelrl.train import Trainer
 
     overrides = [
@@ -248,6 +275,9 @@ def test_short_ppo_run_beats_random_and_checkpoint_round_trips(tmp_path):
     trainer = Trainer(cfg)
     trainer.run()
     assert [row["frames"] for row in trainer.eval_history] == [0]  # the warm start's level
+    start = load_checkpoint(tmp_path / "checkpoints" / "update_0.pt")  # kept to compare PPO with
+    assert (start["update"], start["frames"]) == (0, 0)
+    assert not torch.equal(start["policy"]["value_head.weight"], trainer.policy.value_head.weight)
     agent = PointerAgent.from_checkpoint(tmp_path)
     trained_rate = _success(agent, 40, seed=1)
     print(
@@ -397,3 +427,27 @@ def test_each_target_loss_asks_every_target_to_beat_the_rest_together():
     gain_easy = policy.each_target_log_likelihood({"cell": easier}, actions, mask)[0] - ll[0]
     gain_hard = policy.each_target_log_likelihood({"cell": harder}, actions, mask)[0] - ll[0]
     assert gain_hard > 10 * gain_easy > 0
+
+
+@pytest.mark.parametrize("mix_layers, reaches", [(1, False), (2, True)])
+def test_a_second_mix_layer_lets_a_cell_see_a_match_two_cells_away(mix_layers, reaches):
+    cfg = _cfg("env.id=pixelrl/Desktop-CheckBoxes-v0", "policy.bc_steps=0")
+    cfg.policy.mix_layers = mix_layers
+    policy = ppo_task.make_policy(cfg, *_spaces(cfg))
+    env = _env("CheckBoxes")
+    obs = {k: torch.as_tensor(v)[None] for k, v in env.reset(seed=0)[0].items()}
+    env.close()
+    planted = torch.zeros(1, policy.match.heads, *policy.spec.grid[::-1], requires_grad=True)
+    # a match two rows and two columns away from cell (2, 2): outside its 3×3 neighbourhood and
+    # off its row and column, so only stacked 3×3 layers carry it there
+    with torch.no_grad():
+        far = planted.detach().clone()
+        far[0, 0, 4, 4] = 5.0
+    source = planted + far
+    policy.match.register_forward_hook(lambda module, args, out: source)
+    cell = 2 * policy.spec.grid[0] + 2
+    (grad,) = torch.autograd.grad(policy.heads(obs)["cell"][0, cell], planted)
+    assert (grad[0, 0, 4, 4].abs() > 0).item() is reaches
+    with pytest.raises(ValueError, match="mix_layers"):
+        cfg.policy.mix_layers = 0
+        ppo_task.make_policy(cfg, *_spaces(cfg))
