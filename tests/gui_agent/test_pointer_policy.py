@@ -277,6 +277,7 @@ def test_short_ppo_run_beats_random_and_checkpoint_round_trips(tmp_path):
     assert [row["frames"] for row in trainer.eval_history] == [0]  # the warm start's level
     start = load_checkpoint(tmp_path / "checkpoints" / "update_0.pt")  # kept to compare PPO with
     assert (start["update"], start["frames"]) == (0, 0)
+    assert not start["policy"]["value_head.weight"].any()  # BC trains no critic: it starts at 0
     assert not torch.equal(start["policy"]["value_head.weight"], trainer.policy.value_head.weight)
     agent = PointerAgent.from_checkpoint(tmp_path)
     trained_rate = _success(agent, 40, seed=1)
