@@ -44,7 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "model": "tiny-qwen2_vl",
     "dtype": None,
     "text_size": {},  # tiny-<family> only: the language model's shape (vision.vlm.build_tiny_vlm)
-    "vision_size": {},  # tiny-qwen* only: max_pixels, depth, embed_dim, num_heads of the vision side
+    "vision_size": {},  # tiny-<family> but llava: the vision side (vision.vlm.build_tiny_vlm)
     "init": "",  # a model folder to start from (overrides model's weights)
     "action_format": "uitars",
     "lora": {"enabled": False, "r": 16, "alpha": 32, "dropout": 0.0},

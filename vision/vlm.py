@@ -566,13 +566,16 @@ _TINY_IMAGE = 32  # pixels a side for fixed-size vision towers
 _TINY_PATCH = 8
 # The vision side of the tiny models that take ``vision_size`` (build_tiny_vlm). Qwen resizes the
 # screenshot (aspect kept) to at most ``max_pixels`` in multiples of patch·merge px, 2×2 patches
-# per image token; PaliGemma squashes it to an ``image_size`` square, one token per patch.
+# per image token; PaliGemma squashes it to an ``image_size`` square, one token per patch;
+# SmolVLM / Idefics3 squash it too, then fold scale_factor² patches into one token.
 _VISION = dict(max_pixels=64 * 64, image_size=_TINY_IMAGE, patch_size=_TINY_PATCH, depth=2,
-               embed_dim=32, num_heads=2)  # fmt: skip
+               embed_dim=32, num_heads=2, scale_factor=2)  # fmt: skip
 _VISION_KEYS = {
     "qwen2_vl": {"max_pixels", "patch_size", "depth", "embed_dim", "num_heads"},
     "qwen2_5_vl": {"max_pixels", "patch_size", "depth", "embed_dim", "num_heads"},
     "paligemma": {"image_size", "patch_size", "depth", "embed_dim", "num_heads"},
+    "idefics3": {"image_size", "patch_size", "scale_factor", "depth", "embed_dim", "num_heads"},
+    "smolvlm": {"image_size", "patch_size", "scale_factor", "depth", "embed_dim", "num_heads"},
 }
 
 
@@ -648,7 +651,9 @@ def _tiny_qwen(version: str, corpus, text_size: dict, vision_size: dict):
     return model, processor
 
 
-def _tiny_idefics3(version: str, corpus, text_size: dict):
+def _tiny_idefics3(version: str, corpus, text_size: dict, vision_size: dict):
+    import torch
+
     # SmolVLM and Idefics3 share the layout: Llama text model, SigLIP-like vision tower,
     # pixel-shuffle connector (scale_factor), images squared to max_image_size when not split.
     specials = ["<|endoftext|>", "<|im_start|>", "<end_of_utterance>", "<fake_token_around_image>",
@@ -659,14 +664,17 @@ def _tiny_idefics3(version: str, corpus, text_size: dict):
         pad_token="<|endoftext|>", image_token="<image>", fake_image_token="<fake_token_around_image>",
         global_image_token="<global-img>", end_of_utterance_token="<end_of_utterance>",
     )  # fmt: skip
-    scale = 2
-    image_seq_len = (_TINY_IMAGE // _TINY_PATCH) ** 2 // scale**2
-    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                  image_size=_TINY_IMAGE, patch_size=_TINY_PATCH)  # fmt: skip
+    # The connector folds scale×scale neighbouring patches into one text-model token, so fine
+    # patches (a precise place for each) cost the language model no more tokens.
+    side, patch, scale = (int(vision_size[k]) for k in ("image_size", "patch_size", "scale_factor"))
+    image_seq_len = (side // patch) ** 2 // scale**2
+    embed = int(vision_size["embed_dim"])
+    vision = dict(hidden_size=embed, intermediate_size=2 * embed, num_hidden_layers=int(vision_size["depth"]),
+                  num_attention_heads=int(vision_size["num_heads"]), image_size=side, patch_size=patch)  # fmt: skip
     text = dict(text_size, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
                 bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
     image_token_id = tok.convert_tokens_to_ids("<image>")
-    sizes = dict(size={"longest_edge": _TINY_IMAGE}, max_image_size={"longest_edge": _TINY_IMAGE},
+    sizes = dict(size={"longest_edge": side}, max_image_size={"longest_edge": side},
                  do_image_splitting=False)  # fmt: skip
     if version == "idefics3":
         from transformers import (
@@ -699,6 +707,9 @@ def _tiny_idefics3(version: str, corpus, text_size: dict):
             SmolVLMImageProcessor(**sizes), tok, SmolVLMVideoProcessor(**sizes),
             image_seq_len=image_seq_len, chat_template=_SMOL_TEMPLATE,
         )  # fmt: skip
+    table = model.model.vision_model.embeddings.position_embedding.weight
+    with torch.no_grad():
+        table.copy_(sincos_2d_position_table(side // patch, embed))
     return model, processor
 
 
@@ -817,8 +828,8 @@ def _tiny_llava(corpus, text_size: dict):
 _TINY_BUILDERS: dict[str, Callable] = {
     "qwen2_vl": lambda corpus, text, vision: _tiny_qwen("qwen2_vl", corpus, text, vision),
     "qwen2_5_vl": lambda corpus, text, vision: _tiny_qwen("qwen2_5_vl", corpus, text, vision),
-    "idefics3": lambda corpus, text, vision: _tiny_idefics3("idefics3", corpus, text),
-    "smolvlm": lambda corpus, text, vision: _tiny_idefics3("smolvlm", corpus, text),
+    "idefics3": lambda corpus, text, vision: _tiny_idefics3("idefics3", corpus, text, vision),
+    "smolvlm": lambda corpus, text, vision: _tiny_idefics3("smolvlm", corpus, text, vision),
     "paligemma": _tiny_paligemma,
     "llava": lambda corpus, text, vision: _tiny_llava(corpus, text),
 }
@@ -839,14 +850,16 @@ def build_tiny_vlm(
     ``num_hidden_layers``, ``num_attention_heads``, ``num_key_value_heads``) to build a larger
     model from config, e.g. ~100M parameters for a GPU throughput check.
 
-    ``vision_size`` (Qwen families and PaliGemma) overrides the vision side: ``patch_size``,
-    ``depth``, ``embed_dim``, ``num_heads``, and how big the image is — Qwen: ``max_pixels``
-    (resized to at most this many pixels, aspect kept; one image token per 2×2 patches);
-    PaliGemma: ``image_size`` (squashed to that square; one token per patch). The defaults are
-    thumbnails (≤ 64×64 px); reading a 320×240 desktop's labels wants ~160 px a side.
-    Grounding needs to know *where* an image token is: SigLIP (PaliGemma) adds learned absolute
-    position embeddings to its patches, Qwen's vision tower only rotary (relative) ones, so a
-    small Qwen trained from scratch has a hard time writing coordinates."""
+    ``vision_size`` (all but LLaVA) overrides the vision side: ``patch_size``, ``depth``,
+    ``embed_dim``, ``num_heads``, and how big the image is — Qwen: ``max_pixels`` (resized to at
+    most this many pixels, aspect kept; one image token per 2×2 patches); PaliGemma:
+    ``image_size`` (squashed to that square; one token per patch); SmolVLM / Idefics3:
+    ``image_size`` and ``scale_factor`` (squashed to that square; one token per scale_factor²
+    patches). The defaults are thumbnails (≤ 64×64 px); reading a 320×240 desktop's labels
+    wants ~160 px a side. Grounding needs to know *where* an image token is: SigLIP (PaliGemma,
+    SmolVLM, Idefics3) adds learned absolute position embeddings to its patches, which the tiny
+    models start from a 2D sin-cos table; Qwen's vision tower has only rotary (relative) ones, so
+    a small Qwen trained from scratch has a hard time writing coordinates."""
     import torch
 
     if family not in _TINY_BUILDERS:
@@ -868,10 +881,18 @@ def build_tiny_vlm(
             f"it takes {sorted(known) or 'none'}"
         )
     vision = dict(_VISION, **(vision_size or {}))
-    if family == "paligemma" and vision["image_size"] % vision["patch_size"]:
+    if "image_size" in known and vision["image_size"] % vision["patch_size"]:
         raise ValueError(
             f"vision_size: image_size {vision['image_size']} is not a multiple of "
             f"patch_size {vision['patch_size']}"
+        )
+    if (
+        "scale_factor" in known
+        and (vision["image_size"] // vision["patch_size"]) % vision["scale_factor"]
+    ):
+        raise ValueError(
+            f"vision_size: the {vision['image_size'] // vision['patch_size']}-patch side is not a "
+            f"multiple of scale_factor {vision['scale_factor']}"
         )
     if vision["embed_dim"] % vision["num_heads"]:
         raise ValueError(

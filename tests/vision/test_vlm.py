@@ -162,8 +162,9 @@ def test_text_size_builds_a_larger_model_from_config():
 
 
 def test_vision_size_sets_how_many_image_tokens_the_model_sees():
-    """A 320×240 screen: PaliGemma squashes it to image_size² (one token per patch); Qwen keeps
-    the aspect within max_pixels (one token per 2×2 patches). Keys that do not apply are refused."""
+    """A 320×240 screen: PaliGemma squashes it to image_size² (one token per patch), SmolVLM too
+    (one token per scale_factor² patches); Qwen keeps the aspect within max_pixels (one token per
+    2×2 patches). Keys that do not apply are refused."""
     screen = [np.zeros((240, 320, 3), np.uint8)]
     pali = load_vlm("tiny-paligemma", vision_size=dict(image_size=64, patch_size=16, embed_dim=32))
     batch = pali.encode_prompts(screen, ["Click OK"])
@@ -173,6 +174,14 @@ def test_vision_size_sets_how_many_image_tokens_the_model_sees():
     grid = qwen.encode_prompts(screen, ["Click OK"])["image_grid_thw"][0].tolist()
     assert grid == [1, 14, 20]  # 112×160 px in 8 px patches: 7×10 = 70 image tokens
     assert len(qwen.generate(screen, ["Click OK"], num_samples=2, max_new_tokens=3)[0]) == 2
+    # SmolVLM: 16×16 patches of 8 px, folded 2×2 by the connector -> 64 image tokens
+    smol = load_vlm("tiny-smolvlm", vision_size=dict(image_size=128, patch_size=8, scale_factor=2))
+    batch = smol.encode_prompts(screen, ["Click OK"])
+    assert (batch["input_ids"] == smol.tokenizer.image_token_id).sum() == 64
+    assert tuple(batch["pixel_values"].shape[-2:]) == (128, 128)
+    assert len(smol.generate(screen, ["Click OK"], num_samples=2, max_new_tokens=3)[0]) == 2
+    with pytest.raises(ValueError, match="scale_factor 4"):
+        load_vlm("tiny-idefics3", vision_size=dict(image_size=48, patch_size=8, scale_factor=4))
     with pytest.raises(ValueError, match="max_pixels"):
         load_vlm("tiny-paligemma", vision_size={"max_pixels": 100})
     with pytest.raises(ValueError, match="llava"):
@@ -190,6 +199,9 @@ def test_sincos_position_table_is_smooth_and_distinct():
     assert dist[0, 1] < dist[0, 7] and dist[0, 8] < dist[0, 56]
     pali = load_vlm("tiny-paligemma", vision_size=dict(image_size=32, patch_size=4))
     start = pali.model.model.vision_tower.embeddings.position_embedding.weight
+    torch.testing.assert_close(start.detach(), sincos_2d_position_table(8, 32))
+    smol = load_vlm("tiny-smolvlm", vision_size=dict(image_size=64, patch_size=8))
+    start = smol.model.model.vision_model.embeddings.position_embedding.weight
     torch.testing.assert_close(start.detach(), sincos_2d_position_table(8, 32))
     with pytest.raises(ValueError, match="multiple of 4"):
         sincos_2d_position_table(4, 30)
