@@ -32,6 +32,9 @@ TEMPLATES: dict[str, str] = {
     "label": 'Click the label "{name}".',
     "option": 'Click the option "{name}".',
     "window": 'Click the "{name}" window.',
+    "checkbox": 'Click the "{name}" checkbox.',
+    "radio": 'Click the "{name}" radio button.',
+    "textbox": 'Click the "{name}" field.',
 }
 MAX_NAME_LENGTH = 60
 

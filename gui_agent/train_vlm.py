@@ -45,6 +45,10 @@ DEFAULTS: dict[str, Any] = {
     "dtype": None,
     "text_size": {},  # tiny-<family> only: the language model's shape (vision.vlm.build_tiny_vlm)
     "vision_size": {},  # tiny-<family> but llava: the vision side (vision.vlm.build_tiny_vlm)
+    # tiny-<family>: the BPE tokenizer's size, and how many training screens per family of
+    # env.families whose instructions and element names join its corpus (a label is then one
+    # token, not byte pieces); 0 screens: the generic action corpus only
+    "tokenizer": {"vocab_size": 600, "screens": 0},
     "init": "",  # a model folder to start from (overrides model's weights)
     "action_format": "uitars",
     "lora": {"enabled": False, "r": 16, "alpha": 32, "dropout": 0.0},
@@ -56,7 +60,14 @@ DEFAULTS: dict[str, Any] = {
         "reward": "shaped",
         "max_fields": 0,  # fill-form: only layouts with at most this many fields (0: any)
     },
-    "data": {"dataset": "", "episodes": 200, "prompts": 400},
+    "data": {
+        "dataset": "",  # gui/sft: recorded episodes; "" records data.episodes expert ones (0: none)
+        "episodes": 200,
+        "prompts": 400,  # gui/grounding-grpo: training prompts
+        # gui/sft: + a click on every uniquely named element of this many training screens per
+        # family (envs.grounding.grounding_samples)
+        "grounding_screens": 0,
+    },
     "sft": {"steps": 200, "batch_size": 8, "lr": 1e-3, "weight_decay": 0.0},
     "grpo": {
         "num_samples": 8,
@@ -137,6 +148,13 @@ def load_policy(cfg: Config):
         for key in ("text_size", "vision_size"):
             if getattr(cfg, key):
                 extra[key] = getattr(cfg, key).to_dict()
+        extra["vocab_size"] = int(cfg.tokenizer.vocab_size)
+        if int(cfg.tokenizer.screens):
+            from vision.vlm import task_corpus
+
+            texts = [t for _, obs, info in training_screens(cfg, int(cfg.tokenizer.screens))
+                     for t in [obs["instruction"], *(e.get("name", "") for e in info["a11y"])]]  # fmt: skip
+            extra["corpus"] = task_corpus(seed=int(cfg.seed)) + texts
     policy = load_vlm(
         source, dtype=cfg.dtype, device=cfg.device, seed=int(cfg.seed),
         action_format=cfg.action_format, **extra,
@@ -170,10 +188,13 @@ def _env_kwargs(cfg: Config) -> dict[str, Any]:
     return kwargs
 
 
-def task_seeds(cfg: Config, env_id: str, split: str, count: int, rng=None) -> list[int]:
+def task_seeds(
+    cfg: Config, env_id: str, split: str, count: int, rng=None, start: int = 0
+) -> list[int]:
     """``count`` seeds of ``split`` (even: train, odd: eval) for ``env_id``: random ones from
-    ``rng`` (counting up from 0 without it), keeping only layouts that ``env.max_fields``
-    allows — an easier fill-form (fewer fields) with the same train/eval split of seeds."""
+    ``rng`` (counting up from the even ``start`` without it), keeping only layouts that
+    ``env.max_fields`` allows — an easier fill-form (fewer fields) with the same train/eval
+    split of seeds."""
     import gymnasium as gym
 
     import envs  # noqa: F401
@@ -184,7 +205,7 @@ def task_seeds(cfg: Config, env_id: str, split: str, count: int, rng=None) -> li
     seeds: list[int] = []
     k = 0
     while len(seeds) < count:
-        seed = 2 * (int(rng.integers(0, 2**30)) if rng is not None else k) + parity
+        seed = 2 * (int(rng.integers(0, 2**30)) if rng is not None else k) + parity + start
         k += 1
         if probe is not None:
             fields = probe.reset(seed=seed)[1]["task"].get("fields", {})
@@ -194,6 +215,21 @@ def task_seeds(cfg: Config, env_id: str, split: str, count: int, rng=None) -> li
     if probe is not None:
         probe.close()
     return seeds
+
+
+def training_screens(cfg: Config, per_family: int):
+    """``(family, obs, info)`` of the first screen of ``per_family`` training seeds of each of
+    ``env.families`` — the seeds :func:`record_expert_episodes` starts from, continued."""
+    import envs  # noqa: F401
+    from envs.desktop import DesktopEnv
+    from envs.desktop.registration import env_id
+
+    for fi, family in enumerate(cfg.env.families):
+        env = DesktopEnv(family, **_env_kwargs(cfg))
+        for seed in task_seeds(cfg, env_id(family), "train", per_family, start=20_000 * fi):
+            obs, info = env.reset(seed=seed)
+            yield family, obs, info
+        env.close()
 
 
 # The registry's task-module interface (pixelrl.recipes): the raw desktop envs and the policy.
@@ -326,7 +362,8 @@ def _grounding_eval(policy, cfg: Config, items) -> dict[str, float]:
     rows = evaluate_grounding(VLMAgent(policy, int(cfg.grpo.max_new_tokens)), items, progress=False)
     policy.model.train(was_training)
     overall = rows[-1]
-    return {k: overall[k] for k in ("accuracy", "ci_low", "ci_high", "n")}
+    per_family = {r["family"]: r["accuracy"] for r in rows[:-1]} if len(rows) > 1 else {}
+    return {**{k: overall[k] for k in ("accuracy", "ci_low", "ci_high", "n")}, **per_family}
 
 
 def _success_eval(policy, cfg: Config) -> dict[str, float]:
@@ -374,7 +411,7 @@ def record_expert_episodes(cfg: Config, root: Path) -> Path:
     per_family = -(-int(cfg.data.episodes) // len(families))
     for fi, family in enumerate(families):
         # even seeds (training), from 20,000·fi up, that env.max_fields allows
-        seeds = [s + 20_000 * fi for s in task_seeds(cfg, env_id(family), "train", per_family)]
+        seeds = task_seeds(cfg, env_id(family), "train", per_family, start=20_000 * fi)
         env = RecordEpisodes(gym.make(env_id(family), **_env_kwargs(cfg)), root / family)
         for seed in tqdm(seeds, desc=f"expert {family}", disable=not cfg.train.progress):
             obs, info = env.reset(seed=seed)
@@ -414,6 +451,24 @@ def sft_examples(roots: list[Path], policy) -> list[dict[str, Any]]:
     return examples
 
 
+def grounding_examples(cfg: Config, policy) -> list[dict[str, Any]]:
+    """SFT examples that point at every uniquely named element (``Click the "Stop" button.``) of
+    ``data.grounding_screens`` training screens per family: many instructions per screen, so
+    the model must read the instruction to know where to click."""
+    from envs.actions import Action
+    from envs.grounding import grounding_samples
+    from envs.gui import bbox_center
+
+    screen = _screen(cfg)
+    examples = []
+    for _, obs, info in training_screens(cfg, int(cfg.data.grounding_screens)):
+        for sample in grounding_samples(info["a11y"], screen):
+            target = policy.action_text(Action.click(*bbox_center(sample.bbox)), screen)
+            examples.append({"screenshot": obs["screenshot"], "instruction": sample.instruction,
+                             "history": [], "target": target})  # fmt: skip
+    return examples
+
+
 def _dataset_roots(cfg: Config, run: Run) -> list[Path]:
     if cfg.data.dataset:
         root = Path(cfg.data.dataset)
@@ -421,6 +476,8 @@ def _dataset_roots(cfg: Config, run: Run) -> list[Path]:
             raise ConfigError(f"data.dataset: no such folder {root}")
         subs = [p for p in sorted(root.iterdir()) if (p / "meta" / "info.json").is_file()]
         return subs or [root]
+    if not int(cfg.data.episodes):  # grounding samples only (data.grounding_screens)
+        return []
     record_expert_episodes(cfg, run.dir / "demos")
     return [run.dir / "demos" / f for f in cfg.env.families]
 
@@ -447,7 +504,14 @@ def run_sft(cfg: Config) -> dict[str, Any]:
 
     run = Run(cfg)
     policy = load_policy(cfg)
-    examples = sft_examples(_dataset_roots(cfg, run), policy)
+    roots = _dataset_roots(cfg, run)
+    examples = sft_examples(roots, policy) if roots else []
+    if int(cfg.data.grounding_screens):
+        examples += grounding_examples(cfg, policy)
+    if not examples:
+        raise ConfigError(
+            "gui/sft has nothing to learn from: data.episodes and data.grounding_screens are 0"
+        )
     items = _held_out(cfg)
     measure = "accuracy" if items is not None else "success"
     opt = torch.optim.AdamW(policy.trainable_parameters(), lr=float(cfg.sft.lr),

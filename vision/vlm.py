@@ -450,19 +450,23 @@ def load_vlm(
     seed: int = 0,
     text_size: dict[str, int] | None = None,
     vision_size: dict[str, int] | None = None,
+    corpus: Sequence[str] | None = None,
+    vocab_size: int = 600,
     **policy_kwargs,
 ) -> VLMPolicy:
     """A :class:`VLMPolicy` from a pretrained model (``from_pretrained``: a hub name, offline
     when ``HF_HUB_OFFLINE=1``, or a local folder) or a tiny random one (``"tiny-<family>"``, e.g.
     ``"tiny-qwen2_vl"``; ``-`` and ``_`` are interchangeable, ``tiny-qwen2.5-vl`` works too;
-    ``text_size`` and ``vision_size`` scale a tiny model, see :func:`build_tiny_vlm`)."""
+    ``text_size`` and ``vision_size`` scale a tiny model, ``corpus`` and ``vocab_size`` make its
+    tokenizer, see :func:`build_tiny_vlm`)."""
     import torch
 
     if name_or_path.startswith("tiny-"):
         family = name_or_path[len("tiny-") :].replace("-", "_").replace(".", "_")
         model, processor = build_tiny_vlm(
-            family, seed=seed, text_size=text_size, vision_size=vision_size
-        )
+            family, seed=seed, corpus=corpus, text_size=text_size, vision_size=vision_size,
+            vocab_size=vocab_size,
+        )  # fmt: skip
     else:
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
@@ -579,11 +583,11 @@ _VISION_KEYS = {
 }
 
 
-def _qwen_tokenizer(corpus):
+def _qwen_tokenizer(vocab: dict):
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>",
                 "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]  # fmt: skip
     return train_bpe_tokenizer(
-        specials, corpus, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        specials, **vocab, eos_token="<|im_end|>", pad_token="<|endoftext|>",
         image_token="<|image_pad|>", video_token="<|video_pad|>",
         vision_start_token="<|vision_start|>", vision_end_token="<|vision_end|>",
     )  # fmt: skip
@@ -600,10 +604,10 @@ _QWEN_TEMPLATE = (
 )
 
 
-def _tiny_qwen(version: str, corpus, text_size: dict, vision_size: dict):
+def _tiny_qwen(version: str, vocab: dict, text_size: dict, vision_size: dict):
     from transformers import Qwen2VLImageProcessor, Qwen2VLVideoProcessor
 
-    tok = _qwen_tokenizer(corpus)
+    tok = _qwen_tokenizer(vocab)
     # Qwen resizes to multiples of patch·merge (2·patch) within [min, max] pixels.
     patch = int(vision_size["patch_size"])
     vision = dict(patch_size=patch, merge_size=2, temporal_patch_size=2)
@@ -651,7 +655,7 @@ def _tiny_qwen(version: str, corpus, text_size: dict, vision_size: dict):
     return model, processor
 
 
-def _tiny_idefics3(version: str, corpus, text_size: dict, vision_size: dict):
+def _tiny_idefics3(version: str, vocab: dict, text_size: dict, vision_size: dict):
     import torch
 
     # SmolVLM and Idefics3 share the layout: Llama text model, SigLIP-like vision tower,
@@ -660,7 +664,7 @@ def _tiny_idefics3(version: str, corpus, text_size: dict, vision_size: dict):
                 "<image>", "<global-img>", "<video>"]  # fmt: skip
     specials += [f"<row_{r}_col_{c}>" for r in range(1, 5) for c in range(1, 5)]
     tok = train_bpe_tokenizer(
-        specials, corpus, bos_token="<|im_start|>", eos_token="<end_of_utterance>",
+        specials, **vocab, bos_token="<|im_start|>", eos_token="<end_of_utterance>",
         pad_token="<|endoftext|>", image_token="<image>", fake_image_token="<fake_token_around_image>",
         global_image_token="<global-img>", end_of_utterance_token="<end_of_utterance>",
     )  # fmt: skip
@@ -724,7 +728,7 @@ _SMOL_TEMPLATE = (
 )
 
 
-def _tiny_paligemma(corpus, text_size: dict, vision_size: dict):
+def _tiny_paligemma(vocab: dict, text_size: dict, vision_size: dict):
     import torch
     from transformers import (
         PaliGemmaConfig,
@@ -734,7 +738,7 @@ def _tiny_paligemma(corpus, text_size: dict, vision_size: dict):
     )
 
     tok = train_bpe_tokenizer(
-        ["<pad>", "<eos>", "<bos>", "<unk>", "<image>"], corpus,
+        ["<pad>", "<eos>", "<bos>", "<unk>", "<image>"], **vocab,
         bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>",
         image_token="<image>",
     )  # fmt: skip
@@ -791,7 +795,7 @@ _LLAVA_TEMPLATE = (
 )
 
 
-def _tiny_llava(corpus, text_size: dict):
+def _tiny_llava(vocab: dict, text_size: dict):
     from transformers import (
         LlavaConfig,
         LlavaForConditionalGeneration,
@@ -800,7 +804,7 @@ def _tiny_llava(corpus, text_size: dict):
     )
 
     tok = train_bpe_tokenizer(
-        ["<unk>", "<s>", "</s>", "<pad>", "<image>"], corpus,
+        ["<unk>", "<s>", "</s>", "<pad>", "<image>"], **vocab,
         bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>", image_token="<image>",
     )  # fmt: skip
     # do_pad: pad the screenshot to a square instead of cropping away its edges (LLaVA-1.5 style).
@@ -825,13 +829,14 @@ def _tiny_llava(corpus, text_size: dict):
     return LlavaForConditionalGeneration(config), processor
 
 
+# Each builder takes (vocab: train_bpe_tokenizer's corpus and vocab_size, text_size, vision_size).
 _TINY_BUILDERS: dict[str, Callable] = {
-    "qwen2_vl": lambda corpus, text, vision: _tiny_qwen("qwen2_vl", corpus, text, vision),
-    "qwen2_5_vl": lambda corpus, text, vision: _tiny_qwen("qwen2_5_vl", corpus, text, vision),
-    "idefics3": lambda corpus, text, vision: _tiny_idefics3("idefics3", corpus, text, vision),
-    "smolvlm": lambda corpus, text, vision: _tiny_idefics3("smolvlm", corpus, text, vision),
+    "qwen2_vl": lambda vocab, text, vision: _tiny_qwen("qwen2_vl", vocab, text, vision),
+    "qwen2_5_vl": lambda vocab, text, vision: _tiny_qwen("qwen2_5_vl", vocab, text, vision),
+    "idefics3": lambda vocab, text, vision: _tiny_idefics3("idefics3", vocab, text, vision),
+    "smolvlm": lambda vocab, text, vision: _tiny_idefics3("smolvlm", vocab, text, vision),
     "paligemma": _tiny_paligemma,
-    "llava": lambda corpus, text, vision: _tiny_llava(corpus, text),
+    "llava": lambda vocab, text, vision: _tiny_llava(vocab, text),
 }
 
 
@@ -841,10 +846,13 @@ def build_tiny_vlm(
     corpus: Sequence[str] | None = None,
     text_size: dict[str, int] | None = None,
     vision_size: dict[str, int] | None = None,
+    vocab_size: int = 600,
 ):
     """``(model, processor)``: a tiny random-initialised model of ``family`` (text model hidden
     64, 2 layers; a 2-layer vision tower on 32-64 px images) and its processor, with a byte-level
-    BPE tokenizer trained on ``corpus`` (:func:`task_corpus` by default). Offline; seeded.
+    BPE tokenizer of ``vocab_size`` tokens trained on ``corpus`` (:func:`task_corpus` by
+    default). Offline; seeded. A corpus with the task's own words wants a larger vocabulary, so
+    that each word becomes one token.
 
     ``text_size`` overrides the language model's shape (``hidden_size``, ``intermediate_size``,
     ``num_hidden_layers``, ``num_attention_heads``, ``num_key_value_heads``) to build a larger
@@ -900,8 +908,9 @@ def build_tiny_vlm(
             f"num_heads {vision['num_heads']}"
         )
     torch.manual_seed(seed)
-    model, processor = _TINY_BUILDERS[family](
-        corpus if corpus is not None else task_corpus(seed=seed), size, vision
+    vocab = dict(
+        corpus=corpus if corpus is not None else task_corpus(seed=seed), vocab_size=vocab_size
     )
+    model, processor = _TINY_BUILDERS[family](vocab, size, vision)
     model.eval()
     return model, processor

@@ -20,11 +20,15 @@ def test_samples_skip_ambiguous_nameless_tiny_and_offscreen_elements():
         a11y_element(4, "textbox", "", [10, 40, 50, 60]),  # no name, role not pointed at
         a11y_element(5, "text", "tiny", [0, 0, 2, 2]),
         a11y_element(6, "link", "Odio", [150, 10, 400, 30]),  # clipped to the screen
+        a11y_element(7, "checkbox", "Milk", [10, 70, 50, 90]),
+        a11y_element(8, "radio", "Daily", [60, 70, 100, 90]),
     ]
     samples = grounding_samples(a11y, (200, 100))
     assert [(s.instruction, s.bbox) for s in samples] == [
         ('Click the "OK" button.', (10, 10, 50, 30)),
         ('Click the link "Odio".', (150, 10, 200, 30)),
+        ('Click the "Milk" checkbox.', (10, 70, 50, 90)),
+        ('Click the "Daily" radio button.', (60, 70, 100, 90)),
     ]
 
 

@@ -175,3 +175,72 @@ def test_task_seeds_keep_the_split_and_the_field_limit():
     assert len(set(seeds)) == 6 and all(s % 2 == 1 for s in seeds)
     env = gym.make(cfg.env.id, screen_size=SCREEN)
     assert all(len(env.reset(seed=s)[1]["task"]["fields"]) == 2 for s in seeds)
+
+
+def test_task_seeds_from_a_start_check_the_limit_on_the_seed_they_return():
+    """``start`` shifts the seeds (each family of a mixed recipe has its own range) and the
+    field limit is checked on the shifted seed itself."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+    from gui_agent.train_vlm import config_for, task_seeds
+    from pixelrl.recipes import get_recipe
+
+    cfg = config_for(get_recipe("gui/multiturn-grpo").config, ["env.max_fields=2"])
+    seeds = task_seeds(cfg, cfg.env.id, "train", 4, start=20_000)
+    assert all(s >= 20_000 and s % 2 == 0 for s in seeds)
+    env = gym.make(cfg.env.id, screen_size=SCREEN)
+    assert all(len(env.reset(seed=s)[1]["task"]["fields"]) <= 2 for s in seeds)
+
+
+def test_desktop_tokenizer_and_dense_grounding_examples():
+    """``tokenizer.screens`` trains a tiny model's tokenizer on the desktop's own words, so a
+    label is one token; ``data.grounding_screens`` gives several SFT examples per screen, each
+    pointing inside the box of the element its instruction names."""
+    from envs.actions import parse_action
+    from envs.grounding import grounding_samples
+    from gui_agent.train_vlm import config_for, grounding_examples, load_policy, training_screens
+    from pixelrl.recipes import get_recipe
+
+    overrides = ["model=tiny-smolvlm", "env.families=[click-button,choose-radio]",
+                 "data.grounding_screens=2"]  # fmt: skip
+    plain = load_policy(config_for(get_recipe("gui/sft").config, overrides))
+    cfg = config_for(get_recipe("gui/sft").config,
+                     [*overrides, "tokenizer.screens=20", "tokenizer.vocab_size=1500"])  # fmt: skip
+    policy = load_policy(cfg)
+    _, obs, info = next(training_screens(cfg, 1))
+    label = next(e["name"] for e in info["a11y"] if e["role"] == "button" and len(e["name"]) > 3)
+    assert label in policy.tokenizer.tokenize(f'Click the "{label}" button.')
+    assert len(policy.tokenizer.tokenize(obs["instruction"])) < len(
+        plain.tokenizer.tokenize(obs["instruction"])
+    )
+    examples = grounding_examples(cfg, policy)
+    screens = list(training_screens(cfg, 2))
+    samples = [s for _, _, info in screens for s in grounding_samples(info["a11y"], SCREEN)]
+    assert len(examples) == len(samples)
+    assert len({e["instruction"] for e in examples}) > len(screens)
+    for e, sample in zip(examples, samples):
+        click = parse_action(e["target"], SCREEN)
+        x0, y0, x1, y1 = sample.bbox
+        assert e["instruction"] == sample.instruction
+        assert click.kind == "click" and x0 <= click.x < x1 and y0 <= click.y < y1
+
+
+def test_sft_recipe_on_grounding_samples_alone(tmp_path):
+    """``data.episodes=0`` records no expert episodes: the SFT recipe learns from the grounding
+    samples alone; with neither it is a clear config error, not an empty run."""
+    from gui_agent.train_vlm import config_for, train
+    from pixelrl.config import ConfigError
+    from pixelrl.recipes import get_recipe
+
+    base = ["model=tiny-smolvlm", "torch_threads=0", "data.episodes=0", "sft.steps=2",
+            "eval.grounding_items=2", "eval.interval=0", "train.progress=false"]  # fmt: skip
+    cfg = config_for(get_recipe("gui/sft").config,
+                     [*base, "data.grounding_screens=1", f"train.output_dir={tmp_path / 'a'}"])  # fmt: skip
+    cfg.recipe = "gui/sft"
+    result = train(cfg)
+    assert not (tmp_path / "a" / "demos").exists() and result["examples"] > 1
+    cfg = config_for(get_recipe("gui/sft").config, [*base, f"train.output_dir={tmp_path / 'b'}"])
+    cfg.recipe = "gui/sft"
+    with pytest.raises(ConfigError, match="nothing to learn"):
+        train(cfg)
