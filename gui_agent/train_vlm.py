@@ -778,15 +778,20 @@ def train(cfg: Config) -> dict[str, Any]:
 
 
 def run_recipe(
-    name: str, overrides=(), model: str | None = None, print_config: bool = False
+    name: str,
+    overrides=(),
+    model: str | None = None,
+    print_config: bool = False,
+    config: str | Path | None = None,
 ) -> dict[str, Any] | None:
-    """``pixelrl train gui/...`` for the VLM recipes: config, ``--model``, run, print a summary."""
+    """``pixelrl train gui/...`` for the VLM recipes: config (the recipe's own, or the YAML file
+    ``config`` that names this recipe), ``--model``, run, print a summary."""
     import yaml
 
     from pixelrl.recipes import get_recipe
 
     overrides = list(overrides) + ([f"model={model}"] if model else [])
-    cfg = config_for(get_recipe(name).config, overrides)
+    cfg = config_for(config or get_recipe(name).config, overrides)
     cfg.recipe = name
     if print_config:
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")

@@ -13,6 +13,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -43,10 +44,14 @@ def run(args: argparse.Namespace) -> int:
     from pixelrl.checkpoint import CheckpointError
     from pixelrl.train import Trainer, config_for
 
-    task = RECIPES[args.recipe].load_task() if args.recipe in RECIPES else None
+    name, config_file = args.recipe, None
+    if name not in RECIPES and Path(name).is_file():  # a YAML file that names its recipe
+        config_file = name
+        name = str((yaml.safe_load(Path(name).read_text()) or {}).get("recipe", ""))
+    task = RECIPES[name].load_task() if name in RECIPES else None
     if hasattr(task, "run_recipe"):  # recipes with their own loop (GRPO, SFT): gui_agent.train_vlm
         try:
-            task.run_recipe(args.recipe, args.overrides, args.model, args.print_config)
+            task.run_recipe(name, args.overrides, args.model, args.print_config, config_file)
         except ConfigError as e:
             print(f"pixelrl train: error: {e}")
             return 2

@@ -244,3 +244,16 @@ def test_sft_recipe_on_grounding_samples_alone(tmp_path):
     cfg.recipe = "gui/sft"
     with pytest.raises(ConfigError, match="nothing to learn"):
         train(cfg)
+
+
+def test_train_takes_a_vlm_recipe_yaml_file(capsys):
+    """``pixelrl train FILE.yaml`` runs the recipe the file names, VLM recipes included, with the
+    file's settings under the overrides."""
+    from pixelrl.cli import main
+
+    assert (
+        main(["train", "--print-config", "gui_agent/configs/sft_grounding.yaml", "sft.steps=5"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "recipe: gui/sft" in out and "grounding_screens: 300" in out and "steps: 5" in out
