@@ -1,0 +1,65 @@
+"""Two VLMs on the same fresh held-out grounding items: greedy click accuracy per family and the
+paired difference (B - A) with its 95% interval and McNemar's exact p.
+
+    python docs/results/diagnostics/grounding_paired.py SFT_MODEL GRPO_MODEL [ITEMS] [START]
+
+Items are :func:`gui_agent.grounding.grounding_set` from odd seeds, ``k >= START`` (default 1000:
+no overlap with the recipes' in-run evaluation, which starts at 0).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import defaultdict
+
+import numpy as np
+import torch
+
+from gui_agent.agents import VLMAgent
+from gui_agent.grounding import grounding_set
+from vision.rewards import point_in_box
+from vision.vlm import load_vlm
+
+
+def hits(model: str, items) -> np.ndarray:
+    agent = VLMAgent(load_vlm(model), 20)
+    out = []
+    for s in range(0, len(items), 16):
+        batch = items[s : s + 16]
+        actions = agent.act_batch([i.screenshot for i in batch], [i.instruction for i in batch],
+                                  [[] for _ in batch])  # fmt: skip
+        out.extend(point_in_box([a.point for a in actions], [i.bbox for i in batch]))
+    return np.asarray(out, dtype=float)
+
+
+def mcnemar_p(b_only: int, a_only: int) -> float:
+    """Exact two-sided McNemar p: the discordant pairs as a fair coin."""
+    n = b_only + a_only
+    if n == 0:
+        return 1.0
+    k = min(b_only, a_only)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def main(model_a: str, model_b: str, n: int = 400, start: int = 1000) -> None:
+    torch.set_num_threads(1)
+    items = grounding_set(n, start=start)
+    a, b = hits(model_a, items), hits(model_b, items)
+    by_family = defaultdict(list)
+    for i, item in enumerate(items):
+        by_family[item.family].append(i)
+    print(f"{'family':15s} {'n':>4s} {'A':>7s} {'B':>7s} {'B - A':>7s}")
+    for family, idx in [*by_family.items(), ("all", list(range(len(items))))]:
+        print(f"{family:15s} {len(idx):4d} {a[idx].mean():7.3f} {b[idx].mean():7.3f} "
+              f"{b[idx].mean() - a[idx].mean():+7.3f}")  # fmt: skip
+    d = b - a
+    half = 1.96 * d.std(ddof=1) / math.sqrt(len(d))
+    b_only, a_only = int(((b == 1) & (a == 0)).sum()), int(((a == 1) & (b == 0)).sum())
+    print(f"paired B - A: {d.mean():+.3f}  95% CI [{d.mean() - half:+.3f}, {d.mean() + half:+.3f}]"
+          f"  only B: {b_only}  only A: {a_only}  McNemar exact p = {mcnemar_p(b_only, a_only):.3g}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], *(int(x) for x in sys.argv[3:5]))
