@@ -47,7 +47,12 @@ def run(args: argparse.Namespace) -> int:
     name, config_file = args.recipe, None
     if name not in RECIPES and Path(name).is_file():  # a YAML file that names its recipe
         config_file = name
-        name = str((yaml.safe_load(Path(name).read_text()) or {}).get("recipe", ""))
+        try:
+            named = yaml.safe_load(Path(name).read_text())
+        except yaml.YAMLError as e:
+            print(f"pixelrl train: error: {name} is not valid YAML: {e}")
+            return 2
+        name = str(named.get("recipe", "")) if isinstance(named, dict) else ""
     task = RECIPES[name].load_task() if name in RECIPES else None
     if hasattr(task, "run_recipe"):  # recipes with their own loop (GRPO, SFT): gui_agent.train_vlm
         try:

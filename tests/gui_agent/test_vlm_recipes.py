@@ -246,9 +246,9 @@ def test_sft_recipe_on_grounding_samples_alone(tmp_path):
         train(cfg)
 
 
-def test_train_takes_a_vlm_recipe_yaml_file(capsys):
+def test_train_takes_a_vlm_recipe_yaml_file(capsys, tmp_path):
     """``pixelrl train FILE.yaml`` runs the recipe the file names, VLM recipes included, with the
-    file's settings under the overrides."""
+    file's settings under the overrides; a file that is not YAML is a clear error."""
     from pixelrl.cli import main
 
     assert (
@@ -257,3 +257,7 @@ def test_train_takes_a_vlm_recipe_yaml_file(capsys):
     )
     out = capsys.readouterr().out
     assert "recipe: gui/sft" in out and "grounding_screens: 300" in out and "steps: 5" in out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("recipe: [gui/sft\n  x: : :\n")
+    assert main(["train", str(bad)]) == 2
+    assert "not valid YAML" in capsys.readouterr().out
