@@ -9,6 +9,10 @@
    each with the token ids and the log-probabilities it was sampled with;
 3. scores ``logprobs`` of given completions (text or token ids) under the model, token by token,
    masked to the completion — differentiable, for SFT and GRPO;
+   a prompt repeated in a batch (GRPO's G samples) is run once, in ``generate`` and ``score``
+   alike: its key/value cache is shared where the language model's positions are plain 1-D
+   (SmolVLM / Idefics3, LLaVA), its image features elsewhere. The numbers are the same as
+   running every row (tested); only the repeated work goes;
 4. parses the output with :func:`envs.actions.parse_action`: unparsable text becomes a ``wait``
    no-op with ``parsed = False`` (format reward 0), never an exception;
 5. helps training: :meth:`VLMPolicy.frozen_copy` (GRPO's KL reference) and
@@ -28,6 +32,7 @@ end token is part of the scored completion, as in TRL, so a policy learns to sto
 
 from __future__ import annotations
 
+import inspect
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -257,7 +262,10 @@ class VLMPolicy:
         else:
             kwargs.update(temperature=None, top_p=None, top_k=None)
         with torch.no_grad():
-            out = self.model.generate(**batch, **kwargs)
+            if num_samples > 1 and self.family in _PLAIN_POSITION_FAMILIES:
+                out = self._generate_from_shared_prompts(batch, num_samples, kwargs)
+            else:
+                out = self.model.generate(**batch, **kwargs)
         new_tokens = out.sequences[:, prompt_length:]
         # log π(token) step by step, gathering the sampled token (never a (B, T, vocab) tensor).
         logprobs = torch.cat(
@@ -280,6 +288,28 @@ class VLMPolicy:
                 results.append([])
             results[-1].append(Completion(text, ids, lps, action, parsed, error))
         return results
+
+    def _generate_from_shared_prompts(self, batch, num_samples: int, kwargs: dict):
+        """``generate`` with ``num_return_sequences=num_samples``, with each prompt's prefill run
+        once instead of once per sample: the prompt but its last token goes through the model
+        (image included), its cache is repeated for the samples, and ``generate`` goes on from
+        there, as it does from any filled cache."""
+        prefix = {k: v for k, v in batch.items() if k not in ("input_ids", "attention_mask")}
+        mask = batch["attention_mask"][:, :-1]
+        # generate() numbers a left-padded row's tokens from its first real token; so must the
+        # prefill it continues from (rotary attention sees only the differences).
+        positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 1)
+        out = self.model(input_ids=batch["input_ids"][:, :-1], attention_mask=mask,
+                         position_ids=positions, use_cache=True, logits_to_keep=1, **prefix)  # fmt: skip
+        name = _cache_argument(self.model)
+        cache = getattr(out, name)
+        cache.batch_repeat_interleave(num_samples)
+        return self.model.generate(
+            input_ids=batch["input_ids"].repeat_interleave(num_samples, 0),
+            attention_mask=batch["attention_mask"].repeat_interleave(num_samples, 0),
+            **{name: cache},
+            **dict(kwargs, num_return_sequences=1),
+        )
 
     # -- scoring ----------------------------------------------------------------------------
     def completion_ids(self, text: str) -> list[int]:
@@ -316,19 +346,38 @@ class VLMPolicy:
             raise ValueError(
                 f"one completion per prompt: {len(completions)} completions, {len(instructions)} prompts"
             )
-        batch = self.encode_prompts(screenshots, instructions, histories)
         ids = [self._token_ids(c) for c in completions]
         if any(len(c) == 0 for c in ids):
             raise ValueError("a completion to score is empty")
         length = max(len(c) for c in ids)
-        device = batch["input_ids"].device
         comp = torch.full((len(ids), length), self.tokenizer.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(ids), length), dtype=torch.long)
         for i, c in enumerate(ids):
             comp[i, : len(c)] = torch.tensor(c)
             mask[i, : len(c)] = 1
-        comp, mask = comp.to(device), mask.to(device)
+        comp, mask = comp.to(self.model.device), mask.to(self.model.device)
+        histories = list(histories) if histories is not None else [()] * len(instructions)
+        # A prompt repeated in the batch (GRPO's G completions of one prompt) is run once.
+        first: dict[tuple, int] = {}
+        keys = [(id(s), i, repr(list(h))) for s, i, h in zip(screenshots, instructions, histories)]
+        rows = [first.setdefault(k, r) for r, k in enumerate(keys)]
+        if len(first) < len(rows) and self.family in _PLAIN_POSITION_FAMILIES:
+            logits = self._logits_sharing_prompts(
+                screenshots, instructions, histories, rows, comp, mask
+            )
+        else:
+            logits = self._logits(screenshots, instructions, histories, comp, mask)
+        logprobs = torch.log_softmax(logits.float(), -1).gather(-1, comp.unsqueeze(-1)).squeeze(-1)
+        return ScoredTokens(logprobs * mask, mask, comp)
+
+    def _logits(self, screenshots, instructions, histories, comp, mask):
+        """(B, T, vocab) logits predicting each completion token: one forward pass over prompt
+        and completion, row by row; a screenshot repeated in the batch is encoded once."""
+        import torch
+
+        batch = self.encode_prompts(screenshots, instructions, histories)
         inputs = dict(batch)
+        self._share_image_features(inputs, screenshots, instructions, histories)
         prompt_ids = inputs.pop("input_ids")
         inputs["input_ids"] = torch.cat([prompt_ids, comp], 1)
         inputs["attention_mask"] = torch.cat([inputs["attention_mask"], mask], 1)
@@ -341,10 +390,72 @@ class VLMPolicy:
                 fill = 1 if key == "token_type_ids" else 0
                 inputs[key] = torch.cat([value, torch.full_like(comp, fill)], 1)
         # Logits at positions P-1 .. P+T-2 predict the T completion tokens; keep only those.
-        out = self.model(**inputs, use_cache=False, logits_to_keep=length + 1)
-        logits = out.logits[:, :-1].float()
-        logprobs = torch.log_softmax(logits, -1).gather(-1, comp.unsqueeze(-1)).squeeze(-1)
-        return ScoredTokens(logprobs * mask, mask, comp)
+        out = self.model(**inputs, use_cache=False, logits_to_keep=comp.shape[1] + 1)
+        return out.logits[:, :-1]
+
+    def _logits_sharing_prompts(self, screenshots, instructions, histories, rows, comp, mask):
+        """What :meth:`_logits` computes, with each distinct prompt run once: its key/value
+        cache (gradients attached) is copied to every row that repeats it, and only the
+        completions run per row. Positions, padding and masks are those of the one-pass
+        forward, so log-probs and gradients are the same; the repeated prompt work goes."""
+        import torch
+
+        distinct = sorted(set(rows))
+        prompts = self.encode_prompts(
+            [screenshots[r] for r in distinct],
+            [instructions[r] for r in distinct],
+            [histories[r] for r in distinct],
+        )
+        out = self.model(**prompts, use_cache=True, logits_to_keep=1)
+        where = {r: k for k, r in enumerate(distinct)}
+        order = torch.tensor([where[r] for r in rows], device=comp.device)
+        first = out.logits[order]  # (B, 1, vocab): the last prompt position predicts token 0
+        if comp.shape[1] == 1:
+            return first
+        name = _cache_argument(self.model)
+        cache = getattr(out, name)
+        cache.batch_select_indices(order)
+        attention = torch.cat([prompts["attention_mask"][order], mask[:, :-1]], 1)
+        rest = self.model(input_ids=comp[:, :-1], attention_mask=attention, use_cache=True,
+                          **{name: cache}).logits  # fmt: skip
+        return torch.cat([first, rest], 1)
+
+    def _share_image_features(self, inputs: dict, screenshots, instructions, histories) -> None:
+        """Encode each distinct screenshot once when a batch repeats it: the vision tower runs
+        on the distinct images and every row gets its image's features through
+        ``mm_encoder_outputs``, transformers' own route for pre-encoded images (``generate``
+        takes it before prefill). Log-probs and gradients are the same as encoding every row.
+        A batch with no repeats, or a model without that route, is left as it is."""
+        first: dict[int, int] = {}
+        rows = [first.setdefault(id(s), i) for i, s in enumerate(screenshots)]
+        encode = getattr(self.model.base_model, "get_image_features", None)
+        if len(first) == len(rows) or encode is None or "pixel_values" not in inputs:
+            return
+        if "mm_encoder_outputs" not in inspect.signature(self.model.forward).parameters:
+            return
+        import torch
+        from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+        distinct = list(first.values())
+        images = self.encode_prompts(
+            [screenshots[i] for i in distinct],
+            [instructions[i] for i in distinct],
+            [histories[i] for i in distinct],
+        )
+        names = set(inspect.signature(encode).parameters) - {"kwargs"}
+        features = encode(**{k: v for k, v in images.items() if k in names}, return_dict=True)
+        pooled = features.pooler_output
+        if len(pooled) != len(distinct):  # not one entry per prompt: keep the plain path
+            return
+        where = {row: k for k, row in enumerate(distinct)}
+        order = [where[r] for r in rows]
+        if torch.is_tensor(pooled):
+            pooled = pooled[torch.tensor(order, device=pooled.device)]
+        else:
+            pooled = [pooled[k] for k in order]
+        inputs.pop("pixel_values")
+        inputs.pop("pixel_attention_mask", None)
+        inputs["mm_encoder_outputs"] = {"image": BaseModelOutputWithPooling(pooler_output=pooled)}
 
     # -- training helpers -------------------------------------------------------------------
     def frozen_copy(self) -> VLMPolicy:
@@ -409,6 +520,17 @@ class VLMPolicy:
         for history, action in zip(state, actions):
             history.append(action)
         return actions, logprobs, None, state
+
+
+# Families whose language model places tokens by a plain 1-D position (no M-RoPE, no prefix-LM
+# token types), so a prompt's cache can be reused for the completions that follow it.
+_PLAIN_POSITION_FAMILIES = ("idefics3", "smolvlm", "llava")
+
+
+def _cache_argument(model) -> str:
+    """The name of the key/value cache in the model's forward and outputs: ``cache`` in
+    transformers 5, ``past_key_values`` in 4.x."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 _PLACEHOLDER_NAMES = ("image_token", "video_token", "vision_start_token", "vision_end_token",

@@ -1,5 +1,6 @@
 """The VLM policy wrapper on a tiny random model of every supported family (offline)."""
 
+import functools
 import os
 
 import numpy as np
@@ -51,6 +52,54 @@ def test_generate_logprobs_match_rescoring(policy):
             scored.logprobs[row, :n].detach().numpy(), c.sampled_logprobs, atol=2e-4
         )
         assert c.logprob == pytest.approx(float(scored.sequence_logprobs[row].detach()), abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    "instructions",
+    [
+        ["Click OK", "Click OK", "Click OK", "Type hi", "Type hi"],  # GRPO: prompts repeat
+        ["Click OK", "Click Cancel", "Click Help", "Type hi", "Type yo"],  # SFT: screens repeat
+    ],
+)
+def test_repeats_in_a_batch_are_run_once_with_the_same_logprobs_and_gradients(policy, instructions):
+    """GRPO scores G completions of one prompt, SFT several targets on one screen: a repeated
+    prompt (or screenshot) goes through the model once, and the log-probs and gradients equal
+    those of a batch whose rows are all distinct (copies of the same screenshots)."""
+    screens = _screens(2)
+    rows = [0, 0, 0, 1, 1]
+    texts = ["click(start_box='(1,2)')", "click(start_box='(30,40)')", "wait()", "type(content='hi')",
+             "click(start_box='(5,6)')"]  # fmt: skip
+    encode = policy.model.base_model.get_image_features
+    seen = []
+
+    @functools.wraps(encode)
+    def counting(*args, **kwargs):
+        out = encode(*args, **kwargs)
+        seen.append(len(out.pooler_output))  # images encoded in this call
+        return out
+
+    def logprobs_and_grads(shots):
+        policy.model.zero_grad()
+        scored = policy.score(shots, instructions, texts)
+        scored.sequence_logprobs.sum().backward()
+        grads = {
+            n: p.grad.clone() for n, p in policy.model.named_parameters() if p.grad is not None
+        }
+        return scored.logprobs.detach(), grads
+
+    policy.model.base_model.get_image_features = counting
+    try:
+        shared = logprobs_and_grads([screens[r] for r in rows])
+    finally:
+        del policy.model.base_model.get_image_features  # back to the class's method
+    copied = logprobs_and_grads([screens[r].copy() for r in rows])
+    policy.model.zero_grad()
+    assert seen == [2], f"the vision tower ran on {seen} images, not once on the 2 distinct ones"
+    torch.testing.assert_close(shared[0], copied[0], atol=1e-5, rtol=1e-4)
+    assert shared[1].keys() == copied[1].keys()
+    assert [n for n in shared[1] if "vision" in n or "visual" in n], "the vision tower learns"
+    for name in shared[1]:
+        torch.testing.assert_close(shared[1][name], copied[1][name], atol=1e-5, rtol=1e-3)
 
 
 def test_score_text_completions_is_differentiable(policy):
