@@ -89,6 +89,7 @@ DEFAULTS: dict[str, Any] = {
         "sigma_scale": 0.5,  # the Gaussian's σ in box sizes (click_gaussian, gui_g2)
         "minibatch": 16,
         "seeds_per_step": 2,
+        "lr_schedule": "constant",  # or "linear": decays to 0 at the last step (TRL's default)
     },
     "eval": {"interval": 10, "grounding_items": 100, "episodes": 20},
     "train": {"output_dir": "", "progress": True},
@@ -544,6 +545,20 @@ def _grpo_config(cfg: Config):
     return GRPOConfig(**{k: v for k, v in cfg.grpo.to_dict().items() if k in known})
 
 
+def _grpo_optimizer(policy, cfg: Config):
+    """AdamW at ``grpo.lr`` and its schedule, stepped once per GRPO step: ``constant``, or
+    ``linear`` decay to 0 at step ``grpo.steps`` (TRL's default)."""
+    import torch
+
+    schedule, steps = str(cfg.grpo.lr_schedule), int(cfg.grpo.steps)
+    if schedule not in ("constant", "linear"):
+        raise ConfigError(f"grpo.lr_schedule: {schedule!r}; known: constant, linear")
+    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=float(cfg.grpo.lr), weight_decay=0.0)
+    if schedule == "constant":
+        return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: max(0.0, 1 - step / steps))
+
+
 def _update_in_chunks(policy, opt, rows, advantages, ref, gcfg, minibatch: int) -> dict[str, float]:
     """:func:`pixelrl.rl.grpo.grpo_update` over ``rows`` in minibatches, ``gcfg.epochs`` passes.
 
@@ -606,7 +621,6 @@ def _throughput(groups, advantages, gcfg, sample_s: float, update_s: float) -> d
 
 
 def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
-    import torch
     from tqdm import tqdm
 
     from gui_agent.grounding import grounding_set
@@ -626,7 +640,7 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
     )
     items = _held_out(cfg)
     reward_fn = GROUNDING_REWARDS[cfg.grpo.reward]
-    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=gcfg.lr, weight_decay=0.0)
+    opt, schedule = _grpo_optimizer(policy, cfg)
     rng = np.random.default_rng(int(cfg.seed))
     G, P = gcfg.num_samples, int(cfg.grpo.prompts_per_step)
     run.add_eval(0, _grounding_eval(policy, cfg, items))
@@ -651,10 +665,12 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
             rows.extend({"screenshot": prompt.screenshot, "instruction": prompt.instruction,
                          "history": [], "completion": s} for s in samples)  # fmt: skip
         advantages = group_advantages(rewards, group_size=G, scale_by_std=gcfg.scale_by_std)
+        lr = opt.param_groups[0]["lr"]
         stats = _update_in_chunks(policy, opt, rows, advantages, ref, gcfg, int(cfg.grpo.minibatch))
+        schedule.step()
         t_end = _synced_clock(policy)
         parsed = float(np.mean([s.parsed for g in groups for s in g]))
-        row = {"step": step + 1, "reward": float(np.mean(rewards)), "format": parsed, **stats,
+        row = {"step": step + 1, "reward": float(np.mean(rewards)), "format": parsed, "lr": lr, **stats,
                **_throughput(groups, advantages, gcfg, t_update - t_sample, t_end - t_update)}  # fmt: skip
         run.history.append(row)
         bar.set_postfix_str(f"reward={row['reward']:.3f} format={parsed:.2f}", refresh=False)
@@ -714,7 +730,6 @@ def play_group(policy, cfg: Config, seed: int, group_size: int, gcfg) -> list[li
 
 
 def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
-    import torch
     from tqdm import tqdm
 
     from pixelrl.rl.grpo import gigpo_advantages
@@ -723,7 +738,7 @@ def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
     policy = load_policy(cfg)
     gcfg = _grpo_config(cfg)
     ref = policy.frozen_copy() if gcfg.kl_coef else None
-    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=gcfg.lr, weight_decay=0.0)
+    opt, schedule = _grpo_optimizer(policy, cfg)
     rng = np.random.default_rng(int(cfg.seed))
     run.add_eval(0, _success_eval(policy, cfg))
     steps = int(cfg.grpo.steps)
@@ -744,6 +759,7 @@ def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
         stats = _update_in_chunks(
             policy, opt, rows, adv.advantages, ref, gcfg, int(cfg.grpo.minibatch)
         )
+        schedule.step()
         success = float(np.mean([ep[-1]["success"] for ep in episodes]))
         ret = float(np.mean([sum(s["reward"] for s in ep) for ep in episodes]))
         parsed = float(np.mean([s["completion"].parsed for s in rows]))

@@ -112,6 +112,7 @@ def test_grounding_grpo_recipe_survives_unparsable_samples(tmp_path):
         "torch_threads=0",
         "grpo.steps=2", "grpo.num_samples=3", "grpo.prompts_per_step=2", "data.prompts=4",
         "eval.grounding_items=4", "eval.interval=0", "grpo.max_new_tokens=12",
+        "grpo.lr=1e-4", "grpo.lr_schedule=linear",
         f"train.output_dir={tmp_path}", "train.progress=false",
     ])  # fmt: skip
     cfg.recipe = "gui/grounding-grpo"
@@ -123,6 +124,8 @@ def test_grounding_grpo_recipe_survives_unparsable_samples(tmp_path):
     ) as f:  # each step logs its speed (bench/grounding_grpo_speed.py)
         rows = list(csv.DictReader(f))
     assert len(rows) == 2
+    # linear decay to 0 at the last step: step 1 at the full rate, step 2 at half
+    assert [float(r["lr"]) for r in rows] == pytest.approx([1e-4, 5e-5])
     for row in rows:
         sampled = 2 * 3  # prompts_per_step x num_samples
         assert float(row["samples_per_s"]) == pytest.approx(
@@ -226,6 +229,20 @@ def test_desktop_tokenizer_and_dense_grounding_examples():
         assert click.kind == "click" and x0 <= click.x < x1 and y0 <= click.y < y1
 
 
+def test_an_unknown_lr_schedule_is_a_config_error(tmp_path):
+    from gui_agent.train_vlm import config_for, train
+    from pixelrl.config import ConfigError
+    from pixelrl.recipes import get_recipe
+
+    cfg = config_for(get_recipe("gui/grounding-grpo").config, [
+        "grpo.lr_schedule=cosine", "data.prompts=2", "eval.grounding_items=2",
+        f"train.output_dir={tmp_path}", "train.progress=false",
+    ])  # fmt: skip
+    cfg.recipe = "gui/grounding-grpo"
+    with pytest.raises(ConfigError, match="lr_schedule.*constant, linear"):
+        train(cfg)
+
+
 def test_sft_recipe_on_grounding_samples_alone(tmp_path):
     """``data.episodes=0`` records no expert episodes: the SFT recipe learns from the grounding
     samples alone; with neither it is a clear config error, not an empty run."""
@@ -257,6 +274,9 @@ def test_train_takes_a_vlm_recipe_yaml_file(capsys, tmp_path):
     )
     out = capsys.readouterr().out
     assert "recipe: gui/sft" in out and "grounding_screens: 300" in out and "steps: 5" in out
+    assert main(["train", "--print-config", "gui_agent/configs/grpo_grounding.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert "recipe: gui/grounding-grpo" in out and "sigma_scale: 2.0" in out
     bad = tmp_path / "bad.yaml"
     bad.write_text("recipe: [gui/sft\n  x: : :\n")
     assert main(["train", str(bad)]) == 2
