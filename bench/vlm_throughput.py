@@ -1,7 +1,9 @@
 """VLM policy throughput: sampling (GRPO's G completions per prompt) and log-prob scoring.
 
-Prints one row per model: prompts/s and generated tokens/s while sampling, and completion
-tokens/s while scoring (forward + backward, as in a GRPO update). Tiny random models by default;
+Prints two rows per model: prompts/s and generated tokens/s while sampling, and completion
+tokens/s while scoring (forward + backward, as in a GRPO update), with each prompt run once for
+its G samples (``VLMPolicy.share_prompts``, the default) and, as the peer, once per sample; then
+the speed-up. Tiny random models by default;
 any ``--model`` that :func:`vision.vlm.load_vlm` accepts works (a local path on a GPU box)::
 
     python bench/vlm_throughput.py                       # every tiny family, CPU
@@ -29,6 +31,7 @@ def bench_one(
     repeats: int,
     dtype: str | None = None,
     text_size: dict | None = None,
+    share_prompts: bool = True,
 ):
     import torch
 
@@ -36,6 +39,7 @@ def bench_one(
 
     extra = {"text_size": text_size} if text_size and name.startswith("tiny-") else {}
     policy = load_vlm(name, dtype=dtype, device=device, **extra)
+    policy.share_prompts = share_prompts
     rng = np.random.default_rng(0)
     screens = [rng.integers(0, 256, (480, 640, 3), dtype=np.uint8) for _ in range(prompts)]
     instructions = [f"Click the button number {i}" for i in range(prompts)]
@@ -65,6 +69,7 @@ def bench_one(
     params = sum(p.numel() for p in policy.model.parameters())
     return {
         "model": name,
+        "prompts run": "once" if share_prompts else "per sample",
         "params": params,
         "prompts/s": prompts * repeats / gen_s,
         "samples/s": prompts * samples * repeats / gen_s,
@@ -105,19 +110,22 @@ def main() -> None:
     from tqdm import tqdm
 
     for name in tqdm(models, desc="models"):
-        rows.append(
-            bench_one(
-                name,
-                args.device,
-                args.prompts,
-                args.samples,
-                args.new_tokens,
-                args.repeats,
-                args.dtype,
-                text_size,
-            )  # fmt: skip
-        )
-    cols = ["model", "params", "prompts/s", "samples/s", "gen tokens/s", "score tokens/s"]
+        for share in (True, False):
+            rows.append(
+                bench_one(
+                    name,
+                    args.device,
+                    args.prompts,
+                    args.samples,
+                    args.new_tokens,
+                    args.repeats,
+                    args.dtype,
+                    text_size,
+                    share,
+                )  # fmt: skip
+            )
+    cols = ["model", "prompts run", "params", "prompts/s", "samples/s", "gen tokens/s",
+            "score tokens/s"]  # fmt: skip
     print(
         f"\nG={args.samples}, {args.prompts} prompts of 640x480 screenshots, {args.new_tokens} new tokens, {args.device}"
     )
@@ -133,6 +141,11 @@ def main() -> None:
                 for c in cols
             )
         )
+    print("\nspeed-up of running each prompt once (sampling, scoring):")
+    for once, each in zip(rows[::2], rows[1::2]):
+        gen = once["samples/s"] / each["samples/s"]
+        score = once["score tokens/s"] / each["score tokens/s"]
+        print(f"  {once['model']:>18}: {gen:.2f}x, {score:.2f}x")
 
 
 if __name__ == "__main__":

@@ -113,6 +113,8 @@ class VLMPolicy:
     in pixels, UI-TARS calls in 0-1000 — the defaults of :func:`envs.actions.parse_action`;
     or ``"pixels"``, ``"relative1000"``, ``"unit"``). ``history_length`` recent actions go into
     the prompt. ``prompt_template`` is formatted with ``instruction`` and ``history``.
+    ``share_prompts`` (default) runs a prompt that a batch repeats once; ``False`` runs every
+    row, the same numbers more slowly.
     """
 
     def __init__(
@@ -124,8 +126,11 @@ class VLMPolicy:
         history_length: int = 3,
         prompt_template: str = DEFAULT_PROMPT,
         action_format: str = "uitars",
+        share_prompts: bool = True,
     ) -> None:
         self.model = model
+        # run a prompt repeated in a batch once (False: every row, as bench/vlm_throughput.py's peer)
+        self.share_prompts = share_prompts
         self.processor = processor
         self.tokenizer = processor.tokenizer
         self.family = family or _family_of(model)
@@ -262,7 +267,7 @@ class VLMPolicy:
         else:
             kwargs.update(temperature=None, top_p=None, top_k=None)
         with torch.no_grad():
-            if num_samples > 1 and self.family in _PLAIN_POSITION_FAMILIES:
+            if num_samples > 1 and self.share_prompts and self.family in _PLAIN_POSITION_FAMILIES:
                 out = self._generate_from_shared_prompts(batch, num_samples, kwargs)
             else:
                 out = self.model.generate(**batch, **kwargs)
@@ -361,7 +366,8 @@ class VLMPolicy:
         first: dict[tuple, int] = {}
         keys = [(id(s), i, repr(list(h))) for s, i, h in zip(screenshots, instructions, histories)]
         rows = [first.setdefault(k, r) for r, k in enumerate(keys)]
-        if len(first) < len(rows) and self.family in _PLAIN_POSITION_FAMILIES:
+        shared = self.share_prompts and self.family in _PLAIN_POSITION_FAMILIES
+        if len(first) < len(rows) and shared:
             logits = self._logits_sharing_prompts(
                 screenshots, instructions, histories, rows, comp, mask
             )
@@ -377,7 +383,7 @@ class VLMPolicy:
 
         batch = self.encode_prompts(screenshots, instructions, histories)
         inputs = dict(batch)
-        self._share_image_features(inputs, screenshots, instructions, histories)
+        self._share_image_features(inputs, screenshots)
         prompt_ids = inputs.pop("input_ids")
         inputs["input_ids"] = torch.cat([prompt_ids, comp], 1)
         inputs["attention_mask"] = torch.cat([inputs["attention_mask"], mask], 1)
@@ -420,31 +426,38 @@ class VLMPolicy:
                           **{name: cache}).logits  # fmt: skip
         return torch.cat([first, rest], 1)
 
-    def _share_image_features(self, inputs: dict, screenshots, instructions, histories) -> None:
+    def _share_image_features(self, inputs: dict, screenshots) -> None:
         """Encode each distinct screenshot once when a batch repeats it: the vision tower runs
-        on the distinct images and every row gets its image's features through
-        ``mm_encoder_outputs``, transformers' own route for pre-encoded images (``generate``
-        takes it before prefill). Log-probs and gradients are the same as encoding every row.
-        A batch with no repeats, or a model without that route, is left as it is."""
+        on the distinct images' pixels (picked from ``inputs``) and every row gets its image's
+        features through ``mm_encoder_outputs``, transformers' own route for pre-encoded images
+        (``generate`` takes it before prefill). Log-probs and gradients are the same as
+        encoding every row. A batch with no repeats, or a model without that route, is left as
+        it is."""
+        import torch
+
         first: dict[int, int] = {}
         rows = [first.setdefault(id(s), i) for i, s in enumerate(screenshots)]
         encode = getattr(self.model.base_model, "get_image_features", None)
-        if len(first) == len(rows) or encode is None or "pixel_values" not in inputs:
+        if not self.share_prompts or len(first) == len(rows) or encode is None:
             return
         if "mm_encoder_outputs" not in inspect.signature(self.model.forward).parameters:
             return
-        import torch
+        distinct = list(first.values())
+        names = (set(inspect.signature(encode).parameters) - {"kwargs"}) & set(inputs)
+        if "image_grid_thw" in inputs:  # Qwen: every image's patches in one (sum, dim) tensor
+            grids = inputs["image_grid_thw"]
+            patches = inputs["pixel_values"].split(grids.prod(-1).tolist())
+            if len(patches) != len(rows):
+                return
+            images = {"pixel_values": torch.cat([patches[i] for i in distinct]),
+                      "image_grid_thw": grids[distinct]}  # fmt: skip
+        elif "pixel_values" in inputs and inputs["pixel_values"].shape[0] == len(rows):
+            images = {k: inputs[k][distinct] for k in names if torch.is_tensor(inputs[k])}
+        else:
+            return
         from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-        distinct = list(first.values())
-        images = self.encode_prompts(
-            [screenshots[i] for i in distinct],
-            [instructions[i] for i in distinct],
-            [histories[i] for i in distinct],
-        )
-        names = set(inspect.signature(encode).parameters) - {"kwargs"}
-        features = encode(**{k: v for k, v in images.items() if k in names}, return_dict=True)
-        pooled = features.pooler_output
+        pooled = encode(**images, return_dict=True).pooler_output
         if len(pooled) != len(distinct):  # not one entry per prompt: keep the plain path
             return
         where = {row: k for k, row in enumerate(distinct)}
