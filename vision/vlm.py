@@ -437,10 +437,11 @@ class VLMPolicy:
 
         first: dict[int, int] = {}
         rows = [first.setdefault(id(s), i) for i, s in enumerate(screenshots)]
-        encode = getattr(self.model.base_model, "get_image_features", None)
+        model = _transformers_model(self.model)
+        encode = getattr(model.base_model, "get_image_features", None)
         if not self.share_prompts or len(first) == len(rows) or encode is None:
             return
-        if "mm_encoder_outputs" not in inspect.signature(self.model.forward).parameters:
+        if "mm_encoder_outputs" not in inspect.signature(model.forward).parameters:
             return
         distinct = list(first.values())
         names = (set(inspect.signature(encode).parameters) - {"kwargs"}) & set(inputs)
@@ -540,10 +541,17 @@ class VLMPolicy:
 _PLAIN_POSITION_FAMILIES = ("idefics3", "smolvlm", "llava")
 
 
+def _transformers_model(model):
+    """The transformers model itself, under a peft wrapper if there is one (its ``forward``
+    signature and sub-modules are the ones that say what the model takes)."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
 def _cache_argument(model) -> str:
     """The name of the key/value cache in the model's forward and outputs: ``cache`` in
     transformers 5, ``past_key_values`` in 4.x."""
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    forward = _transformers_model(model).forward
+    return "cache" if "cache" in inspect.signature(forward).parameters else "past_key_values"
 
 
 _PLACEHOLDER_NAMES = ("image_token", "video_token", "vision_start_token", "vision_end_token",

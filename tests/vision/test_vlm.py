@@ -65,11 +65,30 @@ def test_repeats_in_a_batch_are_run_once_with_the_same_logprobs_and_gradients(po
     """GRPO scores G completions of one prompt, SFT several targets on one screen: a repeated
     prompt (or screenshot) goes through the model once, and the log-probs and gradients equal
     those of a batch whose rows are all distinct (copies of the same screenshots)."""
+    grads = _check_repeats_run_once(policy, instructions)
+    assert [n for n in grads if "vision" in n or "visual" in n], "the vision tower learns"
+
+
+@pytest.mark.parametrize("family", ["smolvlm", "qwen2_vl"])
+def test_repeats_are_run_once_under_lora_adapters_too(family):
+    lora = load_vlm(f"tiny-{family}", seed=0)
+    lora.add_lora(r=4)
+    grads = _check_repeats_run_once(lora, ["Click OK"] * 3 + ["Type hi"] * 2)
+    assert grads and all("lora" in n for n in grads), "only the adapters learn"
+
+
+def _check_repeats_run_once(policy, instructions) -> dict:
+    """Scores five rows over two screenshots, shared and as copies: the vision tower must run
+    once on the two distinct images, with the same log-probs and gradients. Returns the
+    gradients (parameter name -> tensor)."""
     screens = _screens(2)
     rows = [0, 0, 0, 1, 1]
     texts = ["click(start_box='(1,2)')", "click(start_box='(30,40)')", "wait()", "type(content='hi')",
              "click(start_box='(5,6)')"]  # fmt: skip
-    encode = policy.model.base_model.get_image_features
+    model = (
+        policy.model.get_base_model() if hasattr(policy.model, "get_base_model") else policy.model
+    )
+    encode = model.base_model.get_image_features
     seen = []
 
     @functools.wraps(encode)
@@ -87,19 +106,19 @@ def test_repeats_in_a_batch_are_run_once_with_the_same_logprobs_and_gradients(po
         }
         return scored.logprobs.detach(), grads
 
-    policy.model.base_model.get_image_features = counting
+    model.base_model.get_image_features = counting
     try:
         shared = logprobs_and_grads([screens[r] for r in rows])
     finally:
-        del policy.model.base_model.get_image_features  # back to the class's method
+        del model.base_model.get_image_features  # back to the class's method
     copied = logprobs_and_grads([screens[r].copy() for r in rows])
     policy.model.zero_grad()
     assert seen == [2], f"the vision tower ran on {seen} images, not once on the 2 distinct ones"
     torch.testing.assert_close(shared[0], copied[0], atol=1e-5, rtol=1e-4)
     assert shared[1].keys() == copied[1].keys()
-    assert [n for n in shared[1] if "vision" in n or "visual" in n], "the vision tower learns"
     for name in shared[1]:
         torch.testing.assert_close(shared[1][name], copied[1][name], atol=1e-5, rtol=1e-3)
+    return shared[1]
 
 
 def test_score_text_completions_is_differentiable(policy):
