@@ -206,6 +206,11 @@ def task_seeds(
     seeds: list[int] = []
     k = 0
     while len(seeds) < count:
+        if probe is not None and k >= 200 * count and not seeds:  # no layout is that small
+            probe.close()
+            raise ConfigError(
+                f"env.max_fields={limit}: no {env_id} layout in {k} seeds has so few fields"
+            )
         seed = 2 * (int(rng.integers(0, 2**30)) if rng is not None else k) + parity + start
         k += 1
         if probe is not None:
@@ -546,17 +551,17 @@ def _grpo_config(cfg: Config):
 
 
 def _grpo_optimizer(policy, cfg: Config):
-    """AdamW at ``grpo.lr`` and its schedule, stepped once per GRPO step: ``constant``, or
-    ``linear`` decay to 0 at step ``grpo.steps`` (TRL's default)."""
+    """AdamW and ``lr_at(step)``, the rate of GRPO step ``step`` (0-based): ``grpo.lr`` for a
+    ``constant`` schedule, or ``linear`` decay to 0 at step ``grpo.steps`` (TRL's default)."""
     import torch
 
-    schedule, steps = str(cfg.grpo.lr_schedule), int(cfg.grpo.steps)
+    schedule, steps, lr = str(cfg.grpo.lr_schedule), int(cfg.grpo.steps), float(cfg.grpo.lr)
     if schedule not in ("constant", "linear"):
         raise ConfigError(f"grpo.lr_schedule: {schedule!r}; known: constant, linear")
-    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=float(cfg.grpo.lr), weight_decay=0.0)
+    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=lr, weight_decay=0.0)
     if schedule == "constant":
-        return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
-    return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: max(0.0, 1 - step / steps))
+        return opt, lambda step: lr
+    return opt, lambda step: lr * max(0.0, 1 - step / steps)
 
 
 def _update_in_chunks(policy, opt, rows, advantages, ref, gcfg, minibatch: int) -> dict[str, float]:
@@ -640,7 +645,7 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
     )
     items = _held_out(cfg)
     reward_fn = GROUNDING_REWARDS[cfg.grpo.reward]
-    opt, schedule = _grpo_optimizer(policy, cfg)
+    opt, lr_at = _grpo_optimizer(policy, cfg)
     rng = np.random.default_rng(int(cfg.seed))
     G, P = gcfg.num_samples, int(cfg.grpo.prompts_per_step)
     run.add_eval(0, _grounding_eval(policy, cfg, items))
@@ -665,9 +670,9 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
             rows.extend({"screenshot": prompt.screenshot, "instruction": prompt.instruction,
                          "history": [], "completion": s} for s in samples)  # fmt: skip
         advantages = group_advantages(rewards, group_size=G, scale_by_std=gcfg.scale_by_std)
-        lr = opt.param_groups[0]["lr"]
+        for group in opt.param_groups:
+            group["lr"] = lr = lr_at(step)
         stats = _update_in_chunks(policy, opt, rows, advantages, ref, gcfg, int(cfg.grpo.minibatch))
-        schedule.step()
         t_end = _synced_clock(policy)
         parsed = float(np.mean([s.parsed for g in groups for s in g]))
         row = {"step": step + 1, "reward": float(np.mean(rewards)), "format": parsed, "lr": lr, **stats,
@@ -738,7 +743,7 @@ def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
     policy = load_policy(cfg)
     gcfg = _grpo_config(cfg)
     ref = policy.frozen_copy() if gcfg.kl_coef else None
-    opt, schedule = _grpo_optimizer(policy, cfg)
+    opt, lr_at = _grpo_optimizer(policy, cfg)
     rng = np.random.default_rng(int(cfg.seed))
     run.add_eval(0, _success_eval(policy, cfg))
     steps = int(cfg.grpo.steps)
@@ -756,15 +761,16 @@ def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
             step_weight=gcfg.step_weight, scale_by_std=gcfg.scale_by_std,
         )  # fmt: skip
         rows = [s for ep in episodes for s in ep]
+        for group in opt.param_groups:
+            group["lr"] = lr = lr_at(step)
         stats = _update_in_chunks(
             policy, opt, rows, adv.advantages, ref, gcfg, int(cfg.grpo.minibatch)
         )
-        schedule.step()
         success = float(np.mean([ep[-1]["success"] for ep in episodes]))
         ret = float(np.mean([sum(s["reward"] for s in ep) for ep in episodes]))
         parsed = float(np.mean([s["completion"].parsed for s in rows]))
         row = {"step": step + 1, "reward": ret, "success": success, "format": parsed,
-               "steps": len(rows), **stats}  # fmt: skip
+               "steps": len(rows), "lr": lr, **stats}  # fmt: skip
         run.history.append(row)
         bar.set_postfix_str(f"return={ret:.2f} success={success:.2f}", refresh=False)
         if int(cfg.eval.interval) and (step + 1) % int(cfg.eval.interval) == 0 and step + 1 < steps:

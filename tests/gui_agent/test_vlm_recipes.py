@@ -196,6 +196,16 @@ def test_task_seeds_from_a_start_check_the_limit_on_the_seed_they_return():
     assert all(len(env.reset(seed=s)[1]["task"]["fields"]) <= 2 for s in seeds)
 
 
+def test_a_field_limit_no_layout_meets_is_a_config_error_not_a_hang():
+    from gui_agent.train_vlm import config_for, task_seeds
+    from pixelrl.config import ConfigError
+    from pixelrl.recipes import get_recipe
+
+    cfg = config_for(get_recipe("gui/multiturn-grpo").config, ["env.max_fields=1"])
+    with pytest.raises(ConfigError, match="env.max_fields=1: no .* layout"):
+        task_seeds(cfg, cfg.env.id, "train", 2)
+
+
 def test_desktop_tokenizer_and_dense_grounding_examples():
     """``tokenizer.screens`` trains a tiny model's tokenizer on the desktop's own words, so a
     label is one token; ``data.grounding_screens`` gives several SFT examples per screen, each
@@ -227,6 +237,27 @@ def test_desktop_tokenizer_and_dense_grounding_examples():
         x0, y0, x1, y1 = sample.bbox
         assert e["instruction"] == sample.instruction
         assert click.kind == "click" and x0 <= click.x < x1 and y0 <= click.y < y1
+
+
+def test_multiturn_grpo_recipe_runs_whole_episodes_end_to_end(tmp_path):
+    """Two steps of the multi-turn recipe from a random tiny model: groups of episodes played,
+    the lr decayed linearly, evaluations logged and a model folder written."""
+    from gui_agent.train_vlm import config_for, train
+    from pixelrl.recipes import get_recipe
+
+    cfg = config_for(get_recipe("gui/multiturn-grpo").config, [
+        "torch_threads=0", "env.max_steps=2", "env.max_fields=2",
+        "grpo.steps=2", "grpo.num_samples=2", "grpo.seeds_per_step=1", "grpo.max_new_tokens=8",
+        "grpo.lr=1e-4", "grpo.lr_schedule=linear", "eval.episodes=2", "eval.interval=0",
+        f"train.output_dir={tmp_path}", "train.progress=false",
+    ])  # fmt: skip
+    cfg.recipe = "gui/multiturn-grpo"
+    result = train(cfg)
+    assert len(result["eval"]) == 2 and (tmp_path / "model").is_dir()
+    with open(tmp_path / "history.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [float(r["lr"]) for r in rows] == pytest.approx([1e-4, 5e-5])
+    assert all(1 <= int(r["steps"]) <= 2 * 2 for r in rows)  # G episodes of at most 2 steps
 
 
 def test_an_unknown_lr_schedule_is_a_config_error(tmp_path):
