@@ -551,17 +551,23 @@ def _grpo_config(cfg: Config):
 
 
 def _grpo_optimizer(policy, cfg: Config):
-    """AdamW and ``lr_at(step)``, the rate of GRPO step ``step`` (0-based): ``grpo.lr`` for a
-    ``constant`` schedule, or ``linear`` decay to 0 at step ``grpo.steps`` (TRL's default)."""
+    """AdamW and ``set_lr(step)``, which sets and returns the rate of GRPO step ``step``
+    (0-based): ``grpo.lr`` for a ``constant`` schedule, or ``linear`` decay to 0 at step
+    ``grpo.steps`` (TRL's default)."""
     import torch
 
     schedule, steps, lr = str(cfg.grpo.lr_schedule), int(cfg.grpo.steps), float(cfg.grpo.lr)
     if schedule not in ("constant", "linear"):
         raise ConfigError(f"grpo.lr_schedule: {schedule!r}; known: constant, linear")
     opt = torch.optim.AdamW(policy.trainable_parameters(), lr=lr, weight_decay=0.0)
-    if schedule == "constant":
-        return opt, lambda step: lr
-    return opt, lambda step: lr * max(0.0, 1 - step / steps)
+
+    def set_lr(step: int) -> float:
+        rate = lr if schedule == "constant" else lr * max(0.0, 1 - step / steps)
+        for group in opt.param_groups:
+            group["lr"] = rate
+        return rate
+
+    return opt, set_lr
 
 
 def _update_in_chunks(policy, opt, rows, advantages, ref, gcfg, minibatch: int) -> dict[str, float]:
@@ -645,7 +651,7 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
     )
     items = _held_out(cfg)
     reward_fn = GROUNDING_REWARDS[cfg.grpo.reward]
-    opt, lr_at = _grpo_optimizer(policy, cfg)
+    opt, set_lr = _grpo_optimizer(policy, cfg)
     rng = np.random.default_rng(int(cfg.seed))
     G, P = gcfg.num_samples, int(cfg.grpo.prompts_per_step)
     run.add_eval(0, _grounding_eval(policy, cfg, items))
@@ -670,8 +676,7 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
             rows.extend({"screenshot": prompt.screenshot, "instruction": prompt.instruction,
                          "history": [], "completion": s} for s in samples)  # fmt: skip
         advantages = group_advantages(rewards, group_size=G, scale_by_std=gcfg.scale_by_std)
-        for group in opt.param_groups:
-            group["lr"] = lr = lr_at(step)
+        lr = set_lr(step)
         stats = _update_in_chunks(policy, opt, rows, advantages, ref, gcfg, int(cfg.grpo.minibatch))
         t_end = _synced_clock(policy)
         parsed = float(np.mean([s.parsed for g in groups for s in g]))
@@ -743,7 +748,7 @@ def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
     policy = load_policy(cfg)
     gcfg = _grpo_config(cfg)
     ref = policy.frozen_copy() if gcfg.kl_coef else None
-    opt, lr_at = _grpo_optimizer(policy, cfg)
+    opt, set_lr = _grpo_optimizer(policy, cfg)
     rng = np.random.default_rng(int(cfg.seed))
     run.add_eval(0, _success_eval(policy, cfg))
     steps = int(cfg.grpo.steps)
@@ -761,8 +766,7 @@ def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
             step_weight=gcfg.step_weight, scale_by_std=gcfg.scale_by_std,
         )  # fmt: skip
         rows = [s for ep in episodes for s in ep]
-        for group in opt.param_groups:
-            group["lr"] = lr = lr_at(step)
+        lr = set_lr(step)
         stats = _update_in_chunks(
             policy, opt, rows, adv.advantages, ref, gcfg, int(cfg.grpo.minibatch)
         )

@@ -363,13 +363,12 @@ class VLMPolicy:
         comp, mask = comp.to(self.model.device), mask.to(self.model.device)
         histories = list(histories) if histories is not None else [()] * len(instructions)
         # A prompt repeated in the batch (GRPO's G completions of one prompt) is run once.
-        first: dict[tuple, int] = {}
         keys = [(id(s), i, repr(list(h))) for s, i, h in zip(screenshots, instructions, histories)]
-        rows = [first.setdefault(k, r) for r, k in enumerate(keys)]
+        distinct, order = _distinct_rows(keys)
         shared = self.share_prompts and self.family in _PLAIN_POSITION_FAMILIES
-        if len(first) < len(rows) and shared:
+        if len(distinct) < len(keys) and shared:
             logits = self._logits_sharing_prompts(
-                screenshots, instructions, histories, rows, comp, mask
+                screenshots, instructions, histories, distinct, order, comp, mask
             )
         else:
             logits = self._logits(screenshots, instructions, histories, comp, mask)
@@ -399,22 +398,22 @@ class VLMPolicy:
         out = self.model(**inputs, use_cache=False, logits_to_keep=comp.shape[1] + 1)
         return out.logits[:, :-1]
 
-    def _logits_sharing_prompts(self, screenshots, instructions, histories, rows, comp, mask):
+    def _logits_sharing_prompts(
+        self, screenshots, instructions, histories, distinct, order, comp, mask
+    ):
         """What :meth:`_logits` computes, with each distinct prompt run once: its key/value
         cache (gradients attached) is copied to every row that repeats it, and only the
         completions run per row. Positions, padding and masks are those of the one-pass
         forward, so log-probs and gradients are the same; the repeated prompt work goes."""
         import torch
 
-        distinct = sorted(set(rows))
         prompts = self.encode_prompts(
             [screenshots[r] for r in distinct],
             [instructions[r] for r in distinct],
             [histories[r] for r in distinct],
         )
         out = self.model(**prompts, use_cache=True, logits_to_keep=1)
-        where = {r: k for k, r in enumerate(distinct)}
-        order = torch.tensor([where[r] for r in rows], device=comp.device)
+        order = torch.tensor(order, device=comp.device)
         first = out.logits[order]  # (B, 1, vocab): the last prompt position predicts token 0
         if comp.shape[1] == 1:
             return first
@@ -435,24 +434,22 @@ class VLMPolicy:
         it is."""
         import torch
 
-        first: dict[int, int] = {}
-        rows = [first.setdefault(id(s), i) for i, s in enumerate(screenshots)]
+        distinct, order = _distinct_rows([id(s) for s in screenshots])
         model = _transformers_model(self.model)
         encode = getattr(model.base_model, "get_image_features", None)
-        if not self.share_prompts or len(first) == len(rows) or encode is None:
+        if not self.share_prompts or len(distinct) == len(order) or encode is None:
             return
         if "mm_encoder_outputs" not in inspect.signature(model.forward).parameters:
             return
-        distinct = list(first.values())
         names = (set(inspect.signature(encode).parameters) - {"kwargs"}) & set(inputs)
         if "image_grid_thw" in inputs:  # Qwen: every image's patches in one (sum, dim) tensor
             grids = inputs["image_grid_thw"]
             patches = inputs["pixel_values"].split(grids.prod(-1).tolist())
-            if len(patches) != len(rows):
+            if len(patches) != len(order):
                 return
             images = {"pixel_values": torch.cat([patches[i] for i in distinct]),
                       "image_grid_thw": grids[distinct]}  # fmt: skip
-        elif "pixel_values" in inputs and inputs["pixel_values"].shape[0] == len(rows):
+        elif "pixel_values" in inputs and inputs["pixel_values"].shape[0] == len(order):
             images = {k: inputs[k][distinct] for k in names if torch.is_tensor(inputs[k])}
         else:
             return
@@ -461,8 +458,6 @@ class VLMPolicy:
         pooled = encode(**images, return_dict=True).pooler_output
         if len(pooled) != len(distinct):  # not one entry per prompt: keep the plain path
             return
-        where = {row: k for k, row in enumerate(distinct)}
-        order = [where[r] for r in rows]
         if torch.is_tensor(pooled):
             pooled = pooled[torch.tensor(order, device=pooled.device)]
         else:
@@ -539,6 +534,20 @@ class VLMPolicy:
 # Families whose language model places tokens by a plain 1-D position (no M-RoPE, no prefix-LM
 # token types), so a prompt's cache can be reused for the completions that follow it.
 _PLAIN_POSITION_FAMILIES = ("idefics3", "smolvlm", "llava")
+
+
+def _distinct_rows(keys: Sequence) -> tuple[list[int], list[int]]:
+    """``(distinct, order)``: the first row of each distinct key, and for every row the position
+    of its key in ``distinct`` (so ``[distinct[k] for k in order]`` names a row with its key)."""
+    position: dict = {}
+    distinct: list[int] = []
+    order: list[int] = []
+    for row, key in enumerate(keys):
+        if key not in position:
+            position[key] = len(distinct)
+            distinct.append(row)
+        order.append(position[key])
+    return distinct, order
 
 
 def _transformers_model(model):
