@@ -243,6 +243,11 @@ class PointerPolicy(nn.Module):
         match heads, the ``match`` maps (B, H, gh, gw) before their line maxima."""
         image = obs["image"].permute(0, 3, 1, 2).float() / 255.0 - 0.5
         words = obs["instruction"].long()
+        # Columns past the batch's longest instruction are padding in every row, and padding
+        # changes nothing (the GRU reads left to right, the match maps mask it): dropping them
+        # gives the same heads for less work (the (B, H, words, cells) match scores are the
+        # largest tensor after the encoder's, and instructions use ~10 of spec.max_words = 32).
+        words = words[:, : max(1, int((words > 0).sum(1).max()))]
         feats = self.encoder(image)
         base = feats[self.levels[0]]
         maps = [base] + [

@@ -452,3 +452,21 @@ def test_a_second_mix_layer_lets_a_cell_see_a_match_two_cells_away(mix_layers, r
     with pytest.raises(ValueError, match="mix_layers"):
         cfg.policy.mix_layers = 0
         ppo_task.make_policy(cfg, *_spaces(cfg))
+
+
+def test_heads_do_not_depend_on_how_far_instructions_are_padded():
+    """heads() drops the instruction columns that are padding in every row of the batch. A row
+    gives the same heads alone (cut to its own length), in the batch (cut to the longest
+    instruction) and padded to 64 words instead of 32."""
+    policy, _, obs, _, _ = _untrained_policy_and_expert_screens()
+    lengths = (obs["instruction"] > 0).sum(1)
+    assert lengths.min() < lengths.max() < obs["instruction"].shape[1]
+    wide = {**obs, "instruction": F.pad(obs["instruction"], (0, 32))}
+    with torch.no_grad():
+        batch, padded = policy.heads(obs), policy.heads(wide)
+        for i in (int(lengths.argmin()), int(lengths.argmax())):
+            alone = policy.heads({k: v[i : i + 1] for k, v in obs.items()})
+            for name, value in alone.items():
+                assert torch.allclose(batch[name][i : i + 1], value, atol=1e-5), name
+    for name, value in batch.items():
+        assert torch.allclose(padded[name], value, atol=1e-5), name
