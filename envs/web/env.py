@@ -231,9 +231,9 @@ class MiniWoBEnv(RealGuiEnv):
             sa.execute_press_key(miniwob_key(action.keys[0]), driver)
         elif action.kind == "hotkey":
             mods = tuple(k for k in action.keys if k in MODIFIER_KEYS)
-            keys = [k for k in action.keys if k not in MODIFIER_KEYS] or [mods[-1]]
-            if keys == [mods[-1]] and len(mods) == len(action.keys):
-                mods = mods[:-1]
+            keys = [k for k in action.keys if k not in MODIFIER_KEYS]
+            if not keys:  # modifiers alone ("ctrl+shift"): the last is pressed, the rest held
+                mods, keys = mods[:-1], [mods[-1]]
             for key in keys:
                 sa.execute_press_key(miniwob_key(key, mods), driver)
         elif action.kind == "wait":

@@ -166,8 +166,10 @@ def test_text_actions_through_the_codec():
             env2.step("type(content='\\n')")
             env2.step("pyautogui.hotkey('ctrl', 'a')")
             env2.step("hotkey(key='shift tab')")
+            env2.step("pyautogui.hotkey('ctrl', 'shift')")  # modifiers alone: no key event here
+            env2.step("hotkey(key='tab home')")  # no modifier at all: each key in turn
             keys = env2.driver.execute_script("return window.__keys;")
-            assert keys[-5:] == ["x", "Backspace", "Enter", "C-a", "S-Tab"]
+            assert keys[-7:] == ["x", "Backspace", "Enter", "C-a", "S-Tab", "Tab", "Home"]
             assert keys[: len(word)] == [("S-" if c.isupper() else "") + c for c in word]
         finally:
             env2.close()
