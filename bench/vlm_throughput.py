@@ -23,23 +23,22 @@ import numpy as np
 
 
 def bench_one(
+    policy,
     name: str,
     device: str,
     prompts: int,
     samples: int,
     new_tokens: int,
     repeats: int,
-    dtype: str | None = None,
-    text_size: dict | None = None,
     share_prompts: bool = True,
 ):
+    """One row: ``policy`` (a loaded :class:`vision.vlm.VLMPolicy`) timed with
+    ``share_prompts`` set as given."""
     import torch
 
-    from vision.vlm import load_vlm
-
-    extra = {"text_size": text_size} if text_size and name.startswith("tiny-") else {}
-    policy = load_vlm(name, dtype=dtype, device=device, **extra)
     policy.share_prompts = share_prompts
+    policy.model.eval()
+    policy.model.zero_grad(set_to_none=True)
     rng = np.random.default_rng(0)
     screens = [rng.integers(0, 256, (480, 640, 3), dtype=np.uint8) for _ in range(prompts)]
     instructions = [f"Click the button number {i}" for i in range(prompts)]
@@ -109,18 +108,21 @@ def main() -> None:
     rows = []
     from tqdm import tqdm
 
+    from vision.vlm import load_vlm
+
     for name in tqdm(models, desc="models"):
+        extra = {"text_size": text_size} if text_size and name.startswith("tiny-") else {}
+        policy = load_vlm(name, dtype=args.dtype, device=args.device, **extra)  # once for both
         for share in (True, False):
             rows.append(
                 bench_one(
+                    policy,
                     name,
                     args.device,
                     args.prompts,
                     args.samples,
                     args.new_tokens,
                     args.repeats,
-                    args.dtype,
-                    text_size,
                     share,
                 )  # fmt: skip
             )
