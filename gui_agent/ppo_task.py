@@ -90,7 +90,8 @@ def make_envs(cfg, num_envs: int, seed: int, split: str) -> gym.vector.VectorEnv
 def make_policy(
     cfg, observation_space: gym.spaces.Dict, action_space: gym.Space, warm_start: bool = True
 ):
-    """The pointer policy; with ``warm_start`` its ``init`` weights and behaviour cloning."""
+    """The pointer policy; with ``warm_start`` its ``init`` weights and behaviour cloning,
+    except when the run resumes (``train.resume``): the checkpoint's weights replace both."""
     from gui_agent.pointer_policy import PointerPolicy
     from pixelrl.config import check_kwargs
 
@@ -99,7 +100,7 @@ def make_policy(
     kwargs = check_kwargs(PointerPolicy, options, "policy")
     spec = pointer_spec(cfg)
     policy = PointerPolicy.from_spaces(observation_space, action_space, spec, **kwargs)
-    if warm_start:
+    if warm_start and not cfg.train.get("resume"):
         _warm_start(cfg, policy, spec)
     return policy
 

@@ -298,6 +298,20 @@ def test_short_ppo_run_beats_random_and_checkpoint_round_trips(tmp_path):
     assert torch.equal(a, b)
 
 
+def test_a_resumed_run_does_not_clone_the_expert_again(tmp_path):
+    """``train.resume`` loads the checkpoint's weights over the new policy, so ``make_policy``
+    skips the behaviour cloning it runs for a new run (the recipe's is ~10 CPU minutes)."""
+
+    def build(*overrides: str) -> dict[str, torch.Tensor]:
+        cfg = _cfg("policy.bc_steps=2", "policy.bc_samples=8", "train.progress=false", *overrides)
+        torch.manual_seed(0)
+        return ppo_task.make_policy(cfg, *_spaces(cfg)).state_dict()
+
+    fresh, resumed = build("policy.bc_steps=0"), build(f"train.resume={tmp_path}")
+    assert any(not torch.equal(v, fresh[k]) for k, v in build().items())  # cloning changes it
+    assert all(torch.equal(v, fresh[k]) for k, v in resumed.items())
+
+
 def _spaces(cfg):
     envs = ppo_task.make_envs(cfg, 1, 0, "train")
     spaces = envs.single_observation_space, envs.single_action_space
