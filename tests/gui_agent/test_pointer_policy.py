@@ -365,6 +365,7 @@ def _untrained_policy_and_expert_screens():
     from gui_agent.pointer_bc import expert_samples
 
     env = _env()
+    torch.manual_seed(0)  # the same weights whatever ran before
     policy = ppo_task.make_policy(_cfg(), env.observation_space, env.action_space, warm_start=False)
     data = expert_samples(env, 24, seed=0)
     env.close()
@@ -413,8 +414,11 @@ def test_named_loss_teaches_map_zero_which_drawn_words_the_instruction_names():
             )
 
     before, sep_before = loss(), separation()
-    behaviour_clone(policy, data, steps=30, batch_size=24, lr=3e-3, named=1.0)
-    assert loss() < before - 0.2 and separation() > sep_before + 0.2
+    # 80 steps, not 30: after 30 the loss has mostly fallen by calling every drawn word unnamed,
+    # and the separation could still be below its start (seeds 0-5, 80 steps: loss 0.72-0.75 ->
+    # 0.02-0.12, separation ~0 -> 6.7-19.5)
+    behaviour_clone(policy, data, steps=80, batch_size=24, lr=3e-3, named=1.0)
+    assert loss() < before - 0.4 and separation() > sep_before + 2.0
 
 
 def test_each_target_loss_asks_every_target_to_beat_the_rest_together():
