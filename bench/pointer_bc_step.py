@@ -13,13 +13,7 @@ median wall and CPU milliseconds a step and what the recipe's BC steps would tak
 from __future__ import annotations
 
 import argparse
-import resource
 import time
-
-
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,38 +33,31 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     keep_freed_memory()  # as pixelrl train does: no page faults on every step's activations
     cfg = config_for(
-        "gui_agent/configs/ppo_bc.yaml",
-        ["env.id=pixelrl/Desktop-CheckBoxes-v0", *args.overrides, "policy.bc_steps=0"],
+        "gui_agent/configs/ppo_bc.yaml", ["env.id=pixelrl/Desktop-CheckBoxes-v0", *args.overrides]
     )
     spec = ppo_task.pointer_spec(cfg)
     env = ppo_task.make_env(cfg.env.id, spec, "train", **ppo_task.env_kwargs(cfg, "train"))
     torch.manual_seed(0)
-    policy = ppo_task.make_policy(cfg, env.observation_space, env.action_space)
+    policy = ppo_task.make_policy(cfg, env.observation_space, env.action_space, warm_start=False)
     data = expert_samples(env, args.samples, 0)
     env.close()
-    pol = cfg.policy
-    batch = int(pol.bc_batch_size)
+    options = ppo_task.bc_options(cfg)
 
     def block(seed: int) -> None:
-        behaviour_clone(
-            policy, data, args.block, batch, float(pol.bc_lr), seed,
-            reading=float(pol.get("bc_reading", 0.0)), named=float(pol.get("bc_named", 0.0)),
-            each_target=float(pol.get("bc_each_target", 0.0)),
-        )  # fmt: skip
+        behaviour_clone(policy, data, args.block, seed=seed, **options)
 
     block(0)  # warm-up: first-call allocations
     per_step: dict[int, list[tuple[float, float]]] = {n: [] for n in args.threads}
     for r in range(args.rounds):
         for n in args.threads:
             torch.set_num_threads(n)
-            wall, cpu = time.perf_counter(), _cpu_seconds()
+            wall, cpu = time.perf_counter(), time.process_time()
             block(r + 1)
-            per_step[n].append(
-                ((time.perf_counter() - wall) / args.block, (_cpu_seconds() - cpu) / args.block)
-            )
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            per_step[n].append((wall / args.block, cpu / args.block))
 
-    steps = int(config_for("gui_agent/configs/ppo_bc.yaml").policy.bc_steps)
-    print(f"behaviour cloning on {cfg.env.id}: batch {batch}, "
+    steps = int(cfg.policy.bc_steps)
+    print(f"behaviour cloning on {cfg.env.id}: batch {options['batch_size']}, "
           f"{args.rounds} x {args.block} steps per thread count, interleaved")  # fmt: skip
     print(f"{'threads':>8}{'wall ms/step':>14}{'CPU ms/step':>13}{f'{steps} steps, wall s':>20}")
     for n, rows in per_step.items():

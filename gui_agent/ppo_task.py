@@ -105,6 +105,19 @@ def make_policy(
     return policy
 
 
+def bc_options(cfg) -> dict[str, Any]:
+    """``pointer_bc.behaviour_clone``'s batch, learning rate and loss weights from ``cfg.policy``
+    (the ``bc_*`` keys; its steps, seed and progress are the caller's)."""
+    policy = cfg.policy
+    return {
+        "batch_size": int(policy.get("bc_batch_size", 32)),
+        "lr": float(policy.get("bc_lr", 1e-3)),
+        "reading": float(policy.get("bc_reading", 0.0)),
+        "named": float(policy.get("bc_named", 0.0)),
+        "each_target": float(policy.get("bc_each_target", 0.0)),
+    }
+
+
 def _warm_start(cfg, policy, spec: PointerSpec) -> None:
     import torch
 
@@ -129,12 +142,8 @@ def _warm_start(cfg, policy, spec: PointerSpec) -> None:
         )  # fmt: skip
         env.close()
         behaviour_clone(
-            policy, data, steps, int(cfg.policy.get("bc_batch_size", 32)),
-            float(cfg.policy.get("bc_lr", 1e-3)), int(cfg.seed), progress=progress,
-            reading=float(cfg.policy.get("bc_reading", 0.0)),
-            named=float(cfg.policy.get("bc_named", 0.0)),
-            each_target=float(cfg.policy.get("bc_each_target", 0.0)),
-        )  # fmt: skip
+            policy, data, steps, seed=int(cfg.seed), progress=progress, **bc_options(cfg)
+        )
         # BC trains no value head. At its random init it reads the trained trunk's large features
         # (values of ~±5 against returns in [0, 1]); PPO's value gradients through the shared
         # trunk then undo the cloned policy (issue 5: type-in-field 100% -> 59% in 40 updates).
