@@ -97,7 +97,9 @@ def main() -> None:
         parser.error("--steps must exceed --warmup")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from gui_agent.train_vlm import run_recipe as run  # the recipe as `pixelrl train` runs it
+    from pixelrl.gui_agent.train_vlm import (
+        run_recipe as run,  # the recipe as `pixelrl train` runs it
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.out or tmp)

@@ -39,10 +39,6 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
 HABITAT_GPU_RGBD_128 = 2050.0  # habitat-sim, 1 process, GPU, RGB-D 128 px (DESIGN.md)
 
 
@@ -56,7 +52,7 @@ def _best_of(trials: int, run) -> float:
 
 
 def bench_single(res: int, steps: int, trials: int, **render: object) -> float:
-    from envs.nav.env import NavEnv
+    from pixelrl.envs.nav.env import NavEnv
 
     env = NavEnv(width=res, height=res, sensors=("rgb", "depth"), num_scenes=4, **render)
     env.reset(seed=0)
@@ -83,7 +79,7 @@ def bench_vector(
     """(vector env frames/s, renderer-alone frames/s, renderer-alone frames per CPU second of
     this process: what sharing the machine does not deflate); the first is NaN with
     ``render_only``."""
-    from envs.nav.vector_env import NavVectorEnv
+    from pixelrl.envs.nav.vector_env import NavVectorEnv
 
     venv = NavVectorEnv(
         n_envs, width=res, height=res, sensors=("rgb", "depth"), num_scenes=4, **render
@@ -132,9 +128,9 @@ POINTNAV_RECIPE = dict(  # embodied/configs/pointnav.yaml's env kwargs (depth on
 
 def bench_resets(res: int, count: int, trials: int, dataset_dir: str) -> tuple[float, float]:
     """Mean seconds per ``reset()``: (generated episodes, dataset episodes), best of ``trials``."""
-    from envs.nav.env import NavEnv
-    from envs.nav.geodesic import geodesic_graph
-    from envs.nav.sim import generate_dataset
+    from pixelrl.envs.nav.env import NavEnv
+    from pixelrl.envs.nav.geodesic import geodesic_graph
+    from pixelrl.envs.nav.sim import generate_dataset
 
     def timed(env) -> float:
         env.reset(seed=0)

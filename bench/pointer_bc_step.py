@@ -20,8 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from gui_agent import ppo_task
-    from gui_agent.pointer_bc import behaviour_clone, expert_samples
+    from pixelrl.gui_agent import ppo_task
+    from pixelrl.gui_agent.pointer_bc import behaviour_clone, expert_samples
     from pixelrl.train import config_for, keep_freed_memory
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from gui_agent import ppo_task
+    from pixelrl.gui_agent import ppo_task
     from pixelrl.rl.collect import RolloutCollector
     from pixelrl.rl.ppo import PPO, PPOConfig
     from pixelrl.rl.storage import RolloutStorage

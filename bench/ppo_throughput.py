@@ -95,8 +95,8 @@ def run_sb3(args: argparse.Namespace) -> tuple[int, float]:
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    import envs  # noqa: F401
-    import envs.nav.registration  # noqa: F401
+    import pixelrl.envs  # noqa: F401
+    import pixelrl.envs.nav.registration  # noqa: F401
 
     torch.set_num_threads(1)
     options = env_options(args)

@@ -15,7 +15,7 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-from envs.actions import Action
+from pixelrl.envs.actions import Action
 
 
 def time_screenshots(env, n: int, label: str) -> np.ndarray:
@@ -48,7 +48,7 @@ def main() -> None:
     rows = []
 
     if shutil.which("Xvfb"):
-        from envs.x11.env import XDesktopEnv
+        from pixelrl.envs.x11.env import XDesktopEnv
 
         for settle_s in (0.05, 0.0):
             env = XDesktopEnv(
@@ -65,7 +65,7 @@ def main() -> None:
         print("skipping X11: Xvfb is not installed")
 
     if shutil.which("chromium") and shutil.which("chromedriver"):
-        from envs.web.env import MiniWoBEnv
+        from pixelrl.envs.web.env import MiniWoBEnv
 
         env = MiniWoBEnv("click-test-2", max_steps=10**6)
         try:

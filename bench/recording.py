@@ -14,8 +14,8 @@ from pathlib import Path
 
 import gymnasium
 
-import envs  # noqa: F401
-from envs.recording import EpisodeDataset, RecordEpisodes, replay_dataset
+import pixelrl.envs  # noqa: F401
+from pixelrl.envs.recording import EpisodeDataset, RecordEpisodes, replay_dataset
 
 
 def play(env, episodes: int, seed: int) -> int:

@@ -20,7 +20,7 @@ def _timed(fn, *args) -> float:
 
 
 def main() -> None:
-    from vision import rewards as R
+    from pixelrl.vision import rewards as R
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=1_000_000, help="batch size for geometric rewards")

@@ -4,7 +4,7 @@ Prints two rows per model: prompts/s and generated tokens/s while sampling, and 
 tokens/s while scoring (forward + backward, as in a GRPO update), with each prompt run once for
 its G samples (``VLMPolicy.share_prompts``, the default) and, as the peer, once per sample; then
 the speed-up. Tiny random models by default;
-any ``--model`` that :func:`vision.vlm.load_vlm` accepts works (a local path on a GPU box)::
+any ``--model`` that :func:`pixelrl.vision.vlm.load_vlm` accepts works (a local path on a GPU box)::
 
     python bench/vlm_throughput.py                       # every tiny family, CPU
     python bench/vlm_throughput.py --model tiny-qwen2_vl --device cuda --prompts 16
@@ -32,7 +32,7 @@ def bench_one(
     repeats: int,
     share_prompts: bool = True,
 ):
-    """One row: ``policy`` (a loaded :class:`vision.vlm.VLMPolicy`) timed with
+    """One row: ``policy`` (a loaded :class:`pixelrl.vision.vlm.VLMPolicy`) timed with
     ``share_prompts`` set as given."""
     import torch
 
@@ -78,7 +78,7 @@ def bench_one(
 
 
 def main() -> None:
-    from vision.vlm import FAMILIES
+    from pixelrl.vision.vlm import FAMILIES
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -108,7 +108,7 @@ def main() -> None:
     rows = []
     from tqdm import tqdm
 
-    from vision.vlm import load_vlm
+    from pixelrl.vision.vlm import load_vlm
 
     for name in tqdm(models, desc="models"):
         extra = {"text_size": text_size} if text_size and name.startswith("tiny-") else {}

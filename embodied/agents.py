@@ -3,7 +3,7 @@
 An agent has ``reset()`` (called before each episode) and ``act(observations) -> action``
 where ``observations`` is one env's observation dict and the action an int (0 stop,
 1 move_forward, 2 turn_left, 3 turn_right) or habitat's ``{"action": int}``. So a habitat-lab
-user's agent plugs into :class:`embodied.benchmark.Benchmark` unchanged.
+user's agent plugs into :class:`pixelrl.embodied.benchmark.Benchmark` unchanged.
 
 - :class:`PolicyAgent` -- a trained policy (from a checkpoint: :meth:`PolicyAgent.from_checkpoint`),
   keeping its recurrent state across the steps of an episode.
@@ -62,7 +62,7 @@ class StopAgent:
 
 
 class ExpertAgent:
-    """The shortest-path follower of ``envs.nav`` on the env's current episode.
+    """The shortest-path follower of ``pixelrl.envs.nav`` on the env's current episode.
 
     ``env`` is the benchmark's env (``Benchmark.env``); the follower reads the agent's true
     pose and the episode's geodesic field from it, as habitat's ``ShortestPathFollowerAgent``.
@@ -89,7 +89,7 @@ class ExpertAgent:
 def follower_for(cfg: Any, state: Any, goal_radius: float | None = None):
     """A shortest-path follower for the episode of ``state`` (a ``NavEpisodeState``);
     ``goal_radius`` defaults to a little inside the success distance."""
-    from envs.nav.follower import ShortestPathFollower
+    from pixelrl.envs.nav.follower import ShortestPathFollower
 
     radius = goal_radius if goal_radius is not None else 0.75 * cfg.success_radius
     return ShortestPathFollower(

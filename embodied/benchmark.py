@@ -1,7 +1,7 @@
 """The navigation benchmark, shaped like ``habitat.Benchmark``::
 
-    from embodied.benchmark import Benchmark
-    from embodied.agents import ExpertAgent, RandomAgent
+    from pixelrl.embodied.benchmark import Benchmark
+    from pixelrl.embodied.agents import ExpertAgent, RandomAgent
 
     bench = Benchmark("val.json.gz")              # any pixelrl/PointNav-v0 options as keywords
     metrics = bench.evaluate(RandomAgent())       # {"success": ..., "spl": ..., ...}
@@ -58,8 +58,8 @@ class Benchmark:
     def __init__(self, dataset: str | Path, task: str = "pointnav", **env_options: Any):
         import gymnasium as gym
 
-        import envs  # noqa: F401  (registers the ids)
-        from envs.nav.dataset import load_episodes
+        import pixelrl.envs  # noqa: F401  (registers the ids)
+        from pixelrl.envs.nav.dataset import load_episodes
 
         dataset = Path(dataset)
         if not dataset.is_file():
@@ -198,7 +198,13 @@ def make_agent(
     A checkpoint agent's env gets the checkpoint's sensor options (resolution, sensors, ...);
     the scripted agents need no images and use small depth frames.
     """
-    from embodied.agents import ExpertAgent, ForwardOnlyAgent, PolicyAgent, RandomAgent, StopAgent
+    from pixelrl.embodied.agents import (
+        ExpertAgent,
+        ForwardOnlyAgent,
+        PolicyAgent,
+        RandomAgent,
+        StopAgent,
+    )
 
     options: dict[str, Any] = {}
     if kind == "checkpoint":

@@ -1,11 +1,11 @@
 """The PointNav part of ``make demo``: train a small agent for a few minutes, then benchmark it.
 
-    from embodied.demo import pointnav_demo
+    from pixelrl.embodied.demo import pointnav_demo
     pointnav_demo("outputs/demo/pointnav")      # ~1-3 minutes on a 2-core CPU
 
 Trains ``embodied/pointnav-small`` (one or two rooms, 32 px depth) with PPO, writes a held-out
 episode file (other scene seeds, habitat's format), and runs the trained agent and three
-baselines (expert, random, forward-only) through :class:`embodied.benchmark.Benchmark`.
+baselines (expert, random, forward-only) through :class:`pixelrl.embodied.benchmark.Benchmark`.
 Prints one table; leaves the run folder (learning curve, checkpoints), ``heldout.json.gz``,
 ``episodes.csv`` and ``paths.png`` in ``out``.
 """
@@ -20,10 +20,10 @@ def pointnav_demo(
     out: str | Path = "outputs/demo/pointnav", frames: int = 40_000, episodes: int = 30
 ) -> dict[str, dict[str, float]]:
     """Train, benchmark, print the table; returns ``{agent: measures}``."""
-    from embodied.agents import ExpertAgent, ForwardOnlyAgent, PolicyAgent, RandomAgent
-    from embodied.benchmark import Benchmark
-    from embodied.task import env_kwargs
-    from envs.nav.sim import generate_dataset
+    from pixelrl.embodied.agents import ExpertAgent, ForwardOnlyAgent, PolicyAgent, RandomAgent
+    from pixelrl.embodied.benchmark import Benchmark
+    from pixelrl.embodied.task import env_kwargs
+    from pixelrl.envs.nav.sim import generate_dataset
     from pixelrl.train import Trainer, config_for
 
     out = Path(out)

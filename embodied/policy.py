@@ -23,7 +23,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from embodied.resnet import VisualEncoder
+from pixelrl.embodied.resnet import VisualEncoder
 from pixelrl.rl.policy import PolicyStep, State
 
 POINTGOAL = "pointgoal_with_gps_compass"

@@ -1,10 +1,10 @@
 """The embodied recipes' task module (``pixelrl.recipes``): navigation envs and the policy.
 
 ``make_envs`` builds ``env.num_envs`` copies of ``env.id`` (``pixelrl/PointNav-v0`` or
-``pixelrl/ObjectNav-v0``) with ``env.kwargs`` -- the navigation options of ``envs.nav``
+``pixelrl/ObjectNav-v0``) with ``env.kwargs`` -- the navigation options of ``pixelrl.envs.nav``
 (sensors, resolution, scenes, ...). Evaluation (``split="eval"``) applies ``env.eval_kwargs`` on
 top, which in the recipes selects held-out procedural scenes (another ``scene_seed``) or an
-episode dataset. The embedded simulator runs as ``envs.nav``'s batched ``NavVectorEnv`` (one
+episode dataset. The embedded simulator runs as ``pixelrl.envs.nav``'s batched ``NavVectorEnv`` (one
 shared simulator, one renderer call renders every env); other backends (habitat-sim) as a
 ``SyncVectorEnv`` that resets finished envs in the same step.
 """
@@ -25,7 +25,7 @@ def env_kwargs(cfg: Config, split: str) -> dict[str, Any]:
     (``apartment``, ``episode_rules``) also key by key: ``episode_rules: {geodesic: exact}``
     keeps the training rules' distances.
     """
-    from envs.nav.config import NavConfig
+    from pixelrl.envs.nav.config import NavConfig
 
     plain = {k: (v.to_dict() if isinstance(v, Config) else v) for k, v in cfg.env.kwargs.items()}
     kwargs = check_kwargs(NavConfig, plain, "env.kwargs")
@@ -44,8 +44,8 @@ def make_vector_env(
     env_id: str, num_envs: int, seed: int | None = None, **kwargs: Any
 ) -> gym.vector.VectorEnv:
     """``num_envs`` navigation envs as one vector env (native batched one when available)."""
-    import envs  # noqa: F401  (registers the pixelrl/ ids)
-    import envs.nav.registration  # noqa: F401  (in case envs/__init__ does not import it yet)
+    import pixelrl.envs  # noqa: F401  (registers the pixelrl/ ids)
+    import pixelrl.envs.nav.registration  # noqa: F401  (in case envs/__init__ does not import it yet)
 
     native = _native_vector_env(env_id, num_envs, kwargs)
     if native is not None:
@@ -59,7 +59,7 @@ def make_vector_env(
 def _native_vector_env(
     env_id: str, num_envs: int, kwargs: dict[str, Any]
 ) -> gym.vector.VectorEnv | None:
-    """``envs.nav``'s batched ``NavVectorEnv`` (one shared simulator, one renderer call a step).
+    """``pixelrl.envs.nav``'s batched ``NavVectorEnv`` (one shared simulator, one renderer call a step).
 
     Finished agents start their next episode in the same step (``SAME_STEP``), so every step
     the collector stores is a real transition (``pixelrl.rl.collect``).
@@ -68,7 +68,7 @@ def _native_vector_env(
     if task is None or kwargs.get("backend", "embedded") != "embedded":
         return None
     try:
-        from envs.nav.vector_env import NavVectorEnv
+        from pixelrl.envs.nav.vector_env import NavVectorEnv
     except ImportError:
         return None
     return NavVectorEnv(
@@ -82,8 +82,8 @@ def make_envs(cfg: Config, num_envs: int, seed: int, split: str) -> gym.vector.V
 
 def make_teacher(cfg: Config, envs: gym.vector.VectorEnv):
     """The imitation warm start's teacher: the shortest-path follower of each training agent."""
-    from embodied.agents import FollowerTeacher
-    from envs.nav.vector_env import NavVectorEnv
+    from pixelrl.embodied.agents import FollowerTeacher
+    from pixelrl.envs.nav.vector_env import NavVectorEnv
 
     if not isinstance(getattr(envs, "unwrapped", envs), NavVectorEnv):
         raise ValueError(
@@ -93,7 +93,7 @@ def make_teacher(cfg: Config, envs: gym.vector.VectorEnv):
 
 
 def make_policy(cfg: Config, observation_space: gym.spaces.Dict, action_space: gym.Space):
-    from embodied.policy import PointNavResNetPolicy
+    from pixelrl.embodied.policy import PointNavResNetPolicy
 
     kwargs = check_kwargs(PointNavResNetPolicy, cfg.policy, "policy")
     return PointNavResNetPolicy(observation_space, action_space, **kwargs)

@@ -4,13 +4,13 @@ Any pixelrl GUI env whose ``info["a11y"]`` lists elements with pixel bboxes (Min
 page's DOM, the X11 desktop from its windows) yields grounding samples: for each element with a
 name that is unique on its screen, an instruction that refers to it (``Click the "OK"
 button.``) and its bbox. :func:`export_grounding` writes each sample as a one-step episode in
-the recorded-episode format (``envs.recording``): the screenshot and instruction as the
+the recorded-episode format (``pixelrl.envs.recording``): the screenshot and instruction as the
 observation, a click at the bbox centre as the action (pyautogui text), ``target_bbox`` and
 ``success=True`` — so the grounding loaders and the click-in-box rewards read them like any
 other episode. The samples are not replayable in the env (the instruction is ours, not the
 task's): ``meta/info.json`` has ``env_id: null`` and names the source env in ``extra``.
 
-Run: ``python -m envs.grounding pixelrl/MiniWoB-click-button-v0 out/ --seeds 20``.
+Run: ``python -m pixelrl.envs.grounding pixelrl/MiniWoB-click-button-v0 out/ --seeds 20``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from envs.actions import TEXT_CHARSET, Action, to_pyautogui
-from envs.gui import bbox_center
+from pixelrl.envs.actions import TEXT_CHARSET, Action, to_pyautogui
+from pixelrl.envs.gui import bbox_center
 
 # Roles worth pointing at, and how an instruction names each.
 TEMPLATES: dict[str, str] = {
@@ -98,8 +98,8 @@ def export_grounding(
     import gymnasium
     from tqdm import tqdm
 
-    from envs.recording.wrapper import dataset_info_for
-    from envs.recording.writer import DatasetWriter
+    from pixelrl.envs.recording.wrapper import dataset_info_for
+    from pixelrl.envs.recording.writer import DatasetWriter
 
     env = gymnasium.make(env_id, **(env_kwargs or {}))
     counts = {"screens": 0, "samples": 0}
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=10, help="screens to export (seeds 0..N-1)")
     parser.add_argument("--max-per-screen", type=int, default=16)
     args = parser.parse_args(argv)
-    import envs  # noqa: F401  (registers the ids)
+    import pixelrl.envs  # noqa: F401  (registers the ids)
 
     counts = export_grounding(
         args.env_id, args.root, range(args.seeds), max_per_screen=args.max_per_screen

@@ -6,12 +6,12 @@ rule that a crash inside the backend tears the backend down (no browser or X ser
 behind) before the exception travels on. A backend fills in four hooks:
 
 - ``_begin(seed, options) -> (instruction, info)``: start an episode;
-- ``_act(action) -> Outcome``: perform one validated :class:`~envs.actions.Action`;
+- ``_act(action) -> Outcome``: perform one validated :class:`~pixelrl.envs.actions.Action`;
 - ``_screenshot() -> uint8 H×W×3`` and ``_a11y() -> list of a11y elements``;
 - ``_shutdown()``: stop every process the backend started (idempotent).
 
 Invalid actions (off-screen, unknown key, unparsable text) raise
-:class:`~envs.actions.ActionError` before anything runs and leave the episode as it was.
+:class:`~pixelrl.envs.actions.ActionError` before anything runs and leave the episode as it was.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from envs.actions import Action, action_space, as_action
-from envs.gui import a11y_to_text, observation_space
+from pixelrl.envs.actions import Action, action_space, as_action
+from pixelrl.envs.gui import a11y_to_text, observation_space
 
 
 @dataclass

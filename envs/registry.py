@@ -1,7 +1,7 @@
 """One place that registers pixelrl environments with Gymnasium and remembers a line about each.
 
 Every backend calls :func:`register` from its own ``registration`` module; ``envs/__init__.py``
-imports those modules so that ``import envs`` makes every id available to ``gymnasium.make``.
+imports those modules so that ``import pixelrl.envs`` makes every id available to ``gymnasium.make``.
 Registration imports nothing heavy: entry points are strings resolved on ``make``.
 """
 

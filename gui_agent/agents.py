@@ -1,10 +1,10 @@
 """GUI agents for evaluation and demos: one ``act(screenshot, instruction) -> Action`` for every
 kind of trained policy.
 
-- :class:`PointerAgent`: a :class:`~gui_agent.pointer_policy.PointerPolicy` (a ``gui/ppo``
+- :class:`PointerAgent`: a :class:`~pixelrl.gui_agent.pointer_policy.PointerPolicy` (a ``gui/ppo``
   checkpoint); the screenshot is resized and the sampled cell mapped back to screen pixels
-  exactly as :class:`~gui_agent.pointer_env.PointerEnv` does.
-- :class:`VLMAgent`: a :class:`vision.vlm.VLMPolicy` (a model folder saved by the ``gui/sft`` or
+  exactly as :class:`~pixelrl.gui_agent.pointer_env.PointerEnv` does.
+- :class:`VLMAgent`: a :class:`pixelrl.vision.vlm.VLMPolicy` (a model folder saved by the ``gui/sft`` or
   ``gui/*-grpo`` recipes, a transformers model name, or ``tiny-<family>``); greedy decoding, the
   episode's recent actions in the prompt; unparsable text is a ``wait``.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from envs.actions import Action
+from pixelrl.envs.actions import Action
 
 
 class PointerAgent:
@@ -40,8 +40,8 @@ class PointerAgent:
     ) -> list[Action]:
         import torch
 
-        from gui_agent.pointer_env import decode_action, hash_words
-        from vision.image import resize
+        from pixelrl.gui_agent.pointer_env import decode_action, hash_words
+        from pixelrl.vision.image import resize
 
         images, maps = zip(*(resize(s, self.spec.image_size) for s in screenshots))
         words = [hash_words(i, self.spec.max_words, self.spec.buckets) for i in instructions]
@@ -60,9 +60,9 @@ class PointerAgent:
     @classmethod
     def from_checkpoint(cls, path: str | Path, **kwargs) -> PointerAgent:
         """The policy of a ``gui/ppo`` checkpoint (a file, ``checkpoints/`` folder or run folder)."""
-        from gui_agent import ppo_task
         from pixelrl.checkpoint import load_checkpoint
         from pixelrl.config import Config
+        from pixelrl.gui_agent import ppo_task
 
         ckpt = load_checkpoint(path)
         cfg = Config(ckpt["config"])
@@ -117,7 +117,7 @@ def is_model_folder(path: str | Path) -> bool:
 def load_agent(path: str | Path):
     """A :class:`VLMAgent` for ``tiny-<family>``, a model folder or a hub name with a ``/`` that is
     not a local path; a :class:`PointerAgent` for a pixelrl checkpoint."""
-    from vision.vlm import load_vlm
+    from pixelrl.vision.vlm import load_vlm
 
     text = str(path)
     if text.startswith("tiny-") or is_model_folder(text):

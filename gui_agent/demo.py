@@ -4,7 +4,7 @@ minutes, evaluate it on held-out seeds, save the learning curve and a GIF of it 
 ``experts_demo(out_dir)`` runs the scripted expert on every desktop family (success table and a
 contact sheet of its clicks); ``pointer_policy_demo(out_dir)`` trains and evaluates the pixel
 policy. ``pixelrl demo`` (``make demo``) runs both, then the PointNav demo. Run the policy part
-alone: ``python -m gui_agent.demo --out demo_out``.
+alone: ``python -m pixelrl.gui_agent.demo --out demo_out``.
 
 Outputs of ``pointer_policy_demo`` in ``out_dir``: ``run/`` (the ``gui/ppo`` run folder: checkpoints, history, TensorBoard),
 ``learning_curve.png``, ``agent.gif`` (clicks marked with a red ring, typed text and keys in a
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.actions import Action
+from pixelrl.envs.actions import Action
 
 
 def annotate(frame: np.ndarray, action: Action | None, caption: str = "") -> np.ndarray:
@@ -29,7 +29,7 @@ def annotate(frame: np.ndarray, action: Action | None, caption: str = "") -> np.
     band below: the action, then ``caption``."""
     from PIL import Image
 
-    from envs.recording.view import add_caption, draw_gui_action
+    from pixelrl.envs.recording.view import add_caption, draw_gui_action
 
     image = Image.fromarray(frame).convert("RGB")
     described = draw_gui_action(image, action, "") if action is not None else ""
@@ -46,8 +46,8 @@ def record_gif(
     import gymnasium as gym
     import imageio.v2 as imageio
 
-    import envs  # noqa: F401
-    from gui_agent.evaluate import run_episode
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.gui_agent.evaluate import run_episode
 
     env = gym.make(env_id, **(env_kwargs or {}))
     frames: list[np.ndarray] = []
@@ -83,10 +83,10 @@ def experts_demo(
     from PIL import Image
     from tqdm import tqdm
 
-    from envs.desktop import FAMILIES
-    from envs.desktop.env import DesktopEnv
-    from envs.gui import bbox_center
-    from envs.recording.view import draw_gui_action
+    from pixelrl.envs.desktop import FAMILIES
+    from pixelrl.envs.desktop.env import DesktopEnv
+    from pixelrl.envs.gui import bbox_center
+    from pixelrl.envs.recording.view import draw_gui_action
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -125,7 +125,7 @@ def _contact_sheet(strips, size):
     """One row per family: a caption, the whole first screen, then zooms on each step."""
     from PIL import Image, ImageDraw
 
-    from envs.desktop.render import font
+    from pixelrl.envs.desktop.render import font
 
     w, h = size
     tw, th = CONTACT_TILE_WIDTH, round(CONTACT_TILE_WIDTH * h / w)
@@ -185,8 +185,8 @@ def pointer_policy_demo(
     overrides: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Train ``gui/ppo`` (progress bar), evaluate, write the curve, the GIF and the table."""
-    from gui_agent.agents import PointerAgent
-    from gui_agent.evaluate import evaluate_success, format_table
+    from pixelrl.gui_agent.agents import PointerAgent
+    from pixelrl.gui_agent.evaluate import evaluate_success, format_table
     from pixelrl.train import Trainer, config_for
 
     out = Path(out_dir)

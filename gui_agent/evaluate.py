@@ -1,11 +1,11 @@
 """Evaluation of GUI agents: task success per family (95% CI) and ScreenSpot-style grounding.
 
 - :func:`evaluate_success` plays ``episodes`` held-out episodes (odd seeds, see
-  :class:`gui_agent.pointer_env.SplitSeeds`) of a desktop env and reports, per task family, the
+  :class:`pixelrl.gui_agent.pointer_env.SplitSeeds`) of a desktop env and reports, per task family, the
   success rate with its Wilson 95% interval.
 - :func:`evaluate_grounding` asks the agent for one action on each item of a grounding set
-  (:mod:`gui_agent.grounding`) and reports the share of predicted points inside the target box
-  (:func:`vision.rewards.point_in_box`; an action without a point counts as a miss), per family.
+  (:mod:`pixelrl.gui_agent.grounding`) and reports the share of predicted points inside the target box
+  (:func:`pixelrl.vision.rewards.point_in_box`; an action without a point counts as a miss), per family.
 
 Both return rows (dicts) that :func:`format_table` prints.
 """
@@ -51,7 +51,7 @@ def run_episode(env, agent, seed: int, on_step=None) -> dict[str, Any]:
     """Play one episode of a GUI env (raw ``screenshot`` + ``instruction`` observations) with
     ``agent``; an action the env refuses is replaced by ``wait`` (the step is spent).
     ``on_step(obs, action, reward, info, next_obs)`` sees every step (for GIFs)."""
-    from envs.actions import Action, ActionError
+    from pixelrl.envs.actions import Action, ActionError
 
     agent.reset()
     obs, info = env.reset(seed=seed)
@@ -89,7 +89,7 @@ def evaluate_success(
     import gymnasium as gym
     from tqdm import tqdm
 
-    import envs  # noqa: F401
+    import pixelrl.envs  # noqa: F401
 
     env = gym.make(env_id, **(env_kwargs or {}))
     counts: dict[str, list[float]] = defaultdict(list)
@@ -117,7 +117,7 @@ def evaluate_grounding(
     """ScreenSpot accuracy per family on grounding ``items`` (module doc)."""
     from tqdm import tqdm
 
-    from vision.rewards import point_in_box
+    from pixelrl.vision.rewards import point_in_box
 
     counts: dict[str, list[float]] = defaultdict(list)
     for start in tqdm(

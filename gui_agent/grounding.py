@@ -2,14 +2,14 @@
 
 Each item is the first screen of a desktop task whose scripted expert starts with a click: the
 task's instruction, and the bbox of the element the expert clicks (``info["target_bbox"]``).
-Seeds are odd — the evaluation half of :class:`gui_agent.pointer_env.SplitSeeds` — so no item
+Seeds are odd — the evaluation half of :class:`pixelrl.gui_agent.pointer_env.SplitSeeds` — so no item
 shares a layout with a training episode. Generation is deterministic: the same ``families``,
 ``count``, ``screen_size`` and ``start`` give the same items, pixel for pixel.
 
 ScreenSpot's measure on it: the share of predicted points that lie inside the target box
-(:func:`vision.rewards.point_in_box`), per family.
+(:func:`pixelrl.vision.rewards.point_in_box`), per family.
 
-Run: ``python -m gui_agent.grounding --count 200 --out grounding.npz``.
+Run: ``python -m pixelrl.gui_agent.grounding --count 200 --out grounding.npz``.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def grounding_set(
     """``count`` items, families taken in turn, from seeds ``2k + 1`` (``split="eval"``) or
     ``2k`` (``"train"``) for k = start, start+1, ...; screens whose expert does not click first
     are skipped."""
-    import envs  # noqa: F401
-    from envs.desktop import DesktopEnv, expert_action
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.desktop import DesktopEnv, expert_action
 
     if split not in ("train", "eval"):
         raise ValueError(f"split must be 'train' or 'eval', got {split!r}")

@@ -1,8 +1,8 @@
 """Behaviour cloning of the pixel pointer policy from the scripted expert (a warm start for PPO).
 
-:func:`expert_samples` plays the desktop expert in :class:`~gui_agent.pointer_env.PointerEnv`
+:func:`expert_samples` plays the desktop expert in :class:`~pixelrl.gui_agent.pointer_env.PointerEnv`
 and keeps each step's observation with the expert's action encoded as the policy's
-``MultiDiscrete`` sample (:func:`~gui_agent.pointer_env.encode_action`; steps the spec cannot
+``MultiDiscrete`` sample (:func:`~pixelrl.gui_agent.pointer_env.encode_action`; steps the spec cannot
 express are skipped and the expert's action is played anyway) and the grid cells inside the
 target's box (and in the boxes of the expert's equally good alternatives, such as the other
 wrong checkboxes). :func:`behaviour_clone` then minimises the negative log-likelihood of the expert's
@@ -40,7 +40,7 @@ def expert_samples(
     (:func:`box_points`)."""
     from tqdm import tqdm
 
-    from gui_agent.pointer_env import encode_action
+    from pixelrl.gui_agent.pointer_env import encode_action
 
     images, words, actions, masks, read_ids, read_cells = [], [], [], [], [], []
     obs, info = env.reset(seed=seed)
@@ -82,7 +82,7 @@ def screen_words(
     Only visible elements of :data:`READABLE_ROLES` at least ``min_width`` screen pixels wide
     (the close button's "×" is not the word "Close"), and not under a window drawn later in the
     a11y list (the topmost window covers what is behind it)."""
-    from gui_agent.pointer_env import hash_words, words_of
+    from pixelrl.gui_agent.pointer_env import hash_words, words_of
 
     ids = np.zeros(max_words, dtype=np.int64)
     cells = np.zeros((max_words, spec.num_cells), dtype=bool)

@@ -1,10 +1,10 @@
 """The pixel pointer policy's view of a GUI env: a small image, hashed words, a factored action.
 
 :class:`PointerEnv` wraps any pixelrl GUI env (``screenshot`` + ``instruction`` observations,
-:class:`envs.actions.Action` actions) so that the shared PPO storage can hold it:
+:class:`pixelrl.envs.actions.Action` actions) so that the shared PPO storage can hold it:
 
 - observation ``image``: the screenshot resized to ``spec.image_size`` (uint8 h×w×3, via
-  :func:`vision.image.resize`, which also gives the exact map back to screen pixels);
+  :func:`pixelrl.vision.image.resize`, which also gives the exact map back to screen pixels);
   ``instruction``: its words as ids (int64, ``spec.max_words``; 0 pads);
 - action: ``MultiDiscrete([kind, cell, offset, text, key])``, the sample of the policy's heads.
   ``kind`` indexes ``spec.kinds``; a pointer action lands in grid ``cell`` (row-major over the
@@ -17,7 +17,7 @@ lower-cased words of the text (quotes and punctuation split words). That is a vo
 from task instructions with nothing to keep in sync between envs, policies and checkpoints.
 
 A point maps back exactly: the image point ``((col + (ox + 0.5)/S)·cell, (row + (oy + 0.5)/S)·cell)``
-goes through :meth:`vision.image.ImageMap.screen_pixel` to the screen pixel that holds it.
+goes through :meth:`pixelrl.vision.image.ImageMap.screen_pixel` to the screen pixel that holds it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs.actions import Action, ActionError, normalize_key
+from pixelrl.envs.actions import Action, ActionError, normalize_key
 
 DEFAULT_KINDS = ("click", "type", "key")
 DEFAULT_KEYS = ("enter", "tab", "backspace", "ctrl+a")
@@ -181,11 +181,11 @@ def encode_action(action: Action, spec: PointerSpec, image_map) -> np.ndarray | 
 class PointerEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """A GUI env seen through a :class:`PointerSpec` (module doc).
 
-    An action the underlying env refuses (:class:`~envs.actions.ActionError`) becomes a ``wait``:
+    An action the underlying env refuses (:class:`~pixelrl.envs.actions.ActionError`) becomes a ``wait``:
     the step is spent and nothing changes, so a policy is never stopped by its own samples.
     ``last_screenshot`` and ``last_action`` hold the full-size frame and the decoded action (for
     GIFs); ``image_map`` maps the current image back to the screen; :meth:`step_action` steps
-    with an :class:`~envs.actions.Action` directly (experts, demonstrations).
+    with an :class:`~pixelrl.envs.actions.Action` directly (experts, demonstrations).
     """
 
     def __init__(self, env: gym.Env, spec: PointerSpec) -> None:
@@ -207,7 +207,7 @@ class PointerEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self.last_action: Action | None = None
 
     def observation(self, obs: dict[str, Any]) -> dict[str, np.ndarray]:
-        from vision.image import resize
+        from pixelrl.vision.image import resize
 
         self.last_screenshot = obs["screenshot"]
         image, self.image_map = resize(obs["screenshot"], self.pointer_spec.image_size)

@@ -26,10 +26,10 @@ The row and column maxima carry a match along its line of the screen: a text fie
 right of its label, often further than a 3×3 conv reaches, and "my row holds the named label"
 is what picks it. (Issue 5, type-in-field on 200 held-out seeds: 61.5% without them, the
 chance of picking one of its 1–3 fields at random; 65.5% with them; 98% once behaviour cloning
-also trained reading, :mod:`gui_agent.pointer_bc`.) ``match_lines=False`` leaves them out.
+also trained reading, :mod:`pixelrl.gui_agent.pointer_bc`.) ``match_lines=False`` leaves them out.
 
 The action is the ``MultiDiscrete([kind, cell, offset, text, key])`` sample of
-:mod:`gui_agent.pointer_env`; its log-probability sums the parts its kind uses (the cell and
+:mod:`pixelrl.gui_agent.pointer_env`; its log-probability sums the parts its kind uses (the cell and
 offset for pointer kinds, the text for ``type``, the key for ``key``), and its entropy is the
 kind's entropy plus each part's entropy weighted by the probability of the kinds that use it.
 
@@ -50,7 +50,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from gui_agent.pointer_env import PointerSpec, hash_words
+from pixelrl.gui_agent.pointer_env import PointerSpec, hash_words
 from pixelrl.rl.policy import PolicyStep, State
 
 POINTER_KINDS = ("click", "double_click", "right_click", "move")
@@ -120,13 +120,13 @@ def with_line_maxima(maps: torch.Tensor) -> torch.Tensor:
 
 
 class PointerPolicy(nn.Module):
-    """Actor-critic over :class:`~gui_agent.pointer_env.PointerEnv` observations (module doc).
+    """Actor-critic over :class:`~pixelrl.gui_agent.pointer_env.PointerEnv` observations (module doc).
 
     Args:
         spec: the :class:`PointerSpec` the env wrapper uses (image size, grid, kinds, texts, keys).
         backbone: a timm model name; ``backbone_kwargs`` go to ``timm.create_model`` (the default
             is a slim ResNet-10: channels 16-32-64-128, stem width 16). ``pretrained=False``
-            unless ``weights`` names a file (see :func:`vision.encoders.build_encoder`).
+            unless ``weights`` names a file (see :func:`pixelrl.vision.encoders.build_encoder`).
         channels: width C of the fused feature map; ``hidden``: width of the MLP trunk.
         text_encoder: ``"gru"`` or ``"bow"``.
         match_heads: heads of the :class:`WordMatch` maps (0: FiLM is the only fusion).
@@ -153,7 +153,7 @@ class PointerPolicy(nn.Module):
         mix_layers: int = 1,
     ):
         super().__init__()
-        from vision.encoders import build_encoder, feature_channels
+        from pixelrl.vision.encoders import build_encoder, feature_channels
 
         self.spec = spec
         kwargs = (

@@ -1,15 +1,15 @@
 """The ``gui/ppo`` recipe's task module: desktop envs seen by the pixel pointer policy.
 
 ``make_envs`` builds ``env.num_envs`` copies of ``env.id`` (``pixelrl/Desktop-ClickButton-v0``...)
-with ``env.kwargs``, each wrapped in :class:`~gui_agent.pointer_env.SplitSeeds` (training draws
-even seeds, evaluation odd ones: held-out layouts) and :class:`~gui_agent.pointer_env.PointerEnv`.
-``make_policy`` builds the :class:`~gui_agent.pointer_policy.PointerPolicy`.
+with ``env.kwargs``, each wrapped in :class:`~pixelrl.gui_agent.pointer_env.SplitSeeds` (training draws
+even seeds, evaluation odd ones: held-out layouts) and :class:`~pixelrl.gui_agent.pointer_env.PointerEnv`.
+``make_policy`` builds the :class:`~pixelrl.gui_agent.pointer_policy.PointerPolicy`.
 
 The ``policy:`` section of the recipe holds the spec the env and policy share (``image_size``,
 ``cell``, ``offsets``, ``kinds``, ``keys``, ``max_words``, ``buckets``), the network's options
 (``backbone``, ``channels``, ``hidden``, ``text_encoder``...) and the warm start (``init``: a
 checkpoint or state-dict file to start from; ``bc_steps`` > 0: behaviour cloning of the scripted
-expert on ``bc_samples`` training-seed steps first, see :mod:`gui_agent.pointer_bc`). ``texts``
+expert on ``bc_samples`` training-seed steps first, see :mod:`pixelrl.gui_agent.pointer_bc`). ``texts``
 (what ``type`` can write) is the env's task vocabulary, each also with ``"\n"`` (type and
 submit) unless ``submit_texts: false``; ``kinds: auto`` is ``click`` alone for families with
 nothing to type, else ``click``, ``type``, ``key``.
@@ -22,11 +22,11 @@ from typing import Any
 
 import gymnasium as gym
 
-from gui_agent.pointer_env import DEFAULT_KINDS, PointerEnv, PointerSpec, SplitSeeds
+from pixelrl.gui_agent.pointer_env import DEFAULT_KINDS, PointerEnv, PointerSpec, SplitSeeds
 
 SPEC_KEYS = ("image_size", "cell", "offsets", "kinds", "keys", "max_words", "max_text_words",
              "buckets", "texts", "submit_texts")  # fmt: skip
-# Options of the behaviour-cloning warm start (gui_agent.pointer_bc), also in ``policy:``.
+# Options of the behaviour-cloning warm start (pixelrl.gui_agent.pointer_bc), also in ``policy:``.
 WARM_START_KEYS = ("init", "bc_samples", "bc_steps", "bc_batch_size", "bc_lr", "bc_reading",
                    "bc_named", "bc_each_target", "bc_click_margin")  # fmt: skip
 
@@ -46,7 +46,7 @@ def env_kwargs(cfg, split: str) -> dict[str, Any]:
 
 @lru_cache(maxsize=32)
 def _vocabulary(env_id: str, kwargs_items: tuple) -> tuple[str, ...]:
-    import envs  # noqa: F401  (registers pixelrl/ ids)
+    import pixelrl.envs  # noqa: F401  (registers pixelrl/ ids)
 
     env = gym.make(env_id, **dict(kwargs_items))
     try:
@@ -73,7 +73,7 @@ def pointer_spec(cfg) -> PointerSpec:
 
 def make_env(env_id: str, spec: PointerSpec, split: str = "train", **kwargs: Any) -> PointerEnv:
     """One wrapped env (what each vector slot holds)."""
-    import envs  # noqa: F401
+    import pixelrl.envs  # noqa: F401
 
     return PointerEnv(SplitSeeds(gym.make(env_id, **kwargs), split), spec)
 
@@ -92,8 +92,8 @@ def make_policy(
 ):
     """The pointer policy; with ``warm_start`` its ``init`` weights and behaviour cloning,
     except when the run resumes (``train.resume``): the checkpoint's weights replace both."""
-    from gui_agent.pointer_policy import PointerPolicy
     from pixelrl.config import check_kwargs
+    from pixelrl.gui_agent.pointer_policy import PointerPolicy
 
     skip = SPEC_KEYS + WARM_START_KEYS
     options = {k: _plain(v) for k, v in dict(cfg.policy).items() if k not in skip}
@@ -132,7 +132,7 @@ def _warm_start(cfg, policy, spec: PointerSpec) -> None:
         policy.load_state_dict(state)
     steps = int(cfg.policy.get("bc_steps", 0))
     if steps > 0:
-        from gui_agent.pointer_bc import behaviour_clone, expert_samples
+        from pixelrl.gui_agent.pointer_bc import behaviour_clone, expert_samples
 
         env = make_env(cfg.env.id, spec, "train", **env_kwargs(cfg, "train"))
         progress = bool(cfg.train.progress)

@@ -1,7 +1,7 @@
 """Training recipes for vision-language GUI policies: ``gui/sft``, ``gui/grounding-grpo``,
 ``gui/multiturn-grpo`` (``pixelrl train gui/... [key=value ...]``, ``--model NAME_OR_PATH``).
 
-Every recipe loads a :class:`vision.vlm.VLMPolicy` (``model``: ``tiny-<family>``, a model folder
+Every recipe loads a :class:`pixelrl.vision.vlm.VLMPolicy` (``model``: ``tiny-<family>``, a model folder
 or a transformers name; ``init``: a folder saved by an earlier run, e.g. SFT before GRPO),
 optionally wraps it with LoRA (``lora.enabled``), trains, evaluates on held-out seeds and writes
 to ``train.output_dir``: ``model/`` (``save_pretrained`` of model and processor), ``history.csv``,
@@ -12,7 +12,7 @@ to ``train.output_dir``: ``model/`` (``save_pretrained`` of model and processor)
   ``<output_dir>/demos``). Loss: mean negative log-likelihood of the action text's tokens (the
   end token included) given the screenshot, instruction and previous actions.
 - ``gui/grounding-grpo``: one-step grounding. Prompts are (screenshot, instruction) pairs from
-  training seeds (:func:`gui_agent.grounding.grounding_set` with ``split="train"``); ``G =
+  training seeds (:func:`pixelrl.gui_agent.grounding.grounding_set` with ``split="train"``); ``G =
   grpo.num_samples`` completions each; reward ``grpo.reward`` (:data:`GROUNDING_REWARDS`);
   group-normalised advantages, the clipped token-level surrogate, optional k3 KL to the frozen
   start (``grpo.kl_coef``). Unparsable text scores 0 format reward and trains like any sample.
@@ -43,8 +43,8 @@ DEFAULTS: dict[str, Any] = {
     "torch_threads": 0,
     "model": "tiny-qwen2_vl",
     "dtype": None,
-    "text_size": {},  # tiny-<family> only: the language model's shape (vision.vlm.build_tiny_vlm)
-    "vision_size": {},  # tiny-<family> but llava: the vision side (vision.vlm.build_tiny_vlm)
+    "text_size": {},  # tiny-<family> only: the language model's shape (pixelrl.vision.vlm.build_tiny_vlm)
+    "vision_size": {},  # tiny-<family> but llava: the vision side (pixelrl.vision.vlm.build_tiny_vlm)
     # tiny-<family>: the BPE tokenizer's size, and how many training screens per family of
     # env.families whose instructions and element names join its corpus (a label is then one
     # token, not byte pieces); 0 screens: the generic action corpus only
@@ -65,7 +65,7 @@ DEFAULTS: dict[str, Any] = {
         "episodes": 200,
         "prompts": 400,  # gui/grounding-grpo: training prompts
         # gui/sft: + a click on every uniquely named element of this many training screens per
-        # family (envs.grounding.grounding_samples)
+        # family (pixelrl.envs.grounding.grounding_samples)
         "grounding_screens": 0,
     },
     "sft": {"steps": 200, "batch_size": 8, "lr": 1e-3, "weight_decay": 0.0},
@@ -101,8 +101,13 @@ def click_gaussian_reward(texts, boxes, screen_size, sigma_scale: float = 0.5) -
     """``r = R_in_box + R_gauss + 0.5 · R_format`` ∈ [0, 2.5]: click-in-box, the GUI-G² Gaussian
     point reward (σ = ``sigma_scale`` × box size; ½ in GUI-G², larger gives a denser signal to a
     model that rarely lands near the box yet) and the format reward, all from
-    :mod:`vision.rewards`."""
-    from vision.rewards import format_reward, gaussian_point_reward, parse_points, point_in_box
+    :mod:`pixelrl.vision.rewards`."""
+    from pixelrl.vision.rewards import (
+        format_reward,
+        gaussian_point_reward,
+        parse_points,
+        point_in_box,
+    )
 
     points = parse_points(texts, screen_size)
     return (
@@ -114,7 +119,7 @@ def click_gaussian_reward(texts, boxes, screen_size, sigma_scale: float = 0.5) -
 
 def _recipe(name: str):
     def fn(texts, boxes, screen_size, sigma_scale: float = 0.5):
-        import vision.rewards as R
+        import pixelrl.vision.rewards as R
 
         extra = {"sigma_scale": sigma_scale} if name == "gui_g2_reward" else {}
         return getattr(R, name)(texts, boxes, screen_size=screen_size, **extra)
@@ -140,7 +145,7 @@ def load_policy(cfg: Config):
     """The :class:`VLMPolicy` a config names (``init`` folder first, else ``model``), with LoRA."""
     import torch
 
-    from vision.vlm import load_vlm
+    from pixelrl.vision.vlm import load_vlm
 
     torch.manual_seed(int(cfg.seed))
     source = str(cfg.init or cfg.model)
@@ -151,7 +156,7 @@ def load_policy(cfg: Config):
                 extra[key] = getattr(cfg, key).to_dict()
         extra["vocab_size"] = int(cfg.tokenizer.vocab_size)
         if int(cfg.tokenizer.screens):
-            from vision.vlm import task_corpus
+            from pixelrl.vision.vlm import task_corpus
 
             texts = [t for _, obs, info in training_screens(cfg, int(cfg.tokenizer.screens))
                      for t in [obs["instruction"], *(e.get("name", "") for e in info["a11y"])]]  # fmt: skip
@@ -198,7 +203,7 @@ def task_seeds(
     split of seeds."""
     import gymnasium as gym
 
-    import envs  # noqa: F401
+    import pixelrl.envs  # noqa: F401
 
     parity = {"train": 0, "eval": 1}[split]
     limit = int(cfg.env.max_fields)
@@ -226,9 +231,9 @@ def task_seeds(
 def training_screens(cfg: Config, per_family: int):
     """``(family, obs, info)`` of the first screen of ``per_family`` training seeds of each of
     ``env.families`` — the seeds :func:`record_expert_episodes` starts from, continued."""
-    import envs  # noqa: F401
-    from envs.desktop import DesktopEnv
-    from envs.desktop.registration import env_id
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.desktop import DesktopEnv
+    from pixelrl.envs.desktop.registration import env_id
 
     for fi, family in enumerate(cfg.env.families):
         env = DesktopEnv(family, **_env_kwargs(cfg))
@@ -242,8 +247,8 @@ def training_screens(cfg: Config, per_family: int):
 def make_envs(cfg, num_envs: int, seed: int, split: str):
     import gymnasium as gym
 
-    import envs  # noqa: F401
-    from gui_agent.pointer_env import SplitSeeds
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.gui_agent.pointer_env import SplitSeeds
 
     kwargs = _env_kwargs(cfg)
     return gym.vector.SyncVectorEnv(
@@ -361,8 +366,8 @@ class Run:
 
 
 def _grounding_eval(policy, cfg: Config, items) -> dict[str, float]:
-    from gui_agent.agents import VLMAgent
-    from gui_agent.evaluate import evaluate_grounding
+    from pixelrl.gui_agent.agents import VLMAgent
+    from pixelrl.gui_agent.evaluate import evaluate_grounding
 
     was_training = policy.model.training
     rows = evaluate_grounding(VLMAgent(policy, int(cfg.grpo.max_new_tokens)), items, progress=False)
@@ -373,8 +378,8 @@ def _grounding_eval(policy, cfg: Config, items) -> dict[str, float]:
 
 
 def _success_eval(policy, cfg: Config) -> dict[str, float]:
-    from gui_agent.agents import VLMAgent
-    from gui_agent.evaluate import evaluate_success
+    from pixelrl.gui_agent.agents import VLMAgent
+    from pixelrl.gui_agent.evaluate import evaluate_success
 
     was_training = policy.model.training
     seeds = None
@@ -398,7 +403,7 @@ def _held_out(cfg: Config):
     """The held-out grounding set for one-step recipes (None for the multi-turn one)."""
     if cfg.recipe == "gui/multiturn-grpo" or not int(cfg.eval.grounding_items):
         return None
-    from gui_agent.grounding import grounding_set
+    from pixelrl.gui_agent.grounding import grounding_set
 
     return grounding_set(int(cfg.eval.grounding_items), tuple(cfg.env.families), _screen(cfg))
 
@@ -409,9 +414,9 @@ def record_expert_episodes(cfg: Config, root: Path) -> Path:
     import gymnasium as gym
     from tqdm import tqdm
 
-    import envs  # noqa: F401
-    from envs.desktop.registration import env_id
-    from envs.recording import RecordEpisodes
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.desktop.registration import env_id
+    from pixelrl.envs.recording import RecordEpisodes
 
     families = list(cfg.env.families)
     per_family = -(-int(cfg.data.episodes) // len(families))
@@ -431,8 +436,8 @@ def record_expert_episodes(cfg: Config, root: Path) -> Path:
 
 def sft_examples(roots: list[Path], policy) -> list[dict[str, Any]]:
     """Every step of the recorded episodes as (screenshot, instruction, history, target text)."""
-    from envs.recording import EpisodeDataset
-    from envs.recording.codec import action_as_gui
+    from pixelrl.envs.recording import EpisodeDataset
+    from pixelrl.envs.recording.codec import action_as_gui
 
     examples = []
     for root in roots:
@@ -461,9 +466,9 @@ def grounding_examples(cfg: Config, policy) -> list[dict[str, Any]]:
     """SFT examples that point at every uniquely named element (``Click the "Stop" button.``) of
     ``data.grounding_screens`` training screens per family: many instructions per screen, so
     the model must read the instruction to know where to click."""
-    from envs.actions import Action
-    from envs.grounding import grounding_samples
-    from envs.gui import bbox_center
+    from pixelrl.envs.actions import Action
+    from pixelrl.envs.grounding import grounding_samples
+    from pixelrl.envs.gui import bbox_center
 
     screen = _screen(cfg)
     examples = []
@@ -634,7 +639,7 @@ def _throughput(groups, advantages, gcfg, sample_s: float, update_s: float) -> d
 def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
     from tqdm import tqdm
 
-    from gui_agent.grounding import grounding_set
+    from pixelrl.gui_agent.grounding import grounding_set
     from pixelrl.rl.grpo import group_advantages
 
     if cfg.grpo.reward not in GROUNDING_REWARDS:
@@ -698,8 +703,8 @@ def play_group(policy, cfg: Config, seed: int, group_size: int, gcfg) -> list[li
     turn); each a list of steps with the prompt, the sampled completion and the reward."""
     import gymnasium as gym
 
-    import envs  # noqa: F401
-    from envs.actions import Action, ActionError
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.actions import Action, ActionError
     from pixelrl.rl.grpo import anchor_key
 
     screen = _screen(cfg)

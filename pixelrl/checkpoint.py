@@ -62,9 +62,14 @@ def load_checkpoint(path: str | Path, map_location: str = "cpu") -> dict[str, An
     """Read a checkpoint written by :func:`save_checkpoint`; anything else is a clear error."""
     import torch
 
+    from pixelrl import legacy
+
     file = resolve_checkpoint(path)
     try:
-        data = torch.load(file, map_location=map_location, weights_only=False)
+        # legacy.pickle_module: classes pickled by the old top-level layout (``envs.*``) still load.
+        data = torch.load(
+            file, map_location=map_location, weights_only=False, pickle_module=legacy.pickle_module
+        )
     except Exception as e:  # truncated, not a torch file, ...
         raise CheckpointError(
             f"{file}: not a readable checkpoint ({type(e).__name__}: {e})"

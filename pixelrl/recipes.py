@@ -18,7 +18,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_ROOT = Path(__file__).resolve().parent
+
+
+def package_file(relative: str | Path) -> Path:
+    """A file shipped inside a subpackage, named from the repository layout.
+
+    ``"embodied/configs/pointnav.yaml"`` is ``pixelrl.embodied``'s ``configs/pointnav.yaml``
+    wherever that package lives: the repository's top-level ``embodied/`` folder in an editable
+    install, ``site-packages/pixelrl/embodied/`` in a wheel (pyproject's ``package-dir``)."""
+    import importlib.util
+
+    head, *rest = Path(relative).parts
+    spec = importlib.util.find_spec(f"pixelrl.{head}")
+    if spec is None or not spec.submodule_search_locations:
+        return PACKAGE_ROOT / relative
+    return Path(list(spec.submodule_search_locations)[0]).joinpath(*rest)
 
 
 @dataclass(frozen=True)
@@ -28,7 +43,9 @@ class Recipe:
     task_module: str  # import path of the module with make_envs / make_policy
 
     def load_task(self) -> ModuleType:
-        module = importlib.import_module(self.task_module)
+        from pixelrl.legacy import current_module
+
+        module = importlib.import_module(current_module(self.task_module))
         for fn in ("make_envs", "make_policy"):
             if not callable(getattr(module, fn, None)):
                 raise TypeError(f"recipe {self.name!r}: module {self.task_module} has no {fn}()")
@@ -39,9 +56,10 @@ RECIPES: dict[str, Recipe] = {}
 
 
 def register_recipe(name: str, config: str | Path, task_module: str) -> None:
-    """Add (or replace) recipe ``name``; ``config`` relative paths are from the repository root."""
+    """Add (or replace) recipe ``name``; a relative ``config`` is a package file
+    (:func:`package_file`, e.g. ``"gui_agent/configs/ppo.yaml"``)."""
     path = Path(config)
-    RECIPES[name] = Recipe(name, path if path.is_absolute() else REPO_ROOT / path, task_module)
+    RECIPES[name] = Recipe(name, path if path.is_absolute() else package_file(path), task_module)
 
 
 def get_recipe(name: str) -> Recipe:
@@ -53,15 +71,19 @@ def get_recipe(name: str) -> Recipe:
     return RECIPES[name]
 
 
-register_recipe("embodied/pointnav", "embodied/configs/pointnav.yaml", "embodied.task")
-register_recipe("embodied/pointnav-small", "embodied/configs/pointnav_small.yaml", "embodied.task")
-register_recipe("embodied/pointnav-rgbd", "embodied/configs/pointnav_rgbd.yaml", "embodied.task")
-register_recipe("embodied/objectnav", "embodied/configs/objectnav.yaml", "embodied.task")
-register_recipe("gui/ppo", "gui_agent/configs/ppo.yaml", "gui_agent.ppo_task")
-register_recipe("gui/sft", "gui_agent/configs/sft.yaml", "gui_agent.train_vlm")
+register_recipe("embodied/pointnav", "embodied/configs/pointnav.yaml", "pixelrl.embodied.task")
 register_recipe(
-    "gui/grounding-grpo", "gui_agent/configs/grounding_grpo.yaml", "gui_agent.train_vlm"
+    "embodied/pointnav-small", "embodied/configs/pointnav_small.yaml", "pixelrl.embodied.task"
 )
 register_recipe(
-    "gui/multiturn-grpo", "gui_agent/configs/multiturn_grpo.yaml", "gui_agent.train_vlm"
+    "embodied/pointnav-rgbd", "embodied/configs/pointnav_rgbd.yaml", "pixelrl.embodied.task"
+)
+register_recipe("embodied/objectnav", "embodied/configs/objectnav.yaml", "pixelrl.embodied.task")
+register_recipe("gui/ppo", "gui_agent/configs/ppo.yaml", "pixelrl.gui_agent.ppo_task")
+register_recipe("gui/sft", "gui_agent/configs/sft.yaml", "pixelrl.gui_agent.train_vlm")
+register_recipe(
+    "gui/grounding-grpo", "gui_agent/configs/grounding_grpo.yaml", "pixelrl.gui_agent.train_vlm"
+)
+register_recipe(
+    "gui/multiturn-grpo", "gui_agent/configs/multiturn_grpo.yaml", "pixelrl.gui_agent.train_vlm"
 )

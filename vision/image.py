@@ -5,7 +5,7 @@ here returns the image together with an :class:`ImageMap` that moves points and 
 
 Coordinates are continuous, origin at the top-left corner of the top-left pixel: pixel ``(i, j)``
 covers ``[i, i+1) × [j, j+1)`` and its centre is ``(i + 0.5, j + 0.5)`` — the convention of
-:mod:`vision.rewards` and :mod:`envs.gui` (boxes ``[x0, y0, x1, y1]``, x1/y1 exclusive). The map is
+:mod:`pixelrl.vision.rewards` and :mod:`pixelrl.envs.gui` (boxes ``[x0, y0, x1, y1]``, x1/y1 exclusive). The map is
 affine per axis::
 
     image_x = screen_x * scale_x + pad_left        screen_x = (image_x - pad_left) / scale_x

@@ -3,9 +3,9 @@
 Every function takes a batch and returns a ``float64`` numpy array of shape ``(N,)``; none
 raises on bad model output: an unparsable text, a missing point or a NaN coordinate scores 0.
 
-Conventions (the same as :mod:`envs.gui` and :mod:`envs.actions`)
+Conventions (the same as :mod:`pixelrl.envs.gui` and :mod:`pixelrl.envs.actions`)
 ----------------------------------------------------------------
-- A **point** ``(x, y)`` is in screen pixels, origin top-left, as an :class:`envs.actions.Action`
+- A **point** ``(x, y)`` is in screen pixels, origin top-left, as an :class:`pixelrl.envs.actions.Action`
   holds it. It names the pixel ``(floor(x), floor(y))``; where a distance is measured, the point
   stands for that pixel's centre ``(floor(x) + 0.5, floor(y) + 0.5)``.
 - A **box** ``[x0, y0, x1, y1]`` covers the pixels ``x0 <= x < x1`` and ``y0 <= y < y1``
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from envs.actions import POINTER_KINDS, Action, ActionError, parse_action
+from pixelrl.envs.actions import POINTER_KINDS, Action, ActionError, parse_action
 
 __all__ = [
     "safe_parse",
@@ -89,7 +89,7 @@ def _valid_boxes(boxes: np.ndarray) -> np.ndarray:
 def safe_parse(
     text: object, screen_size: tuple[int, int] | None = None, coordinates: str | None = None
 ) -> tuple[Action | None, str | None]:
-    """``(action, None)`` when ``text`` parses with :func:`envs.actions.parse_action`, else
+    """``(action, None)`` when ``text`` parses with :func:`pixelrl.envs.actions.parse_action`, else
     ``(None, reason)``. Never raises: model output is untrusted."""
     try:
         return parse_action(text, screen_size, coordinates), None  # type: ignore[arg-type]
@@ -252,7 +252,7 @@ def format_reward(
     texts: Sequence[str], screen_size: tuple[int, int] | None = None, coordinates: str | None = None
 ) -> np.ndarray:
     """``r = 1`` if the text parses into exactly one valid action with
-    :func:`envs.actions.parse_action` (on screen, when ``screen_size`` is given), else 0."""
+    :func:`pixelrl.envs.actions.parse_action` (on screen, when ``screen_size`` is given), else 0."""
     return np.array([float(a is not None) for a in _parse_all(texts, screen_size, coordinates)])
 
 

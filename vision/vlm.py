@@ -13,7 +13,7 @@
    alike: its key/value cache is shared where the language model's positions are plain 1-D
    (SmolVLM / Idefics3, LLaVA), its image features elsewhere. The numbers are the same as
    running every row (tested); only the repeated work goes;
-4. parses the output with :func:`envs.actions.parse_action`: unparsable text becomes a ``wait``
+4. parses the output with :func:`pixelrl.envs.actions.parse_action`: unparsable text becomes a ``wait``
    no-op with ``parsed = False`` (format reward 0), never an exception;
 5. helps training: :meth:`VLMPolicy.frozen_copy` (GRPO's KL reference) and
    :meth:`VLMPolicy.add_lora` (peft adapters on the language model, for large models).
@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from envs.actions import Action, to_pyautogui, to_uitars
-from vision.rewards import safe_parse
+from pixelrl.envs.actions import Action, to_pyautogui, to_uitars
+from pixelrl.vision.rewards import safe_parse
 
 __all__ = [
     "FAMILIES",
@@ -110,7 +110,7 @@ class VLMPolicy:
     """An image-text-to-text model that acts in GUI environments through action text.
 
     ``coordinates`` is how the numbers in the action text are read (``None``: pyautogui calls
-    in pixels, UI-TARS calls in 0-1000 — the defaults of :func:`envs.actions.parse_action`;
+    in pixels, UI-TARS calls in 0-1000 — the defaults of :func:`pixelrl.envs.actions.parse_action`;
     or ``"pixels"``, ``"relative1000"``, ``"unit"``). ``history_length`` recent actions go into
     the prompt. ``prompt_template`` is formatted with ``instruction`` and ``history``.
     ``share_prompts`` (default) runs a prompt that a batch repeats once; ``False`` runs every

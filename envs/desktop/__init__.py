@@ -20,11 +20,11 @@ __all__ = ["DesktopEnv", "FAMILIES", "expert_action"]
 
 def __getattr__(name: str) -> Any:
     if name == "DesktopEnv":
-        from envs.desktop.env import DesktopEnv
+        from pixelrl.envs.desktop.env import DesktopEnv
 
         return DesktopEnv
     if name in ("FAMILIES", "expert_action"):
-        from envs.desktop import tasks
+        from pixelrl.envs.desktop import tasks
 
         return getattr(tasks, name)
-    raise AttributeError(f"module 'envs.desktop' has no attribute {name!r}")
+    raise AttributeError(f"module 'pixelrl.envs.desktop' has no attribute {name!r}")

@@ -7,11 +7,11 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from envs.actions import Action, ActionError, action_space, as_action
-from envs.desktop.screen import Desktop
-from envs.desktop.tasks import FAMILIES, Task, expert_plan
-from envs.desktop.theme import check_screen_size, make_theme
-from envs.gui import a11y_to_text, observation_space
+from pixelrl.envs.actions import Action, ActionError, action_space, as_action
+from pixelrl.envs.desktop.screen import Desktop
+from pixelrl.envs.desktop.tasks import FAMILIES, Task, expert_plan
+from pixelrl.envs.desktop.theme import check_screen_size, make_theme
+from pixelrl.envs.gui import a11y_to_text, observation_space
 
 REWARDS = ("sparse", "shaped")
 
@@ -34,9 +34,9 @@ class DesktopEnv(gymnasium.Env):
         render_mode: None or ``"rgb_array"`` (the screenshot).
 
     Observation: ``screenshot`` (H×W×3 uint8), ``instruction`` (and ``a11y_text``).
-    Action: an :class:`~envs.actions.Action`, an element of ``action_space`` (a dict) or action
+    Action: an :class:`~pixelrl.envs.actions.Action`, an element of ``action_space`` (a dict) or action
     text (pyautogui or UI-TARS syntax). An invalid action (off-screen point, unparseable text,
-    unknown key) raises :class:`~envs.actions.ActionError` and changes nothing: the episode goes
+    unknown key) raises :class:`~pixelrl.envs.actions.ActionError` and changes nothing: the episode goes
     on, so a caller can score the format error and retry. (We chose raising over ignoring it
     silently: a silent no-op would hide bugs in policies and parsers.)
 
@@ -49,7 +49,7 @@ class DesktopEnv(gymnasium.Env):
     the element the expert's next action targets, or None), ``alternative_bboxes`` (only where
     another element is as good a target: the other wrong checkboxes), ``success``, ``family``, ``task``
     (the parameters an expert needs). :meth:`expert_action` (or
-    ``envs.desktop.expert_action(info)``) gives the scripted expert's next action.
+    ``pixelrl.envs.desktop.expert_action(info)``) gives the scripted expert's next action.
 
     Determinism: everything random comes from the env's seeded ``np_random``; the same seed and
     actions give identical frames and rewards.

@@ -1,9 +1,9 @@
 """Registers ``pixelrl/Desktop-<Family>-v0`` for every task family and ``pixelrl/Desktop-Mixed-v0``."""
 
-from envs.desktop.tasks import FAMILIES, camel
-from envs.registry import register
+from pixelrl.envs.desktop.tasks import FAMILIES, camel
+from pixelrl.envs.registry import register
 
-ENTRY_POINT = "envs.desktop.env:DesktopEnv"
+ENTRY_POINT = "pixelrl.envs.desktop.env:DesktopEnv"
 
 
 def env_id(family: str) -> str:

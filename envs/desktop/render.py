@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from assets import FONTS_DIR
+from pixelrl.assets import FONTS_DIR
 
 Rect = tuple[int, int, int, int]
 Color = tuple[int, int, int]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.desktop.render import Color, line_height
+from pixelrl.envs.desktop.render import Color, line_height
 
 MIN_SCREEN = (320, 240)
 MAX_SCREEN = (1920, 1080)

@@ -4,7 +4,7 @@ Every widget keeps its own state (text, checked, value, ...) and a rectangle ``r
 parent's coordinates (``(x0, y0, x1, y1)``, x1/y1 exclusive); :meth:`Widget.abs_rect` is where
 it lies on the screen. A widget
 
-- draws itself with a :class:`~envs.desktop.render.Canvas` (``draw``), only ever inside its rect;
+- draws itself with a :class:`~pixelrl.envs.desktop.render.Canvas` (``draw``), only ever inside its rect;
 - answers input (``click``, ``double_click``, ``right_click``, ``drag``, ``scroll``, ``key``,
   ``hotkey``, ``text``) after the :class:`Desktop` has hit-tested the pointer to it;
 - reports itself to the accessibility tree (``a11y``) and appends what happened to
@@ -12,7 +12,7 @@ it lies on the screen. A widget
 - calls :meth:`Widget.invalidate` whenever its look changes, so that the desktop repaints just
   that rectangle (see :meth:`Desktop.render`).
 
-The :class:`~envs.desktop.screen.Desktop` owns the z-order, hit-testing, dispatch and the
+The :class:`~pixelrl.envs.desktop.screen.Desktop` owns the z-order, hit-testing, dispatch and the
 frame; widgets reach it through ``self.desktop``.
 """
 
@@ -21,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from envs.desktop import render
-from envs.desktop.render import Canvas, Rect, contains, fit_text, intersect, text_width
-from envs.desktop.theme import Theme
-from envs.gui import a11y_element
+from pixelrl.envs.desktop import render
+from pixelrl.envs.desktop.render import Canvas, Rect, contains, fit_text, intersect, text_width
+from pixelrl.envs.desktop.theme import Theme
+from pixelrl.envs.gui import a11y_element
 
 if TYPE_CHECKING:
-    from envs.desktop.screen import Desktop
+    from pixelrl.envs.desktop.screen import Desktop
 
 SCROLL_ROWS_PER_NOTCH = 3
 

@@ -6,6 +6,6 @@ package imports everywhere and constructing the env without it raises
 :class:`HabitatNotInstalled` with those instructions.
 """
 
-from envs.habitat.env import HABITAT_INSTALL_HINT, HabitatNotInstalled, import_habitat_sim
+from pixelrl.envs.habitat.env import HABITAT_INSTALL_HINT, HabitatNotInstalled, import_habitat_sim
 
 __all__ = ["HABITAT_INSTALL_HINT", "HabitatNotInstalled", "import_habitat_sim"]

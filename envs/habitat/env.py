@@ -1,13 +1,13 @@
 """``HabitatNavEnv``: the nav ids on habitat-sim, with the embedded simulator's options and spaces.
 
-The same :class:`~envs.nav.config.NavConfig` builds a ``habitat_sim.Configuration``: a
+The same :class:`~pixelrl.envs.nav.config.NavConfig` builds a ``habitat_sim.Configuration``: a
 ``SimulatorConfiguration`` for the scene, one ``AgentConfiguration`` (height, radius, the
 ``CameraSensorSpec`` sensors at ``sensor_height`` with ``hfov``, and ``ActionSpec``
 move_forward / turn_left / turn_right with our step and angle). Geodesics come from habitat's
 navmesh (``pathfinder.find_path`` on a ``MultiGoalShortestPath``), collisions from
 ``sim.previous_step_collided``; observations are mapped to ours (RGBA -> RGB, depth HxW -> HxWx1
 clipped like ours, semantic -> int32) and the task sensors and measures are computed with the
-same conventions as the embedded env (:mod:`envs.nav.geometry`). Episodes come from the same
+same conventions as the embedded env (:mod:`pixelrl.envs.nav.geometry`). Episodes come from the same
 habitat ``.json.gz`` files, or are sampled on the navmesh with the same rules.
 """
 
@@ -20,16 +20,16 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs.nav.config import NavConfig
-from envs.nav.dataset import EpisodeRules, NavEpisode, NavGoal, load_episodes
-from envs.nav.geometry import (
+from pixelrl.envs.nav.config import NavConfig
+from pixelrl.envs.nav.dataset import EpisodeRules, NavEpisode, NavGoal, load_episodes
+from pixelrl.envs.nav.geometry import (
     episodic_compass,
     episodic_gps,
     polar_goal,
     quaternion_to_yaw,
     yaw_to_quaternion,
 )
-from envs.nav.scene import OBJECTNAV_CATEGORIES
+from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
 
 HABITAT_INSTALL_HINT = (
     "habitat-sim is not installed. It is distributed through conda only: "
@@ -112,7 +112,7 @@ class HabitatNavEnv(gym.Env):
         self._scene_path: str | None = None
         self._next_index = 0
         self.rules = EpisodeRules(**cfg.episode_rules) if cfg.episode_rules else EpisodeRules()
-        from envs.nav.sim import observation_space
+        from pixelrl.envs.nav.sim import observation_space
 
         # Spaces are exactly the embedded env's (no simulator needed to describe them).
         self.observation_space = observation_space(cfg)

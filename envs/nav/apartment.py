@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.nav.scene import Scene, SceneBuilder
+from pixelrl.envs.nav.scene import Scene, SceneBuilder
 
 TEXTURE_SIZE = 128
 # Texture indices into the stacked texture array.

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.nav.geometry import yaw_to_quaternion
+from pixelrl.envs.nav.geometry import yaw_to_quaternion
 
 
 class EpisodeFileError(ValueError):
@@ -122,7 +122,7 @@ def generate_pointnav_episode(
 ) -> NavEpisode:
     """One PointNav episode in ``grid``'s scene, drawn with ``rng`` under habitat's rules
     (``geodesic="grid"`` rules only: toward the goal of ``goal_field`` when given)."""
-    from envs.nav.geodesic import geodesic_graph
+    from pixelrl.envs.nav.geodesic import geodesic_graph
 
     rules = rules or EpisodeRules()
     graph = geodesic_graph(grid)
@@ -211,8 +211,8 @@ def generate_objectnav_episode(
 ) -> NavEpisode:
     """One ObjectNav episode: a category present in the scene with view points on the start's
     island; DistanceToGoal is the geodesic to the nearest view point of any instance."""
-    from envs.nav.geodesic import geodesic_graph
-    from envs.nav.viewpoints import view_points
+    from pixelrl.envs.nav.geodesic import geodesic_graph
+    from pixelrl.envs.nav.viewpoints import view_points
 
     rules = rules or EpisodeRules()
     graph = geodesic_graph(grid)

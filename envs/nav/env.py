@@ -21,9 +21,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envs.nav.config import NavConfig
-from envs.nav.sim import NavSim
-from envs.nav.tasks import NavEpisodeState
+from pixelrl.envs.nav.config import NavConfig
+from pixelrl.envs.nav.sim import NavSim
+from pixelrl.envs.nav.tasks import NavEpisodeState
 
 RESET_OPTIONS = ("episode_index", "episode")
 
@@ -102,8 +102,8 @@ class NavEnv(gym.Env):
 
     def shortest_path_follower(self):
         """The expert for the current episode: ``follower.get_next_action(state.position,
-        state.yaw)`` returns the next action (see :mod:`envs.nav.follower`)."""
-        from envs.nav.follower import ShortestPathFollower
+        state.yaw)`` returns the next action (see :mod:`pixelrl.envs.nav.follower`)."""
+        from pixelrl.envs.nav.follower import ShortestPathFollower
 
         if self.state is None:
             raise RuntimeError("call reset() before asking for the episode's follower")
@@ -120,7 +120,7 @@ class NavEnv(gym.Env):
 
     def topdown(self, scale: int = 4) -> np.ndarray:
         """The top-down map of the current episode (occupancy, path so far, goal, agent)."""
-        from envs.nav.topdown import topdown_map
+        from pixelrl.envs.nav.topdown import topdown_map
 
         s = self.state
         goals = np.stack([g.position for g in s.episode.goals])
@@ -144,7 +144,7 @@ def make_nav_env(
     """Entry point behind both ids: the embedded simulator, or habitat-sim with
     ``backend="habitat"`` (same options)."""
     if backend == "habitat":
-        from envs.habitat.env import HabitatNavEnv
+        from pixelrl.envs.habitat.env import HabitatNavEnv
 
         options.pop("_env_id", None)
         return HabitatNavEnv(render_mode=render_mode, task=task, **options)

@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from envs.nav.geodesic import GeodesicField
-from envs.nav.geometry import wrap_angle
+from pixelrl.envs.nav.geodesic import GeodesicField
+from pixelrl.envs.nav.geometry import wrap_angle
 
 STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = 0, 1, 2, 3
 

@@ -22,7 +22,7 @@ from math import gcd
 
 import numpy as np
 
-from envs.nav.navgrid import NavGrid
+from pixelrl.envs.nav.navgrid import NavGrid
 
 _OFFSETS = [
     (dr, dc)

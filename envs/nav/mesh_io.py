@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from envs.nav.scene import OBJECTNAV_CATEGORIES, STRUCTURE_CATEGORIES, ObjectInstance, Scene
+from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES, STRUCTURE_CATEGORIES, ObjectInstance, Scene
 
 SCENE_SUFFIXES = (".glb", ".gltf", ".obj", ".ply")
 _CATEGORIES = sorted(OBJECTNAV_CATEGORIES + STRUCTURE_CATEGORIES, key=len, reverse=True)

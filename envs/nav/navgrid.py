@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.nav.scene import Scene
+from pixelrl.envs.nav.scene import Scene
 
 SUB = 5  # obstacle raster pixels per grid cell side (odd: a pixel centre on each cell centre)
 

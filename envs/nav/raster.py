@@ -1,10 +1,10 @@
 """The z-buffer rasterizer: EmbreeRenderer's pictures by projecting triangles instead of casting rays.
 
-``RasterRenderer`` takes the same inputs (scenes, :class:`~envs.nav.renderer.CameraSpec`) and
-returns the same observations as :class:`~envs.nav.renderer.EmbreeRenderer`: the same camera
+``RasterRenderer`` takes the same inputs (scenes, :class:`~pixelrl.envs.nav.renderer.CameraSpec`) and
+returns the same observations as :class:`~pixelrl.envs.nav.renderer.EmbreeRenderer`: the same camera
 (habitat's: -z forward, y up, ``hfov`` across the width, pixel centres at +0.5), z-depth in metres
 clipped and normalised by the same :meth:`CameraSpec.finish_depth`, and the same shading from the
-same :class:`~envs.nav.renderer.FaceTables` (flat colour with its baked Lambert term times the
+same :class:`~pixelrl.envs.nav.renderer.FaceTables` (flat colour with its baked Lambert term times the
 texel at the hit's barycentrics). Only *how* the nearest surface of a pixel is found differs.
 
 One compiled function draws a whole batch of agents (split into chunks over a few threads, the
@@ -48,8 +48,8 @@ except ImportError as e:  # pragma: no cover - depends on the install
         "renderer='embree' works without it"
     ) from e
 
-from envs.nav.renderer import CameraSpec, FaceTables, agent_inputs, draw_in_chunks
-from envs.nav.scene import Scene
+from pixelrl.envs.nav.renderer import CameraSpec, FaceTables, agent_inputs, draw_in_chunks
+from pixelrl.envs.nav.scene import Scene
 
 NEAR = 0.01  # metres; habitat-sim's sensor near plane
 
@@ -57,7 +57,7 @@ NEAR = 0.01  # metres; habitat-sim's sensor near plane
 class RasterRenderer:
     """Renders agents standing in any of ``scenes`` with one compiled rasterizer call per batch.
 
-    Same interface as :class:`~envs.nav.renderer.EmbreeRenderer`: ``far`` is the longest depth
+    Same interface as :class:`~pixelrl.envs.nav.renderer.EmbreeRenderer`: ``far`` is the longest depth
     that still counts as a hit, ``threads`` how many threads draw a batch (default: up to 4).
     The agents of a call are split into ``threads`` contiguous chunks, each drawn by the compiled
     kernel with the GIL released, the first by the calling thread. (A thread pool rather than

@@ -2,20 +2,20 @@
 
 ``gymnasium.make(id, ...)`` builds a single env (``backend="habitat"`` for habitat-sim);
 ``gymnasium.make_vec(id, num_envs, vectorization_mode="vector_entry_point", ...)`` builds the
-native batched :class:`~envs.nav.vector_env.NavVectorEnv` (one renderer call per step).
+native batched :class:`~pixelrl.envs.nav.vector_env.NavVectorEnv` (one renderer call per step).
 """
 
-from envs.registry import register
+from pixelrl.envs.registry import register
 
 register(
     "pixelrl/PointNav-v0",
-    "envs.nav.env:make_pointnav",
+    "pixelrl.envs.nav.env:make_pointnav",
     "PointNav (habitat-style): RGB-D + pointgoal_with_gps_compass, embedded Embree simulator or backend='habitat'",
-    vector_entry_point="envs.nav.vector_env:make_pointnav_vector",
+    vector_entry_point="pixelrl.envs.nav.vector_env:make_pointnav_vector",
 )
 register(
     "pixelrl/ObjectNav-v0",
-    "envs.nav.env:make_objectnav",
+    "pixelrl.envs.nav.env:make_objectnav",
     "ObjectNav (habitat-style): RGB-D + objectgoal/gps/compass, embedded Embree simulator or backend='habitat'",
-    vector_entry_point="envs.nav.vector_env:make_objectnav_vector",
+    vector_entry_point="pixelrl.envs.nav.vector_env:make_objectnav_vector",
 )

@@ -6,7 +6,7 @@ agents is then one batch of ``N * H * W`` rays, split over a few threads (embree
 GIL), followed by vectorised numpy shading: per-face flat colour with Lambert lighting baked in,
 multiplied by a texture sampled at the hit's UV where the face has one.
 ``CameraSpec`` (the camera, depth clipping) and ``FaceTables`` (the shading lookups) are shared
-with the z-buffer rasterizer in ``envs.nav.raster``, which draws the same pictures.
+with the z-buffer rasterizer in ``pixelrl.envs.nav.raster``, which draws the same pictures.
 
 Camera conventions (habitat's): the camera looks along -z of the agent, y up, square pixels,
 ``hfov`` degrees across the width. Depth is z-depth (distance along the optical axis), like
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.nav.scene import Scene
+from pixelrl.envs.nav.scene import Scene
 
 LIGHT_DIRECTION = np.array([0.35, 0.8, 0.5]) / np.linalg.norm([0.35, 0.8, 0.5])
 AMBIENT = 0.45

@@ -3,7 +3,7 @@
 It owns the scene pool (procedural apartments, mesh files, or the scenes a dataset names), one
 navigability grid and geodesic graph per scene (built on first use), one renderer over all
 scenes (``renderer``: the numba rasterizer, or Embree ray casting), and the episode source (a dataset walked in order, or episodes generated on the fly
-with habitat's rules). Agents are :class:`~envs.nav.tasks.NavEpisodeState` objects; rendering
+with habitat's rules). Agents are :class:`~pixelrl.envs.nav.tasks.NavEpisodeState` objects; rendering
 all of them is one call.
 
 Scene ids: a file path (absolute, or relative to ``scene_dir`` / the dataset's folder) or a
@@ -17,9 +17,9 @@ import os
 import numpy as np
 from gymnasium import spaces
 
-from envs.nav.apartment import ApartmentConfig, generate_apartment
-from envs.nav.config import NavConfig
-from envs.nav.dataset import (
+from pixelrl.envs.nav.apartment import ApartmentConfig, generate_apartment
+from pixelrl.envs.nav.config import NavConfig
+from pixelrl.envs.nav.dataset import (
     EpisodeFileError,
     EpisodeRules,
     NavEpisode,
@@ -27,10 +27,10 @@ from envs.nav.dataset import (
     generate_pointnav_episode,
     load_episodes,
 )
-from envs.nav.navgrid import AgentSpec, NavGrid
-from envs.nav.renderer import CameraSpec, EmbreeRenderer
-from envs.nav.scene import OBJECTNAV_CATEGORIES, Scene
-from envs.nav.tasks import NavEpisodeState
+from pixelrl.envs.nav.navgrid import AgentSpec, NavGrid
+from pixelrl.envs.nav.renderer import CameraSpec, EmbreeRenderer
+from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES, Scene
+from pixelrl.envs.nav.tasks import NavEpisodeState
 
 
 def apartment_scene_id(seed: int) -> str:
@@ -55,7 +55,7 @@ def scene_from_id(
         except TypeError as e:
             raise ValueError(f"bad option 'apartment' {cfg.apartment!r}: {e}") from e
         return generate_apartment(seed, apartment)
-    from envs.nav.mesh_io import load_scene
+    from pixelrl.envs.nav.mesh_io import load_scene
 
     path = scene_id
     if not os.path.isabs(path):
@@ -140,7 +140,7 @@ class NavSim:
         self.camera.validate()
         self._grids: dict[int, NavGrid] = {}
         if cfg.renderer == "raster":
-            from envs.nav.raster import RasterRenderer  # numba: imported only when chosen
+            from pixelrl.envs.nav.raster import RasterRenderer  # numba: imported only when chosen
 
             self.renderer = RasterRenderer(self.scenes, self.camera, threads=cfg.render_threads)
         else:
@@ -168,7 +168,7 @@ class NavSim:
         ``previous``: the agent's episode that just ended; under ``episode_rules.starts_per_goal``
         > 1 a generated episode keeps its scene, goal and distance field that many times.
         """
-        from envs.nav.geodesic import geodesic_graph
+        from pixelrl.envs.nav.geodesic import geodesic_graph
 
         if episode is None and index is None and self._keeps_goal(previous):
             uses = previous.episode.info["goal_uses"] + 1
@@ -251,7 +251,7 @@ def generate_dataset(path: str, num_episodes: int, seed: int = 0, **options) -> 
     """Generate ``num_episodes`` episodes with habitat's rules over the scenes the options name
     (``task``, ``scenes`` / ``num_scenes`` / ``scene_seed`` / ``apartment``, ``episode_rules``)
     and write them to ``path`` as habitat ``.json.gz``; returns them."""
-    from envs.nav.dataset import save_episodes
+    from pixelrl.envs.nav.dataset import save_episodes
 
     cfg = NavConfig.from_options(env_id="generate_dataset", **{"width": 1, "height": 1, **options})
     sim = NavSim(cfg)

@@ -13,18 +13,18 @@ import math
 
 import numpy as np
 
-from envs.nav.config import NavConfig
-from envs.nav.dataset import NavEpisode
-from envs.nav.geodesic import GeodesicField
-from envs.nav.geometry import (
+from pixelrl.envs.nav.config import NavConfig
+from pixelrl.envs.nav.dataset import NavEpisode
+from pixelrl.envs.nav.geodesic import GeodesicField
+from pixelrl.envs.nav.geometry import (
     episodic_compass,
     episodic_gps,
     forward_vector,
     polar_goal,
     quaternion_to_yaw,
 )
-from envs.nav.navgrid import NavGrid
-from envs.nav.scene import OBJECTNAV_CATEGORIES
+from pixelrl.envs.nav.navgrid import NavGrid
+from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
 
 STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = 0, 1, 2, 3
 ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")

@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from envs.nav.navgrid import NavGrid
+from pixelrl.envs.nav.navgrid import NavGrid
 
 
 def topdown_map(

@@ -1,6 +1,6 @@
 """``NavVectorEnv``: a native ``gymnasium.vector.VectorEnv`` over N navigation agents.
 
-All agents share one :class:`~envs.nav.sim.NavSim`, so a step renders every agent in a single
+All agents share one :class:`~pixelrl.envs.nav.sim.NavSim`, so a step renders every agent in a single
 renderer call (threads split it) instead of N env copies rendering one by one. Autoreset follows
 gymnasium 1.x's default (``NEXT_STEP``): the step after an episode ends resets that sub-env,
 ignores its action and returns reward 0. With ``autoreset_mode=AutoresetMode.SAME_STEP`` the
@@ -23,9 +23,9 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from envs.nav.config import NavConfig
-from envs.nav.sim import NavSim
-from envs.nav.tasks import NavEpisodeState
+from pixelrl.envs.nav.config import NavConfig
+from pixelrl.envs.nav.sim import NavSim
+from pixelrl.envs.nav.tasks import NavEpisodeState
 
 
 class NavVectorEnv(VectorEnv):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.nav.scene import ObjectInstance
+from pixelrl.envs.nav.scene import ObjectInstance
 
 SENSOR_HEIGHT = 1.25
 

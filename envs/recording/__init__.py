@@ -13,11 +13,11 @@ wrappers), ``dataset`` (loading and validation), ``replay``, ``view``, ``trainin
 ``interop`` (LeRobot v3 export, OSWorld import).
 """
 
-from envs.recording.dataset import EpisodeDataset, load_episodes
-from envs.recording.format import SCHEMA_VERSION, DatasetError, EpisodeProblem
-from envs.recording.replay import EpisodeFidelity, fidelity_table, replay_dataset
-from envs.recording.view import view_episode
-from envs.recording.wrapper import (
+from pixelrl.envs.recording.dataset import EpisodeDataset, load_episodes
+from pixelrl.envs.recording.format import SCHEMA_VERSION, DatasetError, EpisodeProblem
+from pixelrl.envs.recording.replay import EpisodeFidelity, fidelity_table, replay_dataset
+from pixelrl.envs.recording.view import view_episode
+from pixelrl.envs.recording.wrapper import (
     RecordEpisodes,
     RecordVectorEpisodes,
     SeedEachEpisode,

@@ -1,10 +1,10 @@
 """How observations, actions and infos become stored values, and back.
 
 - :func:`infer_features` decides, from an observation space, where each key is stored
-  (see :class:`envs.recording.format.Feature`): uint8 images as PNG or MP4 frames, other large
+  (see :class:`pixelrl.envs.recording.format.Feature`): uint8 images as PNG or MP4 frames, other large
   arrays as ``.npz``, small vectors and text in parquet columns.
 - :func:`action_format` / :func:`encode_action` / :func:`decode_action`: GUI actions are stored as
-  pyautogui text (``envs.actions.to_pyautogui``), read back with ``envs.actions.parse_action``;
+  pyautogui text (``pixelrl.envs.actions.to_pyautogui``), read back with ``pixelrl.envs.actions.parse_action``;
   ``Discrete`` actions as ints; anything else as JSON text.
 - :func:`jsonable` keeps the JSON-able part of an ``info`` dict.
 """
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from envs.actions import Action, ActionError, as_action, parse_action, to_pyautogui
-from envs.recording.format import (
+from pixelrl.envs.actions import Action, ActionError, as_action, parse_action, to_pyautogui
+from pixelrl.envs.recording.format import (
     ARRAY_PATH,
     FIRST_FRAME_PATH,
     FRAME_PATH,

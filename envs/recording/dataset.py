@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from envs.recording import codec
-from envs.recording.format import (
+from pixelrl.envs.recording import codec
+from pixelrl.envs.recording.format import (
     PARQUET_SCHEMA_KEY,
     SCHEMA_VERSION,
     DatasetError,
@@ -30,7 +30,7 @@ from envs.recording.format import (
     read_info,
     read_manifest,
 )
-from envs.recording.writer import parquet_schema
+from pixelrl.envs.recording.writer import parquet_schema
 
 REQUIRED_COLUMNS = (
     "episode_index",

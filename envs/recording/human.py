@@ -1,4 +1,4 @@
-"""Human demonstrations on an X display: raw input events -> :class:`envs.actions.Action`.
+"""Human demonstrations on an X display: raw input events -> :class:`pixelrl.envs.actions.Action`.
 
 Two parts, the second testable without any display:
 
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from envs.actions import TEXT_CHARSET, Action, ActionError
+from pixelrl.envs.actions import TEXT_CHARSET, Action, ActionError
 
 MODIFIERS = ("ctrl", "shift", "alt", "win")
-# pynput's Key names -> pyautogui names (envs.actions.KEY_NAMES); keys not listed are ignored.
+# pynput's Key names -> pyautogui names (pixelrl.envs.actions.KEY_NAMES); keys not listed are ignored.
 PYNPUT_KEYS = {
     "alt": "alt", "alt_l": "alt", "alt_r": "alt", "alt_gr": "alt",
     "ctrl": "ctrl", "ctrl_l": "ctrl", "ctrl_r": "ctrl",
@@ -395,14 +395,14 @@ def record_human_episode(
     announce=print,
 ):
     """Let a person play one episode of a GUI env that runs on an X display (the X11 env) and
-    write it to ``writer`` (a :class:`envs.recording.writer.DatasetWriter`).
+    write it to ``writer`` (a :class:`pixelrl.envs.recording.writer.DatasetWriter`).
 
     The env is reset (which starts the task's apps); the person then acts directly on the
     display until they press F12 or ``max_seconds`` pass. Each action is stored with the
     screenshot taken just before it; the episode's reward is the env's ``evaluate()`` (1/0) on
     the last step where the env has one. Returns the manifest entry, or None if nothing was done.
     """
-    from envs.actions import to_pyautogui
+    from pixelrl.envs.actions import to_pyautogui
 
     unwrapped = env.unwrapped
     display = getattr(getattr(unwrapped, "display", None), "name", None)

@@ -15,7 +15,7 @@ on numbers): ``[kind, x, y, x2, y2, dx, dy]`` for GUI (with the pyautogui text a
 OSWorld writes, per task, ``traj.jsonl`` (one line per step: ``step_num``, ``action`` —
 pyautogui code or WAIT/DONE/FAIL — ``reward``, ``done``, ``screenshot_file``: the screen
 *after* the step) and the screenshots. :func:`import_osworld` turns one such folder into a
-pixelrl dataset episode, parsing the code with :func:`envs.actions.parse_actions` (never
+pixelrl dataset episode, parsing the code with :func:`pixelrl.envs.actions.parse_actions` (never
 executing it).
 """
 
@@ -29,17 +29,17 @@ from typing import Any
 
 import numpy as np
 
-from envs.actions import KINDS, ActionError, parse_actions, to_pyautogui
-from envs.recording.dataset import EpisodeDataset
-from envs.recording.format import DatasetError, DatasetInfo, EpisodeEntry, Feature
-from envs.recording.writer import DatasetWriter
+from pixelrl.envs.actions import KINDS, ActionError, parse_actions, to_pyautogui
+from pixelrl.envs.recording.dataset import EpisodeDataset
+from pixelrl.envs.recording.format import DatasetError, DatasetInfo, EpisodeEntry, Feature
+from pixelrl.envs.recording.writer import DatasetWriter
 
 LEROBOT_VERSION = "v3.0"
 GUI_ACTION_NAMES = ["kind", "x", "y", "x2", "y2", "dx", "dy"]
 
 
 def _gui_vector(text: str, screen) -> list[float]:
-    from envs.recording.codec import action_as_gui
+    from pixelrl.envs.recording.codec import action_as_gui
 
     a = action_as_gui(text, screen)
     if a is None:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import gymnasium
 import numpy as np
 
-from envs.recording import codec
-from envs.recording.dataset import EpisodeDataset
-from envs.recording.format import DatasetError
+from pixelrl.envs.recording import codec
+from pixelrl.envs.recording.dataset import EpisodeDataset
+from pixelrl.envs.recording.format import DatasetError
 
 VIDEO_PSNR_DB = 30.0
 
@@ -67,7 +67,7 @@ def _psnr(a: np.ndarray, b: np.ndarray) -> float:
 
 def make_env(dataset: EpisodeDataset) -> gymnasium.Env:
     """The env the dataset was recorded in, from ``meta/info.json``'s id and kwargs."""
-    import envs  # noqa: F401  (registers the pixelrl ids)
+    import pixelrl.envs  # noqa: F401  (registers the pixelrl ids)
 
     info = dataset.info
     if not info.env_id:

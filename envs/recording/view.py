@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from envs.actions import Action
-from envs.recording import codec
-from envs.recording.dataset import EpisodeDataset
+from pixelrl.envs.actions import Action
+from pixelrl.envs.recording import codec
+from pixelrl.envs.recording.dataset import EpisodeDataset
 
 NAV_ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")
 MARK = (255, 40, 200)  # magenta: visible on most UIs
@@ -136,7 +136,7 @@ def _top_down(path: list[np.ndarray], upto: int, size: int):
 def replayed_topdown_maps(dataset: EpisodeDataset, episode: int) -> list[np.ndarray] | None:
     """The env's top-down map after reset and after each step, by replaying the episode;
     None when the env cannot be made or draws no map."""
-    from envs.recording.replay import make_env
+    from pixelrl.envs.recording.replay import make_env
 
     try:
         env = make_env(dataset)

@@ -17,9 +17,9 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from envs.recording import codec
-from envs.recording.format import DatasetError, DatasetInfo, EpisodeEntry
-from envs.recording.writer import DatasetWriter, EpisodeRecorder
+from pixelrl.envs.recording import codec
+from pixelrl.envs.recording.format import DatasetError, DatasetInfo, EpisodeEntry
+from pixelrl.envs.recording.writer import DatasetWriter, EpisodeRecorder
 
 SEED_INFO_KEY = "episode_seed"
 VECTOR_KWARGS = ("num_envs", "vectorization_mode", "vector_kwargs", "wrappers")
@@ -91,7 +91,7 @@ def dataset_info_for(
 
 
 class RecordEpisodes(gymnasium.Wrapper):
-    """Records each episode of ``env`` into the dataset at ``root`` (see envs.recording.format).
+    """Records each episode of ``env`` into the dataset at ``root`` (see pixelrl.envs.recording.format).
 
     Args:
         env: any pixelrl env (GUI or navigation); made with ``gymnasium.make`` so that its id and

@@ -1,6 +1,6 @@
 """Writing episodes into a dataset folder, one finished episode at a time, crash-safely.
 
-:class:`DatasetWriter` owns a folder (see :mod:`envs.recording.format`); each
+:class:`DatasetWriter` owns a folder (see :mod:`pixelrl.envs.recording.format`); each
 :meth:`DatasetWriter.begin_episode` returns an :class:`EpisodeRecorder` that streams frames into
 ``.staging/<token>/`` while the episode runs. :meth:`EpisodeRecorder.finish` then, in order,
 moves the frames into place, writes the parquet file (temp + ``os.replace``) and rewrites the
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from envs.recording import codec
-from envs.recording.format import (
+from pixelrl.envs.recording import codec
+from pixelrl.envs.recording.format import (
     PARQUET_SCHEMA_KEY,
     SCHEMA_VERSION,
     DatasetError,

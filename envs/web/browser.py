@@ -77,7 +77,7 @@ def start_chrome(
     """A selenium ``webdriver.Chrome`` on a headless Chromium with :data:`CHROME_FLAGS`.
 
     chromedriver (and the Chrome it starts) gets a process group of its own, killed by
-    :func:`quit_chrome`, at interpreter exit, and by a :class:`~envs.processes.GroupReaper` when
+    :func:`quit_chrome`, at interpreter exit, and by a :class:`~pixelrl.envs.processes.GroupReaper` when
     this process dies without running any Python (SIGKILL).
     """
     import weakref
@@ -85,7 +85,7 @@ def start_chrome(
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    from envs.processes import GroupReaper, kill_group, own_group_popen_kwargs
+    from pixelrl.envs.processes import GroupReaper, kill_group, own_group_popen_kwargs
 
     options = webdriver.ChromeOptions()
     options.binary_location = chrome_binary

@@ -2,7 +2,7 @@
 
 The page logic is the ``miniwob`` package's own (its ``SeleniumInstance`` loads the task page,
 seeds it, starts and scores episodes, and executes its action primitives); this env swaps in
-a browser started with flags that work as root offline (:mod:`envs.web.browser`), takes its
+a browser started with flags that work as root offline (:mod:`pixelrl.envs.web.browser`), takes its
 own screenshots, and maps between pixelrl's pixels and the page's CSS pixels.
 
 Coordinates. The task area is the page's top-left ``task_width × task_height`` CSS pixels
@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from envs.actions import MODIFIER_KEYS, TEXT_CHARSET, Action
-from envs.gui import MAX_INSTRUCTION_LENGTH, a11y_element
-from envs.real_gui import Outcome, RealGuiEnv
-from envs.web.browser import find_chrome, find_chromedriver, quit_chrome, start_chrome
+from pixelrl.envs.actions import MODIFIER_KEYS, TEXT_CHARSET, Action
+from pixelrl.envs.gui import MAX_INSTRUCTION_LENGTH, a11y_element
+from pixelrl.envs.real_gui import Outcome, RealGuiEnv
+from pixelrl.envs.web.browser import find_chrome, find_chromedriver, quit_chrome, start_chrome
 
 REWARD_PROCESSORS = ("raw", "binary", "original")
 DEFAULT_MAX_STEPS = 30

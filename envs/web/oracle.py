@@ -1,7 +1,7 @@
 """A scripted expert for MiniWoB++ click and type tasks that acts only through screen pixels.
 
 It reads the instruction and ``info["a11y"]`` (element bboxes in screenshot pixels) and emits
-plain :class:`~envs.actions.Action` values — clicks at pixel points and typed text — never
+plain :class:`~pixelrl.envs.actions.Action` values — clicks at pixel points and typed text — never
 miniwob's element actions. So when it succeeds, the mapping from the page's DOM coordinates to
 screenshot pixels and back to the page's pointer is right end to end.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.actions import Action
+from pixelrl.envs.actions import Action
 
 SUPPORTED_TASKS = (
     "click-test",

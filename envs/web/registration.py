@@ -7,7 +7,7 @@ Importing ``miniwob`` only registers its ids: no selenium, no browser.
 
 import importlib.util
 
-from envs.registry import register
+from pixelrl.envs.registry import register
 
 if importlib.util.find_spec("miniwob") is not None:
     import gymnasium
@@ -19,7 +19,7 @@ if importlib.util.find_spec("miniwob") is not None:
         _task = _id[len("miniwob/") : -len("-v1")]
         register(
             f"pixelrl/MiniWoB-{_task}-v0",
-            entry_point="envs.web.env:MiniWoBEnv",
+            entry_point="pixelrl.envs.web.env:MiniWoBEnv",
             description=f"MiniWoB++ {_task} in headless Chromium (screenshot + a11y, pixel actions)",
             nondeterministic=bool(_spec.nondeterministic),
             kwargs={"task": _task},

@@ -3,7 +3,7 @@
 Modules: ``display`` (Xvfb, or an existing display by opt-in), ``windows`` (top-level windows
 via python-xlib), ``actuator`` (the process that acts with pyautogui and looks with mss),
 ``tasks`` (OSWorld-style task files: set-up, getters, checkers) and ``env``
-(:class:`~envs.x11.env.XDesktopEnv`). Child processes are :class:`envs.processes.ChildProcess`
+(:class:`~pixelrl.envs.x11.env.XDesktopEnv`). Child processes are :class:`pixelrl.envs.processes.ChildProcess`
 (own process group, never left behind). Nothing here imports pyautogui or touches a display
 until an env is made.
 """

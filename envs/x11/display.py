@@ -15,7 +15,7 @@ import select
 import shutil
 import time
 
-from envs.processes import ChildProcess
+from pixelrl.envs.processes import ChildProcess
 
 XVFB_INSTALL_HINT = (
     "install the X virtual framebuffer: `apt-get install xvfb` on Debian/Ubuntu "

@@ -2,7 +2,7 @@
 
 Each episode (``reset``) stops the previous episode's apps, makes a fresh work folder, runs the
 task's ``config`` steps (launching apps and waiting until their windows are mapped) and returns
-the screenshot. ``step`` performs one :class:`~envs.actions.Action` through the env's actuator
+the screenshot. ``step`` performs one :class:`~pixelrl.envs.actions.Action` through the env's actuator
 process (pyautogui, fail-safe on, a time limit per action), lets the screen settle, and runs the
 task's evaluator: success ends the episode with reward 1; ``done`` ends it with 1 or 0 (OSWorld's
 rule), ``fail`` with 0, and the step limit truncates it.
@@ -27,14 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from envs.actions import POINTER_KINDS, Action
-from envs.gui import a11y_element
-from envs.processes import ChildProcess
-from envs.real_gui import Outcome, RealGuiEnv
-from envs.x11.actuator import ActionTimeout, Actuator
-from envs.x11.display import XDisplay
-from envs.x11.tasks import APPS_DIR, X11Task, check, get_result, resolve_task, substitute
-from envs.x11.windows import Windows
+from pixelrl.envs.actions import POINTER_KINDS, Action
+from pixelrl.envs.gui import a11y_element
+from pixelrl.envs.processes import ChildProcess
+from pixelrl.envs.real_gui import Outcome, RealGuiEnv
+from pixelrl.envs.x11.actuator import ActionTimeout, Actuator
+from pixelrl.envs.x11.display import XDisplay
+from pixelrl.envs.x11.tasks import APPS_DIR, X11Task, check, get_result, resolve_task, substitute
+from pixelrl.envs.x11.windows import Windows
 
 # Actions the actuator performs; wait/done/fail happen here.
 INPUT_KINDS = POINTER_KINDS | {"type", "key", "hotkey"}

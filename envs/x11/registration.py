@@ -1,12 +1,12 @@
 """Registers pixelrl/XDesktop-<Task>-v0 for every task file in assets/x11_tasks/."""
 
-from envs.registry import register
-from envs.x11.tasks import task_files
+from pixelrl.envs.registry import register
+from pixelrl.envs.x11.tasks import task_files
 
 for _path in task_files():
     register(
         f"pixelrl/XDesktop-{_path.stem}-v0",
-        entry_point="envs.x11.env:XDesktopEnv",
+        entry_point="pixelrl.envs.x11.env:XDesktopEnv",
         description=f"X11 desktop task {_path.stem} on a private Xvfb (assets/x11_tasks/{_path.name})",
         kwargs={"task": _path.stem},
     )

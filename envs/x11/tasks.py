@@ -43,10 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envs.actions import TEXT_CHARSET
-from envs.gui import MAX_INSTRUCTION_LENGTH
+from pixelrl.assets import ASSETS_DIR
+from pixelrl.envs.actions import TEXT_CHARSET
+from pixelrl.envs.gui import MAX_INSTRUCTION_LENGTH
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
+ASSETS = ASSETS_DIR
 TASK_DIR = ASSETS / "x11_tasks"
 APPS_DIR = ASSETS / "x11_apps"
 DEFAULT_MAX_STEPS = 15

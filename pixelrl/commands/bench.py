@@ -80,7 +80,7 @@ def run_nav(args: argparse.Namespace) -> int:
         print(f"pixelrl bench nav: error: {e}")
         return 2
 
-    from embodied.benchmark import Benchmark, make_agent
+    from pixelrl.embodied.benchmark import Benchmark, make_agent
 
     try:
         bench, agent = make_agent(

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     ok = True
 
     if "experts" in parts:
-        from gui_agent.demo import experts_demo
+        from pixelrl.gui_agent.demo import experts_demo
 
         start = time.perf_counter()
         rows = experts_demo(out, args.seeds, size)
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         )
 
     if "gui" in parts:
-        from gui_agent.demo import pointer_policy_demo
+        from pixelrl.gui_agent.demo import pointer_policy_demo
 
         start = time.perf_counter()
         result = pointer_policy_demo(out / "gui", total_frames=args.gui_frames, eval_episodes=50)
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         )
 
     if "nav" in parts:
-        from embodied.demo import pointnav_demo
+        from pixelrl.embodied.demo import pointnav_demo
 
         start = time.perf_counter()
         measures = pointnav_demo(out / "pointnav", frames=args.nav_frames)

@@ -12,7 +12,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import envs
+    from pixelrl import envs
 
     rows = [(i, d) for i, d in envs.list_envs() if args.filter.lower() in i.lower()]
     width = max((len(i) for i, _ in rows), default=0)

@@ -9,7 +9,7 @@ Examples::
 ``--policy`` is a ``gui/ppo`` checkpoint (file, ``checkpoints/`` or run folder), a VLM model
 folder saved by ``gui/sft`` / ``gui/*-grpo``, or ``tiny-<family>`` (a random baseline).
 Episodes use held-out (odd) seeds; the grounding set is generated from held-out seeds too
-(``gui_agent.grounding``). ``--json`` writes the rows.
+(``pixelrl.gui_agent.grounding``). ``--json`` writes the rows.
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from gui_agent.agents import PointerAgent, load_agent
-    from gui_agent.evaluate import evaluate_grounding, evaluate_success, format_table
-    from gui_agent.grounding import grounding_set
     from pixelrl.checkpoint import CheckpointError
+    from pixelrl.gui_agent.agents import PointerAgent, load_agent
+    from pixelrl.gui_agent.evaluate import evaluate_grounding, evaluate_success, format_table
+    from pixelrl.gui_agent.grounding import grounding_set
 
     if not args.env and not args.grounding:
         print("pixelrl eval: give --env, --grounding N, or both")

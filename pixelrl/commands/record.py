@@ -54,9 +54,9 @@ def run(args: argparse.Namespace) -> int:
     import gymnasium
     from tqdm import tqdm
 
-    import envs  # noqa: F401  (registers the ids)
-    from envs.recording.format import DatasetError
-    from envs.recording.wrapper import RecordEpisodes
+    import pixelrl.envs  # noqa: F401  (registers the ids)
+    from pixelrl.envs.recording.format import DatasetError
+    from pixelrl.envs.recording.wrapper import RecordEpisodes
 
     kind, path = _agent(args)
     try:
@@ -170,9 +170,9 @@ def _expert_for(env) -> _Agent | None:
 
     - GUI envs with ``expert_action()`` (the emulated desktop): that.
     - X11 tasks with a ``solution`` (action text): its steps in order, from each reset.
-    - The embedded navigation env: ``envs.nav``'s shortest-path follower on the episode's
+    - The embedded navigation env: ``pixelrl.envs.nav``'s shortest-path follower on the episode's
       geodesic field, aiming a little inside the success radius (as
-      ``embodied.agents.ExpertAgent``; an ``expert_action()`` on the env would replace this).
+      ``pixelrl.embodied.agents.ExpertAgent``; an ``expert_action()`` on the env would replace this).
     """
     unwrapped = env.unwrapped
     if hasattr(unwrapped, "expert_action"):
@@ -188,7 +188,7 @@ def _expert_for(env) -> _Agent | None:
         return _Agent(play, reset=lambda: step.update(k=0))
     if not (hasattr(unwrapped, "state") and hasattr(unwrapped, "cfg")):
         return None
-    from envs.nav.follower import ShortestPathFollower
+    from pixelrl.envs.nav.follower import ShortestPathFollower
 
     cache = {}
 
@@ -211,7 +211,7 @@ def _expert_for(env) -> _Agent | None:
 def _random_action(env, tries: int = 100):
     """A sample of the action space that is a valid action (a GUI sample can be a scroll of
     zero notches, which no Action is)."""
-    from envs.actions import Action, ActionError
+    from pixelrl.envs.actions import Action, ActionError
 
     for _ in range(tries):
         sample = env.action_space.sample()
@@ -225,10 +225,10 @@ def _random_action(env, tries: int = 100):
 
 
 def _record_human(env, args: argparse.Namespace) -> int:
-    from envs.recording.format import DatasetError
-    from envs.recording.human import record_human_episode
-    from envs.recording.wrapper import dataset_info_for
-    from envs.recording.writer import DatasetWriter
+    from pixelrl.envs.recording.format import DatasetError
+    from pixelrl.envs.recording.human import record_human_episode
+    from pixelrl.envs.recording.wrapper import dataset_info_for
+    from pixelrl.envs.recording.writer import DatasetWriter
 
     info = dataset_info_for(env, frame_format=args.frames, extra={"recorded_by": "human"})
     try:

@@ -17,9 +17,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envs.recording.dataset import EpisodeDataset
-    from envs.recording.format import DatasetError
-    from envs.recording.replay import fidelity_table, replay_dataset
+    from pixelrl.envs.recording.dataset import EpisodeDataset
+    from pixelrl.envs.recording.format import DatasetError
+    from pixelrl.envs.recording.replay import fidelity_table, replay_dataset
 
     try:
         dataset = EpisodeDataset(args.dir)

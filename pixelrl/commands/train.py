@@ -54,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
             return 2
         name = str(named.get("recipe", "")) if isinstance(named, dict) else ""
     task = RECIPES[name].load_task() if name in RECIPES else None
-    if hasattr(task, "run_recipe"):  # recipes with their own loop (GRPO, SFT): gui_agent.train_vlm
+    if hasattr(
+        task, "run_recipe"
+    ):  # recipes with their own loop (GRPO, SFT): pixelrl.gui_agent.train_vlm
         try:
             task.run_recipe(name, args.overrides, args.model, args.print_config, config_file)
         except ConfigError as e:

@@ -18,8 +18,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envs.recording.format import DatasetError
-    from envs.recording.view import view_episode
+    from pixelrl.envs.recording.format import DatasetError
+    from pixelrl.envs.recording.view import view_episode
 
     try:
         path, frames = view_episode(

@@ -14,7 +14,7 @@ the same step (``SAME_STEP``, final observation in ``info["final_obs"]``) or on 
 (``NEXT_STEP``: that call ignores the env's action and returns its first observation with reward
 0). Gymnasium's own Sync/Async vector envs are reset by the collector through
 ``reset(options={"reset_mask": done})``, so every step is a real transition. Other ``NEXT_STEP``
-envs (e.g. ``envs.nav``'s batched ``NavVectorEnv``) keep their reset step: it is stored with
+envs (e.g. ``pixelrl.envs.nav``'s batched ``NavVectorEnv``) keep their reset step: it is stored with
 ``valid = 0`` (no weight in the PPO loss, not counted as a frame) and the observation after it
 starts the new episode (mask 0).
 

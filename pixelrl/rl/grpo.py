@@ -5,7 +5,7 @@ from the same start state), scores each with a verifiable reward and uses the re
 to its group as the advantage. One training iteration::
 
     samples  = policy.generate(prompts, num_samples=G)          # G completions per prompt
-    rewards  = reward_fn(samples)                               # vision.rewards, task success
+    rewards  = reward_fn(samples)                               # pixelrl.vision.rewards, task success
     A        = group_advantages(rewards, group_size=G)          # (r - mean) / std per group
     old_lp   = policy.score(prompts, samples).logprobs.detach() # log-probs when sampled
     for epoch: grpo_update(policy, optimizer, batch, A, old_lp) # the clipped loss below

@@ -41,7 +41,7 @@ def make_pointnav_dataset(
     min_ratio: float = 1.1,
 ) -> Path:
     """A habitat ``.json.gz`` PointNav dataset over 3 procedural apartments (habitat's rules)."""
-    from envs.nav.sim import generate_dataset
+    from pixelrl.envs.nav.sim import generate_dataset
 
     rules = {"min_geodesic": min_geodesic, "max_geodesic": max_geodesic, "min_ratio": min_ratio}
     generate_dataset(

@@ -7,8 +7,8 @@ import csv
 import pytest
 from nav_testdata import APARTMENT, make_pointnav_dataset
 
-from embodied.agents import ExpertAgent, ForwardOnlyAgent, RandomAgent, StopAgent
-from embodied.benchmark import Benchmark, mean_ci
+from pixelrl.embodied.agents import ExpertAgent, ForwardOnlyAgent, RandomAgent, StopAgent
+from pixelrl.embodied.benchmark import Benchmark, mean_ci
 
 
 @pytest.fixture(scope="module")

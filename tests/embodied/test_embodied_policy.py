@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from embodied.policy import PointNavResNetPolicy
 from pixelrl.config import ConfigError, check_kwargs
+from pixelrl.embodied.policy import PointNavResNetPolicy
 from pixelrl.rl.policy import Policy, mask_state
 
 torch.set_num_threads(1)  # small models on a shared CPU: one thread is faster and steadier

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from nav_testdata import TRIVIAL_OVERRIDES, make_pointnav_dataset
 
-from embodied.agents import PolicyAgent, RandomAgent
-from embodied.benchmark import Benchmark
 from pixelrl.cli import main
+from pixelrl.embodied.agents import PolicyAgent, RandomAgent
+from pixelrl.embodied.benchmark import Benchmark
 
 ONE_ROOM = {"rooms": [1, 1], "clutter": 0.0}
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envs.actions import (
+from pixelrl.envs.actions import (
     KEY_NAMES,
     KINDS,
     MAX_TEXT_LENGTH,

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.actions import Action
-from envs.desktop import FAMILIES
-from envs.desktop.env import DesktopEnv
-from envs.desktop.render import fit_text, text_mask, text_width
-from envs.desktop.widgets import ScrollList
-from envs.gui import bbox_center
+from pixelrl.envs.actions import Action
+from pixelrl.envs.desktop import FAMILIES
+from pixelrl.envs.desktop.env import DesktopEnv
+from pixelrl.envs.desktop.render import fit_text, text_mask, text_width
+from pixelrl.envs.desktop.widgets import ScrollList
+from pixelrl.envs.gui import bbox_center
 
 TEXT_ROLES = {
     "button",

@@ -8,12 +8,12 @@ import gymnasium
 import numpy as np
 import pytest
 
-import envs  # noqa: F401  (registers the ids)
-from envs.actions import Action, ActionError, to_pyautogui, to_uitars
-from envs.gui import bbox_center
-from envs.web.browser import BrowserNotFound
-from envs.web.env import MiniWoBEnv, miniwob_key
-from envs.web.oracle import plan
+import pixelrl.envs  # noqa: F401  (registers the ids)
+from pixelrl.envs.actions import Action, ActionError, to_pyautogui, to_uitars
+from pixelrl.envs.gui import bbox_center
+from pixelrl.envs.web.browser import BrowserNotFound
+from pixelrl.envs.web.env import MiniWoBEnv, miniwob_key
+from pixelrl.envs.web.oracle import plan
 
 pytest.importorskip("miniwob", reason="needs the web extra: pip install 'pixelrl[web]'")
 needs_browser = pytest.mark.skipif(
@@ -133,7 +133,7 @@ def test_pixel_mapping_at_scale_2():
 
 @needs_browser
 def test_text_actions_through_the_codec():
-    """Action text (pyautogui and UI-TARS syntax) parsed by envs.actions, executed in the page."""
+    """Action text (pyautogui and UI-TARS syntax) parsed by pixelrl.envs.actions, executed in the page."""
     env = MiniWoBEnv("login-user")
     try:
         obs, info = env.reset(seed=3)
@@ -242,13 +242,13 @@ def test_no_browser_left_behind(ending):
     import sys
     import textwrap
 
-    from envs.processes import wait_groups_gone
+    from pixelrl.envs.processes import wait_groups_gone
 
     script = textwrap.dedent(
         f"""
         import json, os, signal, time
-        from envs.web.env import MiniWoBEnv
-        from envs.actions import Action
+        from pixelrl.envs.web.env import MiniWoBEnv
+        from pixelrl.envs.actions import Action
         env = MiniWoBEnv("click-test")
         env.reset(seed=0)
         print(json.dumps([env.driver.service.process.pid]), flush=True)

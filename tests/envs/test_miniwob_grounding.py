@@ -7,9 +7,9 @@ import shutil
 import numpy as np
 import pytest
 
-from envs.actions import parse_action
-from envs.grounding import export_grounding, grounding_samples
-from envs.gui import a11y_element
+from pixelrl.envs.actions import parse_action
+from pixelrl.envs.grounding import export_grounding, grounding_samples
+from pixelrl.envs.gui import a11y_element
 
 
 def test_samples_skip_ambiguous_nameless_tiny_and_offscreen_elements():
@@ -38,7 +38,7 @@ def test_samples_skip_ambiguous_nameless_tiny_and_offscreen_elements():
 )
 def test_export_from_miniwob_loads_as_a_dataset(tmp_path):
     pytest.importorskip("miniwob", reason="needs the web extra")
-    from envs.recording import EpisodeDataset
+    from pixelrl.envs.recording import EpisodeDataset
 
     counts = export_grounding(
         "pixelrl/MiniWoB-click-button-v0", tmp_path / "g", range(2), progress=False

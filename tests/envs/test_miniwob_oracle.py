@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from envs.gui import a11y_element
-from envs.web.oracle import MiniWoBOracle, OracleError, plan, visible_point
+from pixelrl.envs.gui import a11y_element
+from pixelrl.envs.web.oracle import MiniWoBOracle, OracleError, plan, visible_point
 
 pytest.importorskip("miniwob", reason="needs the web extra: pip install 'pixelrl[web]'")
 needs_browser = pytest.mark.skipif(
@@ -17,7 +17,7 @@ needs_browser = pytest.mark.skipif(
 
 
 def success_rate(task: str, seeds: range) -> float:
-    from envs.web.env import MiniWoBEnv
+    from pixelrl.envs.web.env import MiniWoBEnv
 
     env = MiniWoBEnv(task)  # one browser for every seed
     oracle = MiniWoBOracle(task)

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from envs.nav.apartment import generate_apartment
-from envs.nav.dataset import (
+from pixelrl.envs.nav.apartment import generate_apartment
+from pixelrl.envs.nav.dataset import (
     EpisodeFileError,
     EpisodeRules,
     generate_objectnav_episode,
@@ -17,10 +17,10 @@ from envs.nav.dataset import (
     load_episodes,
     save_episodes,
 )
-from envs.nav.env import NavEnv
-from envs.nav.geodesic import geodesic_distance
-from envs.nav.navgrid import NavGrid
-from envs.nav.sim import apartment_scene_id
+from pixelrl.envs.nav.env import NavEnv
+from pixelrl.envs.nav.geodesic import geodesic_distance
+from pixelrl.envs.nav.navgrid import NavGrid
+from pixelrl.envs.nav.sim import apartment_scene_id
 
 
 @pytest.fixture(scope="module")
@@ -192,8 +192,8 @@ def test_bad_scene_path_in_dataset_names_file_and_field(tmp_path):
 
 
 def test_generate_dataset_then_evaluate_objectnav(tmp_path):
-    from envs.nav.scene import OBJECTNAV_CATEGORIES
-    from envs.nav.sim import generate_dataset
+    from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
+    from pixelrl.envs.nav.sim import generate_dataset
 
     path = tmp_path / "objnav.json.gz"
     made = generate_dataset(str(path), 3, seed=4, task="objectnav", num_scenes=1, scene_seed=9)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import envs  # noqa: F401  (registers the ids)
-from envs.nav.env import NavEnv
-from envs.nav.vector_env import NavVectorEnv
+import pixelrl.envs  # noqa: F401  (registers the ids)
+from pixelrl.envs.nav.env import NavEnv
+from pixelrl.envs.nav.vector_env import NavVectorEnv
 
 SMALL = dict(width=32, height=32, num_scenes=2, apartment={"rooms": (2, 4)})
 
@@ -174,8 +174,8 @@ def test_same_step_autoreset_returns_the_next_episode_at_once():
 
 
 def test_grid_geodesic_rules_draw_valid_episodes_with_one_field():
-    from envs.nav.dataset import EpisodeRules, generate_pointnav_episode
-    from envs.nav.geodesic import geodesic_graph
+    from pixelrl.envs.nav.dataset import EpisodeRules, generate_pointnav_episode
+    from pixelrl.envs.nav.geodesic import geodesic_graph
 
     env = NavEnv(**SMALL)
     grid = env.sim.grid(0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.nav.env import NavEnv
+from pixelrl.envs.nav.env import NavEnv
 
 
 def _run(env: NavEnv, episodes: int, seed: int):

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from envs.nav.apartment import generate_apartment
-from envs.nav.geodesic import geodesic_distance
-from envs.nav.geometry import forward_vector
-from envs.nav.navgrid import AgentSpec, NavGrid
-from envs.nav.scene import SceneBuilder
+from pixelrl.envs.nav.apartment import generate_apartment
+from pixelrl.envs.nav.geodesic import geodesic_distance
+from pixelrl.envs.nav.geometry import forward_vector
+from pixelrl.envs.nav.navgrid import AgentSpec, NavGrid
+from pixelrl.envs.nav.scene import SceneBuilder
 
 T = 0.1  # wall thickness
 H = 2.5  # wall height
@@ -210,7 +210,7 @@ def test_fields_are_shared_and_the_cheap_bound_holds(lgrid):
     """A field is computed once per goal set (the episode start reuses the generator's), and
     exact_distance_bound, which the generator uses to reject too-straight episodes before the
     any-angle search, is never below exact_distance."""
-    from envs.nav.geodesic import geodesic_graph
+    from pixelrl.envs.nav.geodesic import geodesic_graph
 
     graph = geodesic_graph(lgrid)
     goal = np.array([[5.0, 0.0, 7.0]])

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import envs  # noqa: F401
+import pixelrl.envs  # noqa: F401
 
 HAVE_HABITAT = importlib.util.find_spec("habitat_sim") is not None
 needs_habitat = pytest.mark.skipif(
@@ -21,7 +21,7 @@ needs_habitat = pytest.mark.skipif(
     HAVE_HABITAT, reason="habitat_sim is installed; the missing-package error cannot occur"
 )
 def test_backend_without_habitat_says_how_to_install():
-    from envs.habitat import HabitatNotInstalled
+    from pixelrl.envs.habitat import HabitatNotInstalled
 
     with pytest.raises(HabitatNotInstalled, match="conda install habitat-sim"):
         gym.make("pixelrl/PointNav-v0", backend="habitat", scenes=["room.glb"])
@@ -31,8 +31,8 @@ def test_backend_without_habitat_says_how_to_install():
 def test_habitat_config_mirrors_our_options():
     import habitat_sim
 
-    from envs.habitat.env import build_habitat_config
-    from envs.nav.config import NavConfig
+    from pixelrl.envs.habitat.env import build_habitat_config
+    from pixelrl.envs.nav.config import NavConfig
 
     cfg = NavConfig(
         width=64, height=48, hfov=79, sensor_height=1.3, forward_step=0.3, turn_angle=15
@@ -50,8 +50,8 @@ def test_habitat_config_mirrors_our_options():
 def test_habitat_env_runs_on_an_exported_apartment(tmp_path):
     from gymnasium.utils.env_checker import check_env
 
-    from envs.nav.apartment import generate_apartment
-    from envs.nav.mesh_io import export_glb
+    from pixelrl.envs.nav.apartment import generate_apartment
+    from pixelrl.envs.nav.mesh_io import export_glb
 
     path = tmp_path / "apt.glb"
     export_glb(generate_apartment(0), path)

@@ -9,10 +9,10 @@ import pytest
 import trimesh
 from PIL import Image
 
-from envs.nav.env import NavEnv
-from envs.nav.mesh_io import SceneFileError, export_glb, load_scene
-from envs.nav.renderer import CameraSpec, EmbreeRenderer
-from envs.nav.topdown import save_topdown_png
+from pixelrl.envs.nav.env import NavEnv
+from pixelrl.envs.nav.mesh_io import SceneFileError, export_glb, load_scene
+from pixelrl.envs.nav.renderer import CameraSpec, EmbreeRenderer
+from pixelrl.envs.nav.topdown import save_topdown_png
 
 # A closed room x in [-2, 3], z in [-4, 1.5], floor y = 0, ceiling y = 2.5.
 X0, X1, Z0, Z1, CEIL = -2.0, 3.0, -4.0, 1.5, 2.5
@@ -137,7 +137,7 @@ def test_textured_glb_is_sampled_at_the_hit_uv(tmp_path):
 
 
 def test_export_glb_round_trip_keeps_semantics(tmp_path):
-    from envs.nav.apartment import generate_apartment
+    from pixelrl.envs.nav.apartment import generate_apartment
 
     scene = generate_apartment(3, None)
     export_glb(scene, tmp_path / "apt.glb")

@@ -11,12 +11,12 @@ pytest.importorskip("numba", reason="the raster renderer needs numba (pip instal
 
 from test_nav_mesh import X0, X1, Z0, _analytic_depth, _room_glb  # noqa: E402  (the .glb room)
 
-from envs.nav.apartment import generate_apartment  # noqa: E402
-from envs.nav.env import NavEnv  # noqa: E402
-from envs.nav.mesh_io import load_scene  # noqa: E402
-from envs.nav.navgrid import NavGrid  # noqa: E402
-from envs.nav.raster import NEAR, RasterRenderer  # noqa: E402
-from envs.nav.renderer import CameraSpec, EmbreeRenderer  # noqa: E402
+from pixelrl.envs.nav.apartment import generate_apartment  # noqa: E402
+from pixelrl.envs.nav.env import NavEnv  # noqa: E402
+from pixelrl.envs.nav.mesh_io import load_scene  # noqa: E402
+from pixelrl.envs.nav.navgrid import NavGrid  # noqa: E402
+from pixelrl.envs.nav.raster import NEAR, RasterRenderer  # noqa: E402
+from pixelrl.envs.nav.renderer import CameraSpec, EmbreeRenderer  # noqa: E402
 
 ALL = ("rgb", "depth", "semantic")
 

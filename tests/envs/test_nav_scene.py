@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.nav.apartment import FURNITURE, ApartmentConfig, generate_apartment
-from envs.nav.navgrid import NavGrid
-from envs.nav.scene import OBJECTNAV_CATEGORIES
+from pixelrl.envs.nav.apartment import FURNITURE, ApartmentConfig, generate_apartment
+from pixelrl.envs.nav.navgrid import NavGrid
+from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
 
 
 def _rooms(scene) -> int:

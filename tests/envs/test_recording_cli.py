@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 import recording_toy_env  # noqa: F401  (registers recording_toy/*)
 
-from envs.actions import Action
-from envs.recording import DatasetError, EpisodeDataset, replay_dataset
 from pixelrl.commands import record, replay, view
+from pixelrl.envs.actions import Action
+from pixelrl.envs.recording import DatasetError, EpisodeDataset, replay_dataset
 
 
 def main(argv: list[str]) -> int:
@@ -47,7 +47,7 @@ def test_record_replay_view_commands(tmp_path, capsys):
     assert f"wrote {gif} (2 frames)" in capsys.readouterr().out
 
     # a second recorder on the same folder is refused while the first holds it
-    from envs.recording import RecordEpisodes
+    from pixelrl.envs.recording import RecordEpisodes
 
     holder = RecordEpisodes(gymnasium.make("recording_toy/ToyGUI-v0"), out, resume=True)
     assert main(argv + ["--out", str(out), "--resume"]) == 2
@@ -98,7 +98,7 @@ def test_record_random_and_checkpoint(tmp_path, capsys):
 
 
 def test_export_lerobot_v3_layout(tmp_path):
-    from envs.recording.interop import export_lerobot
+    from pixelrl.envs.recording.interop import export_lerobot
 
     main(
         [
@@ -154,8 +154,8 @@ def test_export_lerobot_v3_layout(tmp_path):
 def test_import_osworld_trajectory(tmp_path):
     from PIL import Image
 
-    from envs.recording.interop import import_osworld
-    from envs.recording.training import GUIStepDataset
+    from pixelrl.envs.recording.interop import import_osworld
+    from pixelrl.envs.recording.training import GUIStepDataset
 
     traj = tmp_path / "osworld_task"
     traj.mkdir()

@@ -13,7 +13,7 @@ from pathlib import Path
 import gymnasium
 import recording_toy_env  # noqa: F401
 
-from envs.recording import EpisodeDataset, RecordEpisodes, replay_dataset
+from pixelrl.envs.recording import EpisodeDataset, RecordEpisodes, replay_dataset
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -21,8 +21,8 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     import gymnasium, recording_toy_env
-    from envs.actions import Action
-    from envs.recording import RecordEpisodes
+    from pixelrl.envs.actions import Action
+    from pixelrl.envs.recording import RecordEpisodes
 
     env = RecordEpisodes(gymnasium.make("recording_toy/ToyGUI-v0"), sys.argv[1])
     for k in range(10_000):

@@ -7,17 +7,17 @@ import gymnasium
 import numpy as np
 import pytest
 
-import envs  # noqa: F401  (registers pixelrl/*)
-from envs.actions import Action
-from envs.recording import EpisodeDataset, RecordEpisodes, replay_dataset
+import pixelrl.envs  # noqa: F401  (registers pixelrl/*)
+from pixelrl.envs.actions import Action
+from pixelrl.envs.recording import EpisodeDataset, RecordEpisodes, replay_dataset
 
 SCREEN = (320, 240)
 
 
 def desktop_ids() -> list[str]:
     try:
-        from envs.desktop.registration import env_id
-        from envs.desktop.tasks import FAMILIES
+        from pixelrl.envs.desktop.registration import env_id
+        from pixelrl.envs.desktop.tasks import FAMILIES
     except ImportError as e:  # the desktop backend is built in parallel
         pytest.skip(f"emulated desktop not available: {e}")
     return [env_id(f) for f in FAMILIES] + [env_id("mixed")]
@@ -66,7 +66,7 @@ def test_desktop_kwargs_round_trip_and_gui_loader(tmp_path):
     assert data.info.env_kwargs["reward"] == "shaped"
     assert data.info.env_kwargs["screen_size"] in ([320, 240], (320, 240))
     assert all(r.ok for r in replay_dataset(data))
-    from envs.recording.training import GUIStepDataset
+    from pixelrl.envs.recording.training import GUIStepDataset
 
     steps = GUIStepDataset(data)
     assert len(steps) == sum(e.length for e in rec.episodes)
@@ -82,9 +82,9 @@ def test_navigation_replays_exactly_and_views_with_map(tmp_path):
         pytest.skip("pixelrl/PointNav-v0 is not registered yet (navigation backend in progress)")
     from PIL import Image
 
-    from envs.recording.training import NavEpisodeDataset
-    from envs.recording.view import view_episode
     from pixelrl.commands.record import _expert_for
+    from pixelrl.envs.recording.training import NavEpisodeDataset
+    from pixelrl.envs.recording.view import view_episode
 
     make = lambda: gymnasium.make("pixelrl/PointNav-v0", width=96, height=96, num_scenes=1)  # noqa: E731
     env = RecordEpisodes(make(), tmp_path / "nav")
@@ -119,7 +119,7 @@ def test_navigation_replays_exactly_and_views_with_map(tmp_path):
 
 
 def test_vector_desktop_recording_replays(tmp_path):
-    from envs.recording import make_recording_vector_env
+    from pixelrl.envs.recording import make_recording_vector_env
 
     ids = desktop_ids()
     env_id = next((i for i in ids if "TypeInField" in i), ids[0])

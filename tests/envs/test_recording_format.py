@@ -16,16 +16,16 @@ import pyarrow.parquet as pq
 import pytest
 import recording_toy_env  # noqa: F401  (registers recording_toy/*)
 
-from envs.actions import Action, ActionError
-from envs.recording import (
+from pixelrl.envs.actions import Action, ActionError
+from pixelrl.envs.recording import (
     DatasetError,
     EpisodeDataset,
     RecordEpisodes,
     make_recording_vector_env,
     replay_dataset,
 )
-from envs.recording.format import MANIFEST_PATH, read_manifest
-from envs.recording.view import view_episode
+from pixelrl.envs.recording.format import MANIFEST_PATH, read_manifest
+from pixelrl.envs.recording.view import view_episode
 
 GUI = "recording_toy/ToyGUI-v0"
 NAV = "recording_toy/ToyNav-v0"
@@ -266,7 +266,7 @@ def test_training_loaders(tmp_path):
     pytest.importorskip("torch")
     from torch.utils.data import DataLoader
 
-    from envs.recording.training import (
+    from pixelrl.envs.recording.training import (
         GUIStepDataset,
         NavEpisodeDataset,
         collate_gui_steps,

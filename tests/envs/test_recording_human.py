@@ -12,8 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from envs.actions import Action
-from envs.recording.human import (
+from pixelrl.envs.actions import Action
+from pixelrl.envs.recording.human import (
     HumanRecorder,
     InputEvent,
     TimedAction,
@@ -80,7 +80,7 @@ def test_pair_screenshots_takes_the_last_one_before_each_action():
 
 
 def test_user_display_needs_opt_in(monkeypatch):
-    import envs.recording.human as human
+    import pixelrl.envs.recording.human as human
 
     monkeypatch.setattr(human, "_USER_DISPLAY", ":0")
     with pytest.raises(PermissionError, match="allow_user_display"):
@@ -157,11 +157,11 @@ def test_human_episode_on_the_x11_env_is_recorded_and_replays(tmp_path):
 
     import gymnasium
 
-    import envs  # noqa: F401
-    from envs.recording import EpisodeDataset, replay_dataset
-    from envs.recording.human import record_human_episode
-    from envs.recording.wrapper import dataset_info_for
-    from envs.recording.writer import DatasetWriter
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.recording import EpisodeDataset, replay_dataset
+    from pixelrl.envs.recording.human import record_human_episode
+    from pixelrl.envs.recording.wrapper import dataset_info_for
+    from pixelrl.envs.recording.writer import DatasetWriter
 
     env_id = "pixelrl/XDesktop-TkCounterThree-v0"
     if env_id not in gymnasium.registry:

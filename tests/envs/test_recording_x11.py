@@ -14,9 +14,9 @@ import shutil
 import gymnasium
 import pytest
 
-import envs  # noqa: F401  (registers pixelrl/*)
-from envs.recording import EpisodeDataset, replay_dataset
+import pixelrl.envs  # noqa: F401  (registers pixelrl/*)
 from pixelrl.commands import record
+from pixelrl.envs.recording import EpisodeDataset, replay_dataset
 
 TASKS = ["pixelrl/XDesktop-TkCounterThree-v0", "pixelrl/XDesktop-XcalcMultiply-v0"]
 

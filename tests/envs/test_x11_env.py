@@ -10,9 +10,9 @@ import gymnasium
 import numpy as np
 import pytest
 
-import envs  # noqa: F401  (registers the ids)
-from envs.actions import Action, ActionError
-from envs.x11.tasks import APPS_DIR, load_task, parse_task, task_files
+import pixelrl.envs  # noqa: F401  (registers the ids)
+from pixelrl.envs.actions import Action, ActionError
+from pixelrl.envs.x11.tasks import APPS_DIR, load_task, parse_task, task_files
 
 pytestmark = pytest.mark.skipif(
     shutil.which("Xvfb") is None, reason="needs Xvfb: run scripts/install_system_deps.sh"
@@ -110,7 +110,7 @@ def test_click_tk_button_and_type_into_entry(tmp_path):
             },
         }
     )
-    with envs.x11.env.XDesktopEnv(task, screen_size=(800, 600)) as env:
+    with pixelrl.envs.x11.env.XDesktopEnv(task, screen_size=(800, 600)) as env:
         obs, info = env.reset(seed=0)
         assert obs["screenshot"].shape == (600, 800, 3)
         assert [e["name"] for e in info["a11y"]] == ["sign-up form"]
@@ -184,7 +184,9 @@ def test_scroll_drag_keys_and_hotkeys_reach_the_app(tmp_path):
             },
         }
     )
-    with envs.x11.env.XDesktopEnv(task, screen_size=(800, 600), check_every_step=False) as env:
+    with pixelrl.envs.x11.env.XDesktopEnv(
+        task, screen_size=(800, 600), check_every_step=False
+    ) as env:
         env.reset(seed=0)
         for action in [
             Action.click(300, 250),

@@ -13,10 +13,10 @@ import textwrap
 import numpy as np
 import pytest
 
-from envs.actions import Action
-from envs.processes import wait_groups_gone as wait_gone
-from envs.x11.display import DisplayError, XDisplay
-from envs.x11.env import XDesktopEnv
+from pixelrl.envs.actions import Action
+from pixelrl.envs.processes import wait_groups_gone as wait_gone
+from pixelrl.envs.x11.display import DisplayError, XDisplay
+from pixelrl.envs.x11.env import XDesktopEnv
 
 pytestmark = pytest.mark.skipif(
     shutil.which("Xvfb") is None, reason="needs Xvfb: run scripts/install_system_deps.sh"
@@ -86,7 +86,7 @@ def test_no_process_left_after_the_python_process_ends(ending):
     script = textwrap.dedent(
         f"""
         import json, os, signal, sys
-        from envs.x11.env import XDesktopEnv
+        from pixelrl.envs.x11.env import XDesktopEnv
         env = XDesktopEnv({TASK!r})
         env.reset(seed=0)
         print(json.dumps([p.pid for p in env.processes]), flush=True)

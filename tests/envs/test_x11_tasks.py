@@ -7,9 +7,9 @@ import json
 import gymnasium
 import pytest
 
-import envs  # noqa: F401  (registers the ids)
-from envs.actions import parse_action
-from envs.x11.tasks import (
+import pixelrl.envs  # noqa: F401  (registers the ids)
+from pixelrl.envs.actions import parse_action
+from pixelrl.envs.x11.tasks import (
     TaskError,
     check,
     load_task,

@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from envs.actions import Action
-from gui_agent import ppo_task
-from gui_agent.pointer_env import (
+from pixelrl.envs.actions import Action
+from pixelrl.gui_agent import ppo_task
+from pixelrl.gui_agent.pointer_env import (
     PointerEnv,
     PointerSpec,
     SplitSeeds,
@@ -56,7 +56,7 @@ def test_expert_clicks_survive_the_round_trip_to_screen_pixels():
 
 
 def test_bc_box_points_are_exactly_the_points_that_click_inside_the_target():
-    from gui_agent.pointer_bc import box_points
+    from pixelrl.gui_agent.pointer_bc import box_points
 
     env = _env()
     spec = env.pointer_spec
@@ -73,7 +73,7 @@ def test_bc_box_points_are_exactly_the_points_that_click_inside_the_target():
 
 
 def test_bc_box_points_with_a_margin_keep_only_points_that_far_inside_the_box():
-    from gui_agent.pointer_bc import box_points
+    from pixelrl.gui_agent.pointer_bc import box_points
 
     env = _env("CheckBoxes")
     spec, margin, edge = env.pointer_spec, 4, 0
@@ -100,7 +100,7 @@ def test_bc_box_points_with_a_margin_keep_only_points_that_far_inside_the_box():
 
 def test_bc_box_points_cover_the_experts_equally_good_alternatives():
     # check-boxes: every wrong box is a right next click, not only the one the expert picks
-    from gui_agent.pointer_bc import box_points
+    from pixelrl.gui_agent.pointer_bc import box_points
 
     env = _env("CheckBoxes")
     spec = env.pointer_spec
@@ -153,7 +153,7 @@ def test_pointer_env_passes_check_env_and_is_deterministic():
 def test_split_seeds_never_overlap():
     import gymnasium as gym
 
-    import envs  # noqa: F401
+    import pixelrl.envs  # noqa: F401
 
     seeds = {}
     for split in ("train", "eval"):
@@ -197,7 +197,7 @@ def test_act_and_evaluate_agree():
 def test_word_match_ignores_padding_and_word_order():
     """A match map is the best match over the real words: padding slots (whatever their
     vectors) change nothing, nor does the order of the words; no words match nothing (0)."""
-    from gui_agent.pointer_policy import WordMatch
+    from pixelrl.gui_agent.pointer_policy import WordMatch
 
     torch.manual_seed(0)
     match = WordMatch(feature_dim=8, word_dim=6, heads=3, dim=4)
@@ -245,7 +245,7 @@ def test_text_head_can_tell_a_word_from_the_word_and_enter():
 
 
 def _success(agent, episodes: int, seed: int) -> float:
-    from gui_agent.evaluate import evaluate_success
+    from pixelrl.gui_agent.evaluate import evaluate_success
 
     rows = evaluate_success(
         agent, "pixelrl/Desktop-ClickButton-v0", episodes, seed, {"screen_size": tuple(SCREEN)},
@@ -258,8 +258,8 @@ def _success(agent, episodes: int, seed: int) -> float:
 def test_short_ppo_run_beats_random_and_checkpoint_round_trips(tmp_path):
     """A behaviour-cloning warm start plus a short PPO run clicks the named button far more
     often than the untrained (random) policy on held-out seeds; the checkpoint reloads exactly."""
-    from gui_agent.agents import PointerAgent
     from pixelrl.checkpoint import load_checkpoint
+    from pixelrl.gui_agent.agents import PointerAgent
     from pixelrl.train import Trainer
 
     overrides = [
@@ -320,7 +320,7 @@ def _spaces(cfg):
 
 
 def test_line_maxima_carry_a_match_along_its_row_and_column():
-    from gui_agent.pointer_policy import with_line_maxima
+    from pixelrl.gui_agent.pointer_policy import with_line_maxima
 
     maps = torch.zeros(1, 1, 3, 4)
     maps[0, 0, 1, 0] = 2.0  # a label matched at row 1, column 0
@@ -335,7 +335,7 @@ def test_line_maxima_carry_a_match_along_its_row_and_column():
 
 
 def test_screen_words_are_the_labels_drawn_where_their_cells_are():
-    from gui_agent.pointer_bc import screen_words
+    from pixelrl.gui_agent.pointer_bc import screen_words
 
     env = _env()
     spec = env.pointer_spec
@@ -362,7 +362,7 @@ def test_screen_words_are_the_labels_drawn_where_their_cells_are():
 
 def _untrained_policy_and_expert_screens():
     """A fresh click-button policy, 24 expert samples, their observations and drawn words."""
-    from gui_agent.pointer_bc import expert_samples
+    from pixelrl.gui_agent.pointer_bc import expert_samples
 
     env = _env()
     torch.manual_seed(0)  # the same weights whatever ran before
@@ -375,7 +375,7 @@ def _untrained_policy_and_expert_screens():
 
 
 def test_reading_loss_finds_words_and_ignores_padding():
-    from gui_agent.pointer_bc import behaviour_clone
+    from pixelrl.gui_agent.pointer_bc import behaviour_clone
 
     policy, data, obs, ids, cells = _untrained_policy_and_expert_screens()
 
@@ -391,7 +391,7 @@ def test_reading_loss_finds_words_and_ignores_padding():
 
 
 def test_named_loss_teaches_map_zero_which_drawn_words_the_instruction_names():
-    from gui_agent.pointer_bc import behaviour_clone
+    from pixelrl.gui_agent.pointer_bc import behaviour_clone
 
     policy, data, obs, ids, cells = _untrained_policy_and_expert_screens()
     named = ((obs["instruction"][:, :, None] == ids[:, None, :]) & (ids[:, None, :] > 0)).any(1)

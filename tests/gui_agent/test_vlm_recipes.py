@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 import torch
 
-from envs.actions import Action
-from gui_agent.grounding import grounding_set
-from gui_agent.train_vlm import click_gaussian_reward
+from pixelrl.envs.actions import Action
+from pixelrl.gui_agent.grounding import grounding_set
+from pixelrl.gui_agent.train_vlm import click_gaussian_reward
 
 SCREEN = (320, 240)
 
 
 @pytest.fixture(scope="module")
 def policy():
-    from vision.vlm import load_vlm
+    from pixelrl.vision.vlm import load_vlm
 
     torch.manual_seed(0)
     return load_vlm("tiny-qwen2_vl", seed=0)
@@ -50,7 +50,7 @@ def test_unparsable_output_gets_zero_format_reward_and_a_noop(policy, items):
 
 
 def _completion(policy, text: str):
-    from vision.vlm import Completion
+    from pixelrl.vision.vlm import Completion
 
     action, parsed, error = policy.parse(text, SCREEN)
     return Completion(text, policy.completion_ids(text), [], action, parsed, error)
@@ -59,9 +59,9 @@ def _completion(policy, text: str):
 def test_one_grounding_grpo_step_prefers_the_rewarded_click(policy, items):
     """A group with a click inside the box, one outside and an unparsable answer: one GRPO step
     runs without error and raises the log-probability of the rewarded completion."""
-    from envs.actions import to_uitars
+    from pixelrl.envs.actions import to_uitars
     from pixelrl.rl.grpo import GRPOConfig, group_advantages, grpo_update
-    from vision.vlm import load_vlm
+    from pixelrl.vision.vlm import load_vlm
 
     model = load_vlm("tiny-qwen2_vl", seed=1)
     item = items[0]
@@ -87,8 +87,8 @@ def test_one_grounding_grpo_step_prefers_the_rewarded_click(policy, items):
 
 
 def test_one_sft_step_on_recorded_desktop_episodes(tmp_path, policy):
-    from gui_agent.train_vlm import DEFAULTS, record_expert_episodes, sft_examples, sft_step
     from pixelrl.config import Config
+    from pixelrl.gui_agent.train_vlm import DEFAULTS, record_expert_episodes, sft_examples, sft_step
 
     cfg = Config({**DEFAULTS, "env": {**DEFAULTS["env"], "families": ["click-button"]},
                   "data": {**DEFAULTS["data"], "episodes": 2},
@@ -104,8 +104,8 @@ def test_one_sft_step_on_recorded_desktop_episodes(tmp_path, policy):
 def test_grounding_grpo_recipe_survives_unparsable_samples(tmp_path):
     """The whole recipe, two steps from a random tiny model (its samples barely parse): no
     exception, rows logged, a model folder that loads back as an agent."""
-    from gui_agent.agents import VLMAgent, load_agent
-    from gui_agent.train_vlm import config_for, train
+    from pixelrl.gui_agent.agents import VLMAgent, load_agent
+    from pixelrl.gui_agent.train_vlm import config_for, train
     from pixelrl.recipes import get_recipe
 
     cfg = config_for(get_recipe("gui/grounding-grpo").config, [
@@ -140,8 +140,8 @@ def test_grounding_grpo_recipe_survives_unparsable_samples(tmp_path):
 def test_multiturn_group_turns_unparsable_text_into_waits(policy):
     """Episodes from one seed, played by a random tiny model: every unparsable answer is played
     as a ``wait`` (the episode goes on), the group shares its first screen (GiGPO's anchor)."""
-    from gui_agent.train_vlm import DEFAULTS, play_group
     from pixelrl.config import Config
+    from pixelrl.gui_agent.train_vlm import DEFAULTS, play_group
     from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages
 
     env = {**DEFAULTS["env"], "id": "pixelrl/Desktop-FillForm-v0", "max_steps": 2}
@@ -163,8 +163,8 @@ def test_task_seeds_keep_the_split_and_the_field_limit():
     the seeds keep their split's parity (even: train, odd: held out)."""
     import gymnasium as gym
 
-    import envs  # noqa: F401
-    from gui_agent.train_vlm import config_for, task_seeds
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.gui_agent.train_vlm import config_for, task_seeds
     from pixelrl.recipes import get_recipe
 
     recipe = get_recipe("gui/multiturn-grpo").config
@@ -185,8 +185,8 @@ def test_task_seeds_from_a_start_check_the_limit_on_the_seed_they_return():
     field limit is checked on the shifted seed itself."""
     import gymnasium as gym
 
-    import envs  # noqa: F401
-    from gui_agent.train_vlm import config_for, task_seeds
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.gui_agent.train_vlm import config_for, task_seeds
     from pixelrl.recipes import get_recipe
 
     cfg = config_for(get_recipe("gui/multiturn-grpo").config, ["env.max_fields=2"])
@@ -197,8 +197,8 @@ def test_task_seeds_from_a_start_check_the_limit_on_the_seed_they_return():
 
 
 def test_a_field_limit_no_layout_meets_is_a_config_error_not_a_hang():
-    from gui_agent.train_vlm import config_for, task_seeds
     from pixelrl.config import ConfigError
+    from pixelrl.gui_agent.train_vlm import config_for, task_seeds
     from pixelrl.recipes import get_recipe
 
     cfg = config_for(get_recipe("gui/multiturn-grpo").config, ["env.max_fields=1"])
@@ -210,9 +210,14 @@ def test_desktop_tokenizer_and_dense_grounding_examples():
     """``tokenizer.screens`` trains a tiny model's tokenizer on the desktop's own words, so a
     label is one token; ``data.grounding_screens`` gives several SFT examples per screen, each
     pointing inside the box of the element its instruction names."""
-    from envs.actions import parse_action
-    from envs.grounding import grounding_samples
-    from gui_agent.train_vlm import config_for, grounding_examples, load_policy, training_screens
+    from pixelrl.envs.actions import parse_action
+    from pixelrl.envs.grounding import grounding_samples
+    from pixelrl.gui_agent.train_vlm import (
+        config_for,
+        grounding_examples,
+        load_policy,
+        training_screens,
+    )
     from pixelrl.recipes import get_recipe
 
     overrides = ["model=tiny-smolvlm", "env.families=[click-button,choose-radio]",
@@ -242,7 +247,7 @@ def test_desktop_tokenizer_and_dense_grounding_examples():
 def test_multiturn_grpo_recipe_runs_whole_episodes_end_to_end(tmp_path):
     """Two steps of the multi-turn recipe from a random tiny model: groups of episodes played,
     the lr decayed linearly, evaluations logged and a model folder written."""
-    from gui_agent.train_vlm import config_for, train
+    from pixelrl.gui_agent.train_vlm import config_for, train
     from pixelrl.recipes import get_recipe
 
     cfg = config_for(get_recipe("gui/multiturn-grpo").config, [
@@ -261,8 +266,8 @@ def test_multiturn_grpo_recipe_runs_whole_episodes_end_to_end(tmp_path):
 
 
 def test_an_unknown_lr_schedule_is_a_config_error(tmp_path):
-    from gui_agent.train_vlm import config_for, train
     from pixelrl.config import ConfigError
+    from pixelrl.gui_agent.train_vlm import config_for, train
     from pixelrl.recipes import get_recipe
 
     cfg = config_for(get_recipe("gui/grounding-grpo").config, [
@@ -277,8 +282,8 @@ def test_an_unknown_lr_schedule_is_a_config_error(tmp_path):
 def test_sft_recipe_on_grounding_samples_alone(tmp_path):
     """``data.episodes=0`` records no expert episodes: the SFT recipe learns from the grounding
     samples alone; with neither it is a clear config error, not an empty run."""
-    from gui_agent.train_vlm import config_for, train
     from pixelrl.config import ConfigError
+    from pixelrl.gui_agent.train_vlm import config_for, train
     from pixelrl.recipes import get_recipe
 
     base = ["model=tiny-smolvlm", "torch_threads=0", "data.episodes=0", "sft.steps=2",

@@ -20,7 +20,7 @@ def test_help_lists_every_command(capsys):
 
 
 def test_envs_lists_registered_ids_with_descriptions(capsys):
-    import envs
+    from pixelrl import envs
 
     assert main(["envs"]) == 0
     out = capsys.readouterr().out
@@ -45,8 +45,8 @@ def test_console_entry_point_runs():
 
 
 def test_import_envs_stays_light():
-    # `import envs` registers everything but must not pull in torch, a browser or a display.
-    code = "import sys, envs; heavy = [m for m in ('torch', 'selenium', 'pyautogui', 'embreex', 'transformers') if m in sys.modules]; print(heavy)"
+    # `import pixelrl.envs` registers everything but must not pull in torch, a browser or a display.
+    code = "import sys, pixelrl.envs; heavy = [m for m in ('torch', 'selenium', 'pyautogui', 'embreex', 'transformers') if m in sys.modules]; print(heavy)"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
     )
@@ -55,7 +55,7 @@ def test_import_envs_stays_light():
 
 
 def test_register_rejects_ids_outside_the_namespace():
-    from envs.registry import register
+    from pixelrl.envs.registry import register
 
     with pytest.raises(ValueError, match="pixelrl/ namespace"):
-        register("Other-v0", "envs.desktop.env:DesktopEnv", "x")
+        register("Other-v0", "pixelrl.envs.desktop.env:DesktopEnv", "x")

@@ -132,8 +132,8 @@ def test_gigpo_keeps_different_seeds_apart():
 def test_one_grpo_update_on_a_tiny_vlm_prefers_the_rewarded_answer():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     pytest.importorskip("transformers")
-    from vision.rewards import gui_g2_reward
-    from vision.vlm import load_vlm
+    from pixelrl.vision.rewards import gui_g2_reward
+    from pixelrl.vision.vlm import load_vlm
 
     policy = load_vlm("tiny-qwen2_vl", seed=0)
     screen = np.random.default_rng(0).integers(0, 256, (48, 64, 3), dtype=np.uint8)
@@ -155,7 +155,7 @@ def test_one_grpo_update_on_a_tiny_vlm_prefers_the_rewarded_answer():
 def test_grpo_with_lora_adapters_and_a_kl_reference():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     pytest.importorskip("peft")
-    from vision.vlm import load_vlm
+    from pixelrl.vision.vlm import load_vlm
 
     policy = load_vlm("tiny-llava", seed=1)
     reference = policy.frozen_copy()

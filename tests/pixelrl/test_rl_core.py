@@ -96,7 +96,7 @@ def test_running_mean_std_matches_numpy():
 
 
 def _policy(envs):
-    from embodied.policy import PointNavResNetPolicy
+    from pixelrl.embodied.policy import PointNavResNetPolicy
 
     torch.manual_seed(0)
     return PointNavResNetPolicy(

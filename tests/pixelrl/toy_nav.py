@@ -119,8 +119,8 @@ def make_envs(cfg, num_envs: int, seed: int, split: str) -> gym.vector.VectorEnv
 
 
 def make_policy(cfg, observation_space, action_space):
-    from embodied.policy import PointNavResNetPolicy
     from pixelrl.config import check_kwargs
+    from pixelrl.embodied.policy import PointNavResNetPolicy
 
     kwargs = check_kwargs(PointNavResNetPolicy, cfg.policy, "policy")
     return PointNavResNetPolicy(observation_space, action_space, **kwargs)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from vision.image import denormalize, letterbox, normalize, resize
+from pixelrl.vision.image import denormalize, letterbox, normalize, resize
 
 
 def _screen(w=200, h=100, seed=0):
@@ -74,7 +74,7 @@ def test_timm_encoder_feature_maps_and_weights_from_disk(tmp_path):
     torch = pytest.importorskip("torch")
     import timm
 
-    from vision.encoders import build_encoder, feature_channels
+    from pixelrl.vision.encoders import build_encoder, feature_channels
 
     enc = build_encoder("resnet18", out_indices=(1, 2, 3, 4))
     feats = enc(torch.zeros(1, 3, 64, 96))

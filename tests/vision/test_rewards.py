@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from envs.gui import bbox_center
-from vision import rewards as R
+from pixelrl.envs.gui import bbox_center
+from pixelrl.vision import rewards as R
 
 BOX = [10, 20, 30, 40]  # 20×20 pixels: x in 10..29, y in 20..39; centre (20, 30)
 
@@ -102,7 +102,7 @@ def test_parse_points_and_boxes():
 
 
 def test_action_kind_match_and_token_f1():
-    from envs.actions import Action
+    from pixelrl.envs.actions import Action
 
     pred = [Action.click(1, 1), Action.double_click(1, 1), None, "type"]
     assert R.action_kind_match(pred, ["click", "click", "click", "type"]).tolist() == [1, 0, 0, 1]

@@ -10,9 +10,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from envs.actions import Action  # noqa: E402
-from vision.rewards import format_reward  # noqa: E402
-from vision.vlm import FAMILIES, VLMPolicy, load_vlm, train_bpe_tokenizer  # noqa: E402
+from pixelrl.envs.actions import Action  # noqa: E402
+from pixelrl.vision.rewards import format_reward  # noqa: E402
+from pixelrl.vision.vlm import FAMILIES, VLMPolicy, load_vlm, train_bpe_tokenizer  # noqa: E402
 
 SCREEN = (64, 48)
 
@@ -257,7 +257,7 @@ def test_vision_size_sets_how_many_image_tokens_the_model_sees():
 
 
 def test_sincos_position_table_is_smooth_and_distinct():
-    from vision.vlm import sincos_2d_position_table
+    from pixelrl.vision.vlm import sincos_2d_position_table
 
     table = sincos_2d_position_table(8, 32)
     assert table.shape == (64, 32)

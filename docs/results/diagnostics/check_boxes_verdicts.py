@@ -18,11 +18,11 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-import envs  # noqa: F401  (registers pixelrl/Desktop-*)
-from gui_agent.agents import PointerAgent
-from gui_agent.pointer_bc import _grid_points_inside
-from gui_agent.pointer_env import hash_words
-from vision.image import resize
+import pixelrl.envs  # noqa: F401  (registers pixelrl/Desktop-*)
+from pixelrl.gui_agent.agents import PointerAgent
+from pixelrl.gui_agent.pointer_bc import _grid_points_inside
+from pixelrl.gui_agent.pointer_env import hash_words
+from pixelrl.vision.image import resize
 
 
 def main(run: str, screens: int = 300) -> None:

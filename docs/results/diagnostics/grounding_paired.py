@@ -3,7 +3,7 @@ paired difference (B - A) with its 95% interval and McNemar's exact p.
 
     python docs/results/diagnostics/grounding_paired.py SFT_MODEL GRPO_MODEL [ITEMS] [START]
 
-Items are :func:`gui_agent.grounding.grounding_set` from odd seeds, ``k >= START`` (default 1000:
+Items are :func:`pixelrl.gui_agent.grounding.grounding_set` from odd seeds, ``k >= START`` (default 1000:
 no overlap with the recipes' in-run evaluation, which starts at 0).
 """
 
@@ -16,10 +16,10 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from gui_agent.agents import VLMAgent
-from gui_agent.grounding import grounding_set
-from vision.rewards import point_in_box
-from vision.vlm import load_vlm
+from pixelrl.gui_agent.agents import VLMAgent
+from pixelrl.gui_agent.grounding import grounding_set
+from pixelrl.vision.rewards import point_in_box
+from pixelrl.vision.vlm import load_vlm
 
 
 def hits(model: str, items) -> np.ndarray:

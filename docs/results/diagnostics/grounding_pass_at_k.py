@@ -16,10 +16,10 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from gui_agent.agents import VLMAgent
-from gui_agent.grounding import grounding_set
-from vision.rewards import point_in_box
-from vision.vlm import load_vlm
+from pixelrl.gui_agent.agents import VLMAgent
+from pixelrl.gui_agent.grounding import grounding_set
+from pixelrl.vision.rewards import point_in_box
+from pixelrl.vision.vlm import load_vlm
 
 NAN = (float("nan"), float("nan"))
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.actions import Action
-from envs.desktop.tasks.base import Plan, Task
-from envs.desktop.tasks.controls import (
+from pixelrl.envs.actions import Action
+from pixelrl.envs.desktop.tasks.base import Plan, Task
+from pixelrl.envs.desktop.tasks.controls import (
     CheckBoxes,
     ChooseRadio,
     ClickButton,
@@ -19,8 +19,8 @@ from envs.desktop.tasks.controls import (
     SetSlider,
     TypeInField,
 )
-from envs.desktop.tasks.files import DragToTarget, OpenIcon, RenameFile
-from envs.desktop.tasks.navigation import (
+from pixelrl.envs.desktop.tasks.files import DragToTarget, OpenIcon, RenameFile
+from pixelrl.envs.desktop.tasks.navigation import (
     CloseDialog,
     MenuItem,
     MultiWindow,

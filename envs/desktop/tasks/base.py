@@ -1,7 +1,7 @@
 """What every task family shares: the Task contract, layout helpers and expert helpers.
 
 A task family is a :class:`Task` subclass. Built from the episode's random generator, it lays
-out a scene on a :class:`~envs.desktop.widgets.Desktop`, writes an ``instruction`` and keeps the
+out a scene on a :class:`~pixelrl.envs.desktop.widgets.Desktop`, writes an ``instruction`` and keeps the
 ``params`` an expert needs (target names, text to type). Then, after every step:
 
 - :meth:`Task.on_event` sees what the widgets reported (``press``, ``submit``, ``drop``, ...)
@@ -25,12 +25,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from envs.actions import Action
-from envs.desktop.render import Rect
-from envs.desktop.screen import Desktop
-from envs.desktop.theme import Theme
-from envs.desktop.widgets import Button, Icon, Widget, Window
-from envs.gui import bbox_center
+from pixelrl.envs.actions import Action
+from pixelrl.envs.desktop.render import Rect
+from pixelrl.envs.desktop.screen import Desktop
+from pixelrl.envs.desktop.theme import Theme
+from pixelrl.envs.desktop.widgets import Button, Icon, Widget, Window
+from pixelrl.envs.gui import bbox_center
 
 
 @dataclass(frozen=True)

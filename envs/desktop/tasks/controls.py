@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.actions import Action
-from envs.desktop.tasks import words
-from envs.desktop.tasks.base import Plan, Task, click, edit_plan, find, need, right_align
-from envs.desktop.widgets import (
+from pixelrl.envs.actions import Action
+from pixelrl.envs.desktop.tasks import words
+from pixelrl.envs.desktop.tasks.base import Plan, Task, click, edit_plan, find, need, right_align
+from pixelrl.envs.desktop.widgets import (
     Button,
     Checkbox,
     Dropdown,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.actions import Action
-from envs.desktop.tasks import words
-from envs.desktop.tasks.base import (
+from pixelrl.envs.actions import Action
+from pixelrl.envs.desktop.tasks import words
+from pixelrl.envs.desktop.tasks.base import (
     Plan,
     Task,
     click,
@@ -16,8 +16,8 @@ from envs.desktop.tasks.base import (
     need,
     right_click,
 )
-from envs.desktop.widgets import Button, Icon, Label, Widget
-from envs.gui import bbox_center
+from pixelrl.envs.desktop.widgets import Button, Icon, Label, Widget
+from pixelrl.envs.gui import bbox_center
 
 ICON_COLORS = (
     (230, 180, 60),

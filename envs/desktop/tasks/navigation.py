@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from envs.actions import Action
-from envs.desktop.render import text_width
-from envs.desktop.tasks import words
-from envs.desktop.tasks.base import Plan, Task, click, find, need, right_align
-from envs.desktop.widgets import (
+from pixelrl.envs.actions import Action
+from pixelrl.envs.desktop.render import text_width
+from pixelrl.envs.desktop.tasks import words
+from pixelrl.envs.desktop.tasks.base import Plan, Task, click, find, need, right_align
+from pixelrl.envs.desktop.widgets import (
     SCROLL_ROWS_PER_NOTCH,
     Button,
     Checkbox,
@@ -19,7 +19,7 @@ from envs.desktop.widgets import (
     Widget,
     Window,
 )
-from envs.gui import bbox_center
+from pixelrl.envs.gui import bbox_center
 
 
 class MenuItem(Task):
