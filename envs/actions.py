@@ -116,6 +116,11 @@ MAX_ACTION_TEXT_LENGTH = 4096
 # Wheel notches of one UI-TARS scroll (its text names a direction, not an amount).
 UITARS_SCROLL_NOTCHES = 5
 MAX_SCROLL = 50
+# No screen is this many pixels across: a coordinate beyond it is a mistake, and bounding it keeps
+# every Action representable in the int32 action space (``to_sample``).
+MAX_COORDINATE = 100_000
+# "Action:" markers parse_action tries before giving up on finding the action after one.
+MAX_ACTION_MARKERS = 8
 
 
 class ActionError(ValueError):
@@ -290,8 +295,17 @@ class Action:
         """
         try:
             kind = KINDS[int(sample["kind"])]
-        except (KeyError, IndexError, TypeError, ValueError) as e:
+        except (KeyError, IndexError, TypeError, ValueError, OverflowError) as e:
             raise ActionError(f"action sample needs 'kind' in 0..{len(KINDS) - 1}: {e}") from None
+        try:
+            return cls._from_sample(kind, sample)
+        except ActionError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError, OverflowError) as e:
+            raise ActionError(f"malformed {kind} action sample: {type(e).__name__}: {e}") from None
+
+    @classmethod
+    def _from_sample(cls, kind: str, sample: dict) -> Action:
         x, y = (int(v) for v in np.asarray(sample.get("point", (0, 0))).reshape(2))
         if kind in ("move", "click", "double_click", "right_click"):
             return cls(kind, x, y)
@@ -315,10 +329,20 @@ class Action:
 
 def _as_pixel(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ActionError(f"{name} must be a number, got {value!r}")
-    if not np.isfinite(value):
-        raise ActionError(f"{name} must be finite, got {value!r}")
-    return int(round(float(value)))
+        raise ActionError(f"{name} must be a number, got {_short(value)}")
+    # Compare as Python numbers: np.isfinite fails on ints wider than 64 bits.
+    number = int(value) if isinstance(value, (int, np.integer)) else float(value)
+    if number != number or abs(number) == float("inf"):
+        raise ActionError(f"{name} must be finite, got {_short(value)}")
+    if abs(number) > MAX_COORDINATE:
+        raise ActionError(f"{name} must lie within ±{MAX_COORDINATE:,} pixels, got {_short(value)}")
+    return int(round(number))
+
+
+def _short(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (error messages quote untrusted input)."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**limit else "<huge int>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def action_space(screen_size: tuple[int, int]):
@@ -414,6 +438,8 @@ def _check_space(coordinates: str) -> None:
 def _to_pixels(
     x: float, y: float, coordinates: str, screen_size: tuple[int, int] | None
 ) -> tuple[float, float]:
+    for name, value in (("x", x), ("y", y)):
+        _as_pixel(value, name)  # finite and in range before any arithmetic (ActionError)
     if coordinates == "pixels":
         return x, y
     if screen_size is None:
@@ -516,7 +542,17 @@ def to_uitars(
 
 
 # -- action text: reading ---------------------------------------------------------------------
-def _literal(node: ast.expr, where: str) -> object:
+def _snippet(node: ast.AST, source: str) -> str:
+    """The text of ``node`` (at most 60 characters) for an error message. Sliced from the source,
+    not ``ast.unparse``: that recurses, and agent text can nest deeper than the stack."""
+    try:
+        text = ast.get_source_segment(source, node) or type(node).__name__
+    except (ValueError, TypeError, IndexError):
+        text = type(node).__name__
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def _literal(node: ast.expr, where: str, source: str) -> object:
     """A literal argument (number, string, bool, None, or a list/tuple of those); nothing else."""
     if isinstance(node, ast.Constant) and isinstance(
         node.value, (int, float, str, bool, type(None))
@@ -531,19 +567,19 @@ def _literal(node: ast.expr, where: str) -> object:
     ):
         return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
     if isinstance(node, (ast.List, ast.Tuple)):
-        return [_literal(e, where) for e in node.elts]
+        return [_literal(e, where, source) for e in node.elts]
     raise ActionParseError(
         f"{where}: arguments must be literal numbers or strings, got {type(node).__name__} "
-        f"({ast.unparse(node)[:60]!r})"
+        f"({_snippet(node, source)})"
     )
 
 
-def _call_name(func: ast.expr) -> str:
+def _call_name(func: ast.expr, source: str) -> str:
     if isinstance(func, ast.Name):
         return func.id
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
         return f"{func.value.id}.{func.attr}"
-    raise ActionParseError(f"unknown function {ast.unparse(func)[:60]!r}")
+    raise ActionParseError(f"unknown function {_snippet(func, source)}")
 
 
 @dataclass
@@ -563,7 +599,7 @@ class _Call:
             raise ActionParseError(f"{self.name}() is missing its argument {name!r}")
         if types and not isinstance(value, types) or isinstance(value, bool) and bool not in types:
             want = " or ".join(t.__name__ for t in types)
-            raise ActionParseError(f"{self.name}(): {name} must be {want}, got {value!r}")
+            raise ActionParseError(f"{self.name}(): {name} must be {want}, got {_short(value)}")
         return value
 
     def check_arguments(self, allowed: Sequence[str]) -> None:
@@ -581,10 +617,35 @@ class _Call:
 
 
 _NUMBER = (int, float)
+_BOX_NUMBER = r"(-?(?:\d+(?:\.\d*)?|\.\d+))"  # 12, 12., 12.5, .5 (not ".", "1.2.3")
 _BOX = re.compile(
-    r"^\s*(?:<\|box_start\|>)?\s*[\(\[]\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*"
-    r"(?:,\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*)?[\)\]]\s*(?:<\|box_end\|>)?\s*$"
+    rf"^\s*(?:<\|box_start\|>)?\s*[\(\[]\s*{_BOX_NUMBER}\s*,\s*{_BOX_NUMBER}\s*"
+    rf"(?:,\s*{_BOX_NUMBER}\s*,\s*{_BOX_NUMBER}\s*)?[\)\]]\s*(?:<\|box_end\|>)?\s*$"
 )
+
+
+def _action_tree(text: str) -> tuple[str, ast.Module]:
+    """The action part of ``text`` and its syntax tree.
+
+    UI-TARS writes "Thought: ...\nAction: click(...)": the action follows an "Action:" marker.
+    The marker is the last one after which the text is valid Python, so an "Action:" inside a
+    quoted string (``type(content='Action: hi')``) is text; with no such marker, the whole text.
+    A syntax error is reported for the last marker's part, the one a model meant.
+    """
+    starts = [m.end() for m in re.finditer("Action:", text)][-MAX_ACTION_MARKERS:]
+    first_error = None
+    for start in [*reversed(starts), 0]:
+        part = text[start:].strip().strip("`").removeprefix("python").strip()
+        if not part:
+            first_error = first_error or ActionParseError("empty action text")
+            continue
+        try:
+            return part, ast.parse(part, mode="exec")
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+            first_error = first_error or ActionParseError(
+                f"action text is not a call: {e.__class__.__name__}: {_short(str(e), 200)}"
+            )
+    raise first_error
 
 
 def _split_statements(text: str) -> list[_Call]:
@@ -595,17 +656,7 @@ def _split_statements(text: str) -> list[_Call]:
         raise ActionParseError(
             f"action text too long: {len(text)} characters (at most {MAX_ACTION_TEXT_LENGTH})"
         )
-    # UI-TARS writes "Thought: ...\nAction: click(...)"; the action follows the last "Action:".
-    marker = text.rfind("Action:")
-    if marker >= 0:
-        text = text[marker + len("Action:") :]
-    text = text.strip().strip("`").removeprefix("python").strip()
-    if not text:
-        raise ActionParseError("empty action text")
-    try:
-        tree = ast.parse(text, mode="exec")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
-        raise ActionParseError(f"action text is not a call: {e.__class__.__name__}: {e}") from None
+    text, tree = _action_tree(text)
     calls = []
     for stmt in tree.body:
         if isinstance(stmt, ast.Import):
@@ -613,21 +664,21 @@ def _split_statements(text: str) -> list[_Call]:
         if not isinstance(stmt, ast.Expr):
             raise ActionParseError(
                 f"only calls are allowed, got a {type(stmt).__name__} statement "
-                f"({ast.unparse(stmt)[:60]!r})"
+                f"({_snippet(stmt, text)})"
             )
         node = stmt.value
         if isinstance(node, ast.Name):
             calls.append(_Call(node.id, [], {}))
             continue
         if not isinstance(node, ast.Call):
-            raise ActionParseError(f"expected a call, got {ast.unparse(node)[:60]!r}")
-        name = _call_name(node.func)
+            raise ActionParseError(f"expected a call, got {_snippet(node, text)}")
+        name = _call_name(node.func, text)
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
             k.arg is None for k in node.keywords
         ):
             raise ActionParseError(f"{name}(): *args and **kwargs are not allowed")
-        args = [_literal(a, name) for a in node.args]
-        kwargs = {k.arg: _literal(k.value, name) for k in node.keywords}
+        args = [_literal(a, name, text) for a in node.args]
+        kwargs = {k.arg: _literal(k.value, name, text) for k in node.keywords}
         calls.append(_Call(name, args, kwargs))
     if not calls:
         raise ActionParseError("no action in the text")
@@ -649,10 +700,13 @@ def _box_point(
     else:
         m = _BOX.match(raw)
         if not m:
-            raise ActionParseError(f"{call.name}(): {name} must look like '(x,y)', got {raw!r}")
+            raise ActionParseError(
+                f"{call.name}(): {name} must look like '(x,y)', got {_short(raw)}"
+            )
         values = [float(v) for v in m.groups() if v is not None]
-    if len(values) not in (2, 4) or not all(isinstance(v, _NUMBER) for v in values):
-        raise ActionParseError(f"{call.name}(): {name} must hold 2 or 4 numbers, got {raw!r}")
+    numbers = all(isinstance(v, _NUMBER) and not isinstance(v, bool) for v in values)
+    if len(values) not in (2, 4) or not numbers:
+        raise ActionParseError(f"{call.name}(): {name} must hold 2 or 4 numbers, got {_short(raw)}")
     if len(values) == 4:  # a box: act at its centre
         values = [(values[0] + values[2]) / 2, (values[1] + values[3]) / 2]
     return _to_pixels(values[0], values[1], coords, screen)
