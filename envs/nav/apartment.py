@@ -77,12 +77,45 @@ ROOM_TYPES = {
 
 
 @dataclass
-class _Room:
+class Room:
+    """A room: the floor rectangle [x0, x1] x [z0, z1] and its kind (a ROOM_TYPES key or "corridor")."""
+
     x0: float
     z0: float
     x1: float
     z1: float
     kind: str = "living_room"
+
+    def contains(self, x, z, margin: float = 0.0):
+        """Whether (x, z) lies on the floor, ``margin`` inside the walls (numbers or arrays)."""
+        inside_x = (x >= self.x0 + margin) & (x <= self.x1 - margin)
+        return inside_x & (z >= self.z0 + margin) & (z <= self.z1 - margin)
+
+
+@dataclass(frozen=True)
+class Door:
+    """A doorway: its centre on the floor, the wall it opens (``axis`` "x": a wall at x = const,
+    "z": at z = const) and the indices of the two rooms it joins."""
+
+    x: float
+    z: float
+    axis: str
+    rooms: tuple[int, int]
+
+
+@dataclass
+class ApartmentLayout:
+    """The rooms and doors a procedural apartment was built from (``Scene.layout``), for task
+    logic that talks about them (InstructNav's instructions). One door per split wall, so the
+    rooms and doors form a tree."""
+
+    rooms: list[Room]
+    doors: list[Door]
+
+    def room_at(self, x: float, z: float) -> int | None:
+        """Index of the room whose floor holds (x, z), or None (outside, or on a wall line)."""
+        inside = [k for k, r in enumerate(self.rooms) if r.contains(x, z)]
+        return inside[0] if len(inside) == 1 else None
 
 
 def make_textures(rng: np.random.Generator, size: int = TEXTURE_SIZE) -> np.ndarray:
@@ -179,7 +212,30 @@ def generate_apartment(seed: int, config: ApartmentConfig | None = None) -> Scen
     for room in rooms:
         _furnish(builder, rng, room, doors, cfg)
     textures = make_textures(np.random.default_rng(seed + 7919))
-    return builder.build(textures=textures, floor_height=0.0)
+    scene = builder.build(textures=textures, floor_height=0.0)
+    scene.layout = ApartmentLayout(
+        rooms, [_door(rooms, x, z, split[0]) for (x, z), split in zip(doors, splits)]
+    )
+    return scene
+
+
+def _door(rooms: list[Room], x: float, z: float, axis: str) -> Door:
+    """The door at (x, z) in a wall on ``axis``, with the two rooms whose edges hold it."""
+    if axis == "x":
+        sides = [
+            k
+            for k, r in enumerate(rooms)
+            if np.isclose(x, (r.x0, r.x1)).any() and r.z0 <= z <= r.z1
+        ]
+    else:
+        sides = [
+            k
+            for k, r in enumerate(rooms)
+            if np.isclose(z, (r.z0, r.z1)).any() and r.x0 <= x <= r.x1
+        ]
+    if len(sides) != 2:
+        raise AssertionError(f"door at ({x:.2f}, {z:.2f}) joins {len(sides)} rooms, not 2")
+    return Door(float(x), float(z), axis, (sides[0], sides[1]))
 
 
 def _wall_box(axis: str, coord: float, a: float, b: float, y0: float, y1: float, t: float):
@@ -202,7 +258,7 @@ def _layout(rng: np.random.Generator, n_rooms: int, cfg: ApartmentConfig):
     aspect = rng.uniform(0.7, 1.4)
     width = max(smin, float(np.sqrt(area * aspect)))
     depth = max(smin, float(area / width))
-    rooms = [_Room(0.0, 0.0, width, depth)]
+    rooms = [Room(0.0, 0.0, width, depth)]
     splits: list[list] = []
     while len(rooms) < n_rooms:
         # Split the largest room that can still hold two rooms.
@@ -227,10 +283,10 @@ def _layout(rng: np.random.Generator, n_rooms: int, cfg: ApartmentConfig):
                 cut = lo0 + rng.uniform(min_part, span - min_part)
             cut = round(cut / 0.05) * 0.05
             if axis == "x":
-                a, b = _Room(r.x0, r.z0, cut, r.z1), _Room(cut, r.z0, r.x1, r.z1)
+                a, b = Room(r.x0, r.z0, cut, r.z1), Room(cut, r.z0, r.x1, r.z1)
                 split = ["x", cut, r.z0, r.z1, []]
             else:
-                a, b = _Room(r.x0, r.z0, r.x1, cut), _Room(r.x0, cut, r.x1, r.z1)
+                a, b = Room(r.x0, r.z0, r.x1, cut), Room(r.x0, cut, r.x1, r.z1)
                 split = ["z", cut, r.x0, r.x1, []]
             if corridor:
                 a.kind = "corridor"
@@ -254,11 +310,11 @@ def _layout(rng: np.random.Generator, n_rooms: int, cfg: ApartmentConfig):
     return rooms, [tuple(s) for s in splits]
 
 
-def _area(r: _Room) -> float:
+def _area(r: Room) -> float:
     return (r.x1 - r.x0) * (r.z1 - r.z0)
 
 
-def _furnish(builder: SceneBuilder, rng, room: _Room, doors, cfg: ApartmentConfig) -> None:
+def _furnish(builder: SceneBuilder, rng, room: Room, doors, cfg: ApartmentConfig) -> None:
     if room.kind == "corridor":
         candidates = ["plant", "cabinet"]
         n_items = int(rng.random() < 0.5 * cfg.clutter)

@@ -65,6 +65,9 @@ class Scene:
     textures: np.ndarray | None = None
     floor_height: float | None = None
     name: str = "scene"
+    # The procedural generator's rooms and doors (an ``apartment.ApartmentLayout``); None for
+    # scenes loaded from files.
+    layout: object | None = None
 
     def __post_init__(self) -> None:
         self.triangles = np.ascontiguousarray(self.triangles, dtype=np.float32)
