@@ -73,7 +73,24 @@ class ShortestPathFollower:
                 turn = TURN_LEFT if left >= right else TURN_RIGHT
                 self._plan = [turn] * (k - 1) + [MOVE_FORWARD]
                 return turn
+        # Pinned on a corner that no heading of the turn quantisation rounds in one step: step
+        # off it the way that loses least, then plan afresh from there.
+        best = max(
+            (k for k in range(-n + 1, n + 1) if self._moves(position, yaw + k * self.turn_angle)),
+            key=lambda k: (self._progress(position, yaw + k * self.turn_angle, here), -abs(k)),
+            default=0,
+        )
+        if best:
+            turn = TURN_LEFT if best > 0 else TURN_RIGHT
+            self._plan = [turn] * (abs(best) - 1) + [MOVE_FORWARD]
+            return turn
         return MOVE_FORWARD
+
+    def _moves(self, position: np.ndarray, yaw: float) -> bool:
+        """Whether a forward step facing ``yaw`` gets anywhere (half a step at least)."""
+        step = self.forward_step * np.array([-math.sin(yaw), 0.0, -math.cos(yaw)])
+        new, _ = self.grid.try_step(position, position + step, self.allow_sliding)
+        return float(np.hypot(*(new - position)[[0, 2]])) >= 0.5 * self.forward_step
 
     def _progress(self, position: np.ndarray, yaw: float, here: float) -> float:
         """Geodesic progress of one forward step from ``position`` facing ``yaw``."""
