@@ -14,10 +14,11 @@ Map of the package (one idea per module):
 - ``viewpoints``  ObjectNav view points (navigable, within 1 m, object visible)
 - ``geometry``    habitat's conventions: y up, quaternions ``[x, y, z, w]``, polar goals
 - ``dataset``     episodes: generation with habitat's rules, habitat ``.json.gz`` read/write
-- ``tasks``       PointNav and ObjectNav: observations, measures (Success, SPL, ...), reward
+- ``instructions`` InstructNav: route instructions from an apartment's rooms, doors and objects
+- ``tasks``       PointNav, ObjectNav, InstructNav: observations, measures (Success, SPL, ...), reward
 - ``sim``         ``NavSim``: scenes + renderer + N agents, the batched core of the envs;
                   ``generate_dataset`` writes a habitat episode file
-- ``env``         ``NavEnv`` (``pixelrl/PointNav-v0``, ``pixelrl/ObjectNav-v0``)
+- ``env``         ``NavEnv`` (``pixelrl/PointNav-v0``, ``pixelrl/ObjectNav-v0``, ``pixelrl/InstructNav-v0``)
 - ``vector_env``  ``NavVectorEnv``: a native ``gymnasium.vector.VectorEnv``, one renderer call a step
 - ``topdown``     the top-down map (occupancy, path, goal) as an image / PNG
 

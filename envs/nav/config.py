@@ -10,17 +10,18 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-TASKS = ("pointnav", "objectnav")
+TASKS = ("pointnav", "objectnav", "instructnav")
 SENSORS = ("rgb", "depth", "semantic")
 RENDERERS = ("raster", "embree")
 
 
 @dataclass
 class NavConfig:
-    """Options of ``pixelrl/PointNav-v0`` and ``pixelrl/ObjectNav-v0``.
+    """Options of ``pixelrl/PointNav-v0``, ``pixelrl/ObjectNav-v0`` and ``pixelrl/InstructNav-v0``.
 
-    Task: ``task`` ("pointnav" | "objectnav"), ``max_episode_steps`` (500), ``success_distance``
-    (None -> 0.2 m PointNav, 0.1 m ObjectNav), reward ``slack_reward`` and ``success_reward``.
+    Task: ``task`` ("pointnav" | "objectnav" | "instructnav"), ``max_episode_steps`` (500),
+    ``success_distance`` (None -> 0.2 m PointNav, 0.1 m ObjectNav, InstructNav: the goals'
+    ``radius`` in its dataset, else 1 m), reward ``slack_reward`` and ``success_reward``.
     Sensors: ``sensors`` (subset of rgb, depth, semantic), ``width`` x ``height`` px, ``hfov``
     degrees, ``sensor_height`` m, depth ``min_depth``/``max_depth`` m and ``normalize_depth``.
     Actions: ``forward_step`` m, ``turn_angle`` degrees (None -> 10 PointNav, 30 ObjectNav),
@@ -29,7 +30,9 @@ class NavConfig:
     ``shuffle``), ``scene_dir`` (where relative scene ids live), or generated on the fly in
     ``scenes`` (mesh paths) or ``num_scenes`` procedural apartments from ``scene_seed`` with
     generator knobs ``apartment`` (rooms, room_size, clutter, ...) and ``episode_rules``
-    (min_geodesic, max_geodesic, min_ratio). ``backend``: "embedded" or "habitat".
+    (min_geodesic, max_geodesic, min_ratio); InstructNav adds ``instruction_rules`` (``rooms``:
+    how many rooms the described route visits, see ``instructions.InstructionRules``).
+    ``backend``: "embedded" or "habitat".
     ``renderer`` (embedded backend): "raster" (numba z-buffer rasterizer, the fast default) or
     "embree" (one ray per pixel); both give the same pictures. ``render_threads``: its threads.
     """
@@ -63,6 +66,7 @@ class NavConfig:
     scene_seed: int = 0
     apartment: dict[str, Any] = field(default_factory=dict)
     episode_rules: dict[str, Any] = field(default_factory=dict)
+    instruction_rules: dict[str, Any] = field(default_factory=dict)
     render_threads: int | None = None
     renderer: str = "raster"
 
@@ -105,6 +109,10 @@ class NavConfig:
             raise ValueError(
                 f"NavConfig.turn_angle must be in (0, 180] degrees, got {self.turn_angle}"
             )
+        if self.instruction_rules and self.task != "instructnav":
+            raise ValueError(
+                f"option 'instruction_rules' is for task 'instructnav', not {self.task!r}"
+            )
         if self.num_scenes < 1:
             raise ValueError(f"NavConfig.num_scenes must be >= 1, got {self.num_scenes}")
 
@@ -120,4 +128,4 @@ class NavConfig:
     def success_radius(self) -> float:
         if self.success_distance is not None:
             return self.success_distance
-        return 0.2 if self.task == "pointnav" else 0.1
+        return {"pointnav": 0.2, "objectnav": 0.1, "instructnav": 1.0}[self.task]

@@ -6,7 +6,10 @@ File format (habitat-lab ``PointNavDatasetV1`` / ``ObjectNavDatasetV1``): a gzip
 PointNav; ObjectNav goals add ``object_id``, ``object_category`` and ``view_points``
 ``[{"agent_state": {"position", "rotation"}}]``), ``info.geodesic_distance`` and, for ObjectNav,
 ``object_category``. ObjectNav files that keep goals in a top-level ``goals_by_category`` are read
-too. Coordinates are y up, like habitat.
+too. Instruction episodes (habitat-lab ``VLNDatasetV1``, VLN-CE's R2R files) add ``instruction``
+``{"instruction_text", "instruction_tokens"}``, ``reference_path`` ``[[x, y, z], ...]`` and
+``trajectory_id``; their files carry ``instruction_vocab.word_list``, which the tokens index.
+Coordinates are y up, like habitat.
 
 Generator rules (habitat's ``generate_pointnav_episode``): start and goal on one island,
 geodesic distance within [min, max] (1-30 m), geodesic / euclidean ratio >= 1.1.
@@ -18,6 +21,7 @@ import gzip
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +46,15 @@ class NavGoal:
 
 
 @dataclass
+class Instruction:
+    """habitat's VLN ``InstructionData``: the words, and the tokens a file gave (indices into
+    its ``instruction_vocab``; written files tokenize afresh)."""
+
+    instruction_text: str
+    instruction_tokens: list | None = None
+
+
+@dataclass
 class NavEpisode:
     episode_id: str
     scene_id: str
@@ -50,6 +63,9 @@ class NavEpisode:
     goals: list[NavGoal]
     info: dict[str, Any] = field(default_factory=dict)
     object_category: str | None = None
+    instruction: Instruction | None = None  # instruction episodes (VLN) only
+    reference_path: np.ndarray | None = None  # (K, 3): the route the instruction describes
+    trajectory_id: int | str | None = None
 
     def goal_points(self) -> np.ndarray:
         """Points whose nearest is the target of DistanceToGoal: view points for ObjectNav
@@ -294,12 +310,36 @@ def episode_to_json(ep: NavEpisode) -> dict[str, Any]:
     }
     if ep.object_category is not None:
         out["object_category"] = ep.object_category
+    if ep.instruction is not None:
+        out["instruction"] = {"instruction_text": ep.instruction.instruction_text}
+        path = ep.reference_path if ep.reference_path is not None else np.zeros((0, 3))
+        out["reference_path"] = [[float(v) for v in p] for p in path]
+        out["trajectory_id"] = ep.trajectory_id if ep.trajectory_id is not None else ep.episode_id
     return out
 
 
+def tokenize(text: str) -> list[str]:
+    """Instruction words, by the rule of habitat's ``habitat.datasets.utils.tokenize``: lower
+    case, "'s" split off, commas and question marks dropped, split at runs of non-word characters
+    (which stay as tokens, like "."). (habitat passes ``keep=("'s")``, a string, so it splits off
+    every "'" and "s" alone; this keeps the "'s" it means.)"""
+    text = text.lower().replace("'s", " 's").replace(",", "").replace("?", "")
+    return [t.strip() for t in re.split(r"([^\w-]+)", text) if t.strip()]
+
+
 def save_episodes(path: str | os.PathLike, episodes: list[NavEpisode]) -> None:
-    """Write habitat's gzip JSON (``{"episodes": [...]}``)."""
-    data = {"episodes": [episode_to_json(e) for e in episodes]}
+    """Write habitat's gzip JSON (``{"episodes": [...]}``); instruction episodes also get
+    ``instruction_tokens`` and the file's ``instruction_vocab``, as VLN-CE's R2R files."""
+    data: dict[str, Any] = {"episodes": [episode_to_json(e) for e in episodes]}
+    texts = [e["instruction"]["instruction_text"] for e in data["episodes"] if "instruction" in e]
+    if texts:
+        words = ["<pad>", "<unk>"] + sorted({t for text in texts for t in tokenize(text)})
+        index = {w: k for k, w in enumerate(words)}
+        for e in data["episodes"]:
+            if "instruction" in e:
+                tokens = tokenize(e["instruction"]["instruction_text"])
+                e["instruction"]["instruction_tokens"] = [index[t] for t in tokens]
+        data["instruction_vocab"] = {"word_list": words}
     with gzip.open(path, "wt", encoding="utf-8") as f:
         json.dump(data, f)
 
@@ -313,7 +353,7 @@ def load_episodes(path: str | os.PathLike) -> list[NavEpisode]:
         opener = gzip.open if path.endswith(".gz") else open
         with opener(path, "rt", encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as e:  # EOF: cut gzip
         raise EpisodeFileError(f"{path}: not a gzip JSON episode file ({e})") from e
     if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
         raise EpisodeFileError(f"{path}: field 'episodes' missing or not a list")
@@ -383,4 +423,31 @@ def _episode_from_json(path: str, i: int, e: Any, by_category: dict) -> NavEpiso
         goals=goals,
         info=dict(info),
         object_category=category,
+        instruction=_instruction_from_json(path, where, e.get("instruction")),
+        reference_path=_reference_path_from_json(path, where, e.get("reference_path")),
+        trajectory_id=e.get("trajectory_id"),
     )
+
+
+def _instruction_from_json(path: str, where: str, value: Any) -> Instruction | None:
+    if value is None:
+        return None
+    text = value.get("instruction_text") if isinstance(value, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        raise EpisodeFileError(
+            f"{path}: {where}.instruction must be an object with a non-empty 'instruction_text'"
+        )
+    tokens = value.get("instruction_tokens")
+    if tokens is not None and not isinstance(tokens, list):
+        raise EpisodeFileError(f"{path}: {where}.instruction.instruction_tokens must be a list")
+    return Instruction(text, tokens)
+
+
+def _reference_path_from_json(path: str, where: str, value: Any) -> np.ndarray | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise EpisodeFileError(f"{path}: {where}.reference_path must be a list of [x, y, z]")
+    points = [_vec(path, f"{where}.reference_path[{k}]", p, 3) for k, p in enumerate(value)]
+    return np.stack(points) if points else np.zeros((0, 3))
+

@@ -1,12 +1,13 @@
-"""``NavEnv``: habitat-style PointNav / ObjectNav as a ``gymnasium.Env``.
+"""``NavEnv``: habitat-style PointNav / ObjectNav / InstructNav as a ``gymnasium.Env``.
 
 Observations (``Dict``): ``rgb`` uint8 HxWx3, ``depth`` float32 HxWx1 metres (clipped,
 optionally normalised), ``semantic`` int32 HxWx1 instance ids where asked; PointNav adds
 ``pointgoal_with_gps_compass`` (rho, phi) -- phi positive to the left; ObjectNav adds
 ``objectgoal`` (index into ``OBJECTNAV_CATEGORIES``), ``gps`` ([forward, right] m from the start)
-and ``compass`` (radians from the start heading). Actions ``Discrete(4)``: 0 stop,
-1 move_forward, 2 turn_left, 3 turn_right. The episode terminates on stop, truncates after
-``max_episode_steps``. ``info`` carries the measures (distance_to_goal, success, spl, softspl,
+and ``compass`` (radians from the start heading); InstructNav has ``instruction`` (``Text``, the
+route in words, see :mod:`pixelrl.envs.nav.instructions`) with ObjectNav's ``gps`` and
+``compass``. Actions ``Discrete(4)``: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right. The
+episode terminates on stop, truncates after ``max_episode_steps``. ``info`` carries the measures (distance_to_goal, success, spl, softspl,
 path_length, collisions, num_steps) plus episode_id, scene_id and collided.
 
 Reset options: ``{"episode_index": k}`` (dataset episode k) or ``{"episode": NavEpisode}``.
@@ -168,4 +169,15 @@ def make_objectnav(render_mode: str | None = None, **options: Any) -> gym.Env:
         raise ValueError("option 'task' is fixed by the env id (pixelrl/ObjectNav-v0)")
     return make_nav_env(
         "objectnav", render_mode=render_mode, _env_id="pixelrl/ObjectNav-v0", **options
+    )
+
+
+def make_instructnav(render_mode: str | None = None, **options: Any) -> gym.Env:
+    """``pixelrl/InstructNav-v0`` (embedded simulator only)."""
+    if "task" in options:
+        raise ValueError("option 'task' is fixed by the env id (pixelrl/InstructNav-v0)")
+    if options.get("backend", "embedded") != "embedded":
+        raise ValueError("pixelrl/InstructNav-v0 runs on the embedded simulator only")
+    return make_nav_env(
+        "instructnav", render_mode=render_mode, _env_id="pixelrl/InstructNav-v0", **options
     )

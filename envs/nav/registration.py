@@ -19,3 +19,9 @@ register(
     "ObjectNav (habitat-style): RGB-D + objectgoal/gps/compass, embedded Embree simulator or backend='habitat'",
     vector_entry_point="pixelrl.envs.nav.vector_env:make_objectnav_vector",
 )
+register(
+    "pixelrl/InstructNav-v0",
+    "pixelrl.envs.nav.env:make_instructnav",
+    "InstructNav (VLN-CE-style): RGB-D + instruction text + gps/compass, route instructions from procedural apartments",
+    vector_entry_point="pixelrl.envs.nav.vector_env:make_instructnav_vector",
+)

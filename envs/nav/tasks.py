@@ -1,4 +1,6 @@
-"""PointNav and ObjectNav for one agent: its state, actions, task sensors, measures, reward.
+"""PointNav, ObjectNav and InstructNav for one agent: its state, actions, task sensors, measures,
+reward. InstructNav's goal is a point (beside the described object) with ObjectNav's gps and
+compass; its goal sensor is the ``instruction`` text.
 
 Measures (habitat's definitions): DistanceToGoal = geodesic distance to the nearest goal (view
 point for ObjectNav); Success = ``stop`` called with DistanceToGoal < success distance;
@@ -23,6 +25,7 @@ from pixelrl.envs.nav.geometry import (
     polar_goal,
     quaternion_to_yaw,
 )
+from pixelrl.envs.nav.instructions import instruction_observation
 from pixelrl.envs.nav.navgrid import NavGrid
 from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
 
@@ -132,13 +135,19 @@ class NavEpisodeState:
             "num_steps": float(self.steps),
         }
 
-    def task_observations(self) -> dict[str, np.ndarray]:
+    def task_observations(self) -> dict[str, np.ndarray | str]:
         if self.cfg.task == "pointnav":
             rho, phi = polar_goal(self.position, self.yaw, self.episode.goals[0].position)
             return {"pointgoal_with_gps_compass": np.array([rho, phi], dtype=np.float32)}
-        category = self.episode.object_category or self.episode.goals[0].object_category
+        if self.cfg.task == "instructnav":
+            text = instruction_observation(self.episode.instruction.instruction_text)
+            goal: dict[str, np.ndarray | str] = {"instruction": text}
+        else:
+            category = self.episode.object_category or self.episode.goals[0].object_category
+            index = OBJECTNAV_CATEGORIES.index(category)
+            goal = {"objectgoal": np.array([index], dtype=np.int64)}
         return {
-            "objectgoal": np.array([OBJECTNAV_CATEGORIES.index(category)], dtype=np.int64),
+            **goal,
             "gps": episodic_gps(self.position, self.start_position, self.start_yaw),
             "compass": episodic_compass(self.yaw, self.start_yaw),
         }

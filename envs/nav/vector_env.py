@@ -156,3 +156,8 @@ def make_pointnav_vector(num_envs: int, **options: Any) -> NavVectorEnv:
 def make_objectnav_vector(num_envs: int, **options: Any) -> NavVectorEnv:
     """Vector entry point of ``pixelrl/ObjectNav-v0``."""
     return NavVectorEnv(num_envs, task="objectnav", **options)
+
+
+def make_instructnav_vector(num_envs: int, **options: Any) -> NavVectorEnv:
+    """Vector entry point of ``pixelrl/InstructNav-v0`` (``instruction``: a tuple of texts)."""
+    return NavVectorEnv(num_envs, task="instructnav", **options)
