@@ -35,8 +35,14 @@ EPISODE_SOURCE_OPTIONS = (
     "num_scenes",
     "scene_seed",
     "episode_rules",
+    "instruction_rules",
     "shuffle",
 )
+TASK_ENV_IDS = {
+    "pointnav": "pixelrl/PointNav-v0",
+    "objectnav": "pixelrl/ObjectNav-v0",
+    "instructnav": "pixelrl/InstructNav-v0",
+}
 
 
 def mean_ci(values: list[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
@@ -55,7 +61,9 @@ def mean_ci(values: list[float] | np.ndarray, confidence: float = 0.95) -> tuple
 class Benchmark:
     """Evaluate agents over an episode dataset with the embedded simulator (module doc)."""
 
-    def __init__(self, dataset: str | Path, task: str = "pointnav", **env_options: Any):
+    def __init__(self, dataset: str | Path, task: str | None = None, **env_options: Any):
+        """``task``: one of ``TASK_ENV_IDS``; by default "instructnav" when the dataset's episodes
+        carry instructions, else "pointnav"."""
         import gymnasium as gym
 
         import pixelrl.envs  # noqa: F401  (registers the ids)
@@ -65,10 +73,13 @@ class Benchmark:
         if not dataset.is_file():
             raise FileNotFoundError(f"episode dataset not found: {dataset}")
         self.dataset = dataset
-        self.num_dataset_episodes = len(load_episodes(dataset))
-        env_id = {"pointnav": "pixelrl/PointNav-v0", "objectnav": "pixelrl/ObjectNav-v0"}.get(task)
+        episodes = load_episodes(dataset)
+        self.num_dataset_episodes = len(episodes)
+        if task is None:
+            task = "instructnav" if any(e.instruction for e in episodes) else "pointnav"
+        env_id = TASK_ENV_IDS.get(task)
         if env_id is None:
-            raise ValueError(f"task must be 'pointnav' or 'objectnav', got {task!r}")
+            raise ValueError(f"task must be one of {', '.join(TASK_ENV_IDS)}, got {task!r}")
         options = {k: v for k, v in env_options.items() if k not in EPISODE_SOURCE_OPTIONS}
         self.env = gym.make(env_id, dataset_path=str(dataset), **options)
         self.env_id = env_id
@@ -212,13 +223,13 @@ def make_agent(
 
         cfg = load_checkpoint(checkpoint)["config"]
         options.update(cfg["env"]["kwargs"])
-        task = task or {"pixelrl/ObjectNav-v0": "objectnav"}.get(cfg["env"]["id"], "pointnav")
+        task = task or {v: k for k, v in TASK_ENV_IDS.items()}.get(cfg["env"]["id"])
     else:
         options.update(sensors=["depth"], width=32, height=32)
     options.update(env_options)
     if scene_dir is not None:
         options["scene_dir"] = scene_dir
-    bench = Benchmark(dataset, task=task or "pointnav", **options)
+    bench = Benchmark(dataset, task=task, **options)
     if kind == "checkpoint":
         agent = PolicyAgent.from_checkpoint(
             checkpoint,
