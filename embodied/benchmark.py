@@ -12,8 +12,13 @@
 {"episode_index": k})``); for each: ``agent.reset()``, then ``agent.act(obs)`` until the episode
 ends (stop or the step limit). Measures are the env's, habitat's definitions: Success, SPL,
 SoftSPL, DistanceToGoal (plus path length, collisions, steps). Confidence intervals are
-Student-t intervals of the mean over episodes. With ``output_dir`` it writes ``episodes.csv``
-(one row per episode) and ``paths.png`` (top-down maps of the first episodes' paths).
+Student-t intervals of the mean over episodes, cut to the range a measure can take (Success and
+SPL lie in [0, 1]). An episode that cannot be measured (its start cannot reach its goal in the
+scene, or a measure comes out infinite) is kept in ``episodes.csv`` with its ``reason`` and left
+out of the means, and the table says so: a table never shows ``inf`` or ``nan``. With
+``output_dir`` it writes ``episodes.csv`` (one row per episode) and ``paths.png`` (top-down maps
+of the first episodes' paths, with a legend). :func:`comparison_table` puts several agents' runs
+side by side, one named row each (``pixelrl bench nav --agent A --agent B``).
 """
 
 from __future__ import annotations
@@ -27,10 +32,11 @@ import numpy as np
 
 MEASURES = ("success", "spl", "softspl", "distance_to_goal")
 EXTRA = ("path_length", "collisions", "num_steps")
-# env options that choose where episodes come from: a benchmark always uses its dataset.
-# (``apartment`` stays: procedural scene ids name only the seed, the generator knobs rebuild them.)
+# env options that choose where episodes come from: a benchmark always uses its dataset (whose
+# procedural scene ids carry their generator options, ``apartment`` included).
 EPISODE_SOURCE_OPTIONS = (
     "dataset_path",
+    "apartment",
     "scenes",
     "num_scenes",
     "scene_seed",
@@ -43,6 +49,16 @@ TASK_ENV_IDS = {
     "objectnav": "pixelrl/ObjectNav-v0",
     "instructnav": "pixelrl/InstructNav-v0",
 }
+
+
+# The values a measure can take: confidence intervals are cut to them.
+BOUNDS = {"success": (0.0, 1.0), "spl": (0.0, 1.0), "softspl": (0.0, 1.0)}
+
+
+def interval(measure: str, mean: float, half: float) -> tuple[float, float]:
+    """The 95% interval ``mean ± half``, cut to the measure's range (never below 0)."""
+    lo, hi = BOUNDS.get(measure, (0.0, math.inf))
+    return max(lo, mean - half), min(hi, mean + half)
 
 
 def mean_ci(values: list[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
@@ -109,14 +125,15 @@ class Benchmark:
         for k in tqdm(range(n), desc="episodes", unit="ep", disable=not progress):
             agent.reset()
             obs, info = self.env.reset(seed=seed if k == 0 else None, options={"episode_index": k})
-            while True:
+            state = self.env.unwrapped.state
+            reason = _unmeasurable(float(state.start_distance), info.get("distance_to_goal"))
+            while reason is None:  # an episode that cannot be measured is not played
                 action = agent.act(obs)
                 if isinstance(action, dict):  # habitat agents return {"action": a}
                     action = action["action"]
                 obs, _, terminated, truncated, info = self.env.step(int(action))
                 if terminated or truncated:
                     break
-            state = self.env.unwrapped.state
             row = {
                 "episode": k,
                 "episode_id": info.get("episode_id"),
@@ -124,9 +141,11 @@ class Benchmark:
             }
             row["start_geodesic"] = float(state.start_distance)
             row.update({m: float(info[m]) for m in MEASURES + EXTRA if m in info})
-            # a start the simulator cannot connect to its goal has no defined SPL: keep the row,
-            # leave it out of the means and say so in the table
-            row["valid"] = bool(np.isfinite(row["start_geodesic"]) and row["start_geodesic"] > 0)
+            if reason is None:
+                bad = [m for m in MEASURES + EXTRA if m in row and not np.isfinite(row[m])]
+                reason = f"{', '.join(bad)} not finite at the end" if bad else None
+            # kept in the CSV with its reason, left out of the means, named under the table
+            row["valid"], row["reason"] = reason is None, reason or ""
             self.rows.append(row)
             if len(maps) < num_path_plots:
                 maps.append((row, self.env.unwrapped.topdown(scale=3)))
@@ -142,19 +161,28 @@ class Benchmark:
         return {m: mean for m, (mean, _) in self.summary.items()}
 
     def table(self) -> str:
-        """The summary as a text table: measure, mean, 95% CI."""
+        """The summary as a text table: measure, mean, 95% CI (cut to the measure's range)."""
         valid = sum(r["valid"] for r in self.rows)
         lines = [
             f"{'measure':<18}{'mean':>10}{'95% CI':>22}   ({valid} episodes, {self.dataset.name})"
         ]
         for m, (mean, half) in self.summary.items():
-            lines.append(f"{m:<18}{mean:>10.3f}{f'[{mean - half:.3f}, {mean + half:.3f}]':>22}")
-        if valid < len(self.rows):
-            bad = [str(r["episode_id"]) for r in self.rows if not r["valid"]]
-            lines.append(
-                f"left out {len(bad)} episode(s) whose start cannot reach the goal: {', '.join(bad)}"
-            )
+            lo, hi = interval(m, mean, half)
+            lines.append(f"{m:<18}{mean:>10.3f}{f'[{lo:.3f}, {hi:.3f}]':>22}")
+        lines += self.unmeasured()
         return "\n".join(lines)
+
+    def unmeasured(self) -> list[str]:
+        """One line per reason some episodes could not be measured (none: no lines)."""
+        reasons: dict[str, list[str]] = {}
+        for r in self.rows:
+            if not r["valid"]:
+                reasons.setdefault(r["reason"], []).append(str(r["episode_id"]))
+        return [
+            f"not measured, {len(ids)} episode(s) ({', '.join(ids[:10])}"
+            f"{', ...' if len(ids) > 10 else ''}): {reason}"
+            for reason, ids in reasons.items()
+        ]
 
     def write_csv(self, path: str | Path) -> Path:
         path = Path(path)
@@ -165,9 +193,10 @@ class Benchmark:
             writer.writerows(self.rows)
         return path
 
-    @staticmethod
-    def plot_paths(maps: list[tuple[dict[str, Any], np.ndarray]], path: str | Path) -> Path:
-        """A grid of top-down maps, each titled with its episode's Success and SPL."""
+    def plot_paths(self, maps: list[tuple[dict[str, Any], np.ndarray]], path: str | Path) -> Path:
+        """A grid of top-down maps, each titled with its episode's Success and SPL, and a legend
+        of the map's colours."""
+        objectnav = self.env_id == TASK_ENV_IDS["objectnav"]
         import matplotlib
 
         matplotlib.use("Agg")
@@ -180,12 +209,24 @@ class Benchmark:
             ax.axis("off")
         for ax, (row, image) in zip(axes.flat, maps):
             ax.imshow(image)
+            if not row["valid"]:
+                ax.text(0.5, 0.5, f"not measured:\n{row['reason']}", transform=ax.transAxes,
+                        ha="center", va="center", fontsize=8, color="darkred", wrap=True)  # fmt: skip
             ax.set_title(
                 f"ep {row['episode_id']}: S={row.get('success', 0):.0f} SPL={row.get('spl', 0):.2f}\n"
                 f"d_goal={row.get('distance_to_goal', 0):.2f} m, {int(row.get('num_steps', 0))} steps",
                 fontsize=9,
             )
-        fig.tight_layout()
+        from matplotlib.patches import Patch
+
+        from pixelrl.envs.nav.topdown import COLORS
+
+        shown = [name for name in COLORS if "ObjectNav" not in name or objectnav]
+        handles = [
+            Patch(facecolor=np.array(COLORS[n]) / 255, edgecolor="0.4", label=n) for n in shown
+        ]
+        fig.legend(handles=handles, loc="lower center", ncol=min(4, len(handles)), fontsize=8)
+        fig.tight_layout(rect=(0, 0.9 / (4.2 * rows), 1, 1))
         fig.savefig(path, dpi=90)
         plt.close(fig)
         return Path(path)
@@ -194,21 +235,63 @@ class Benchmark:
         self.env.close()
 
 
-def make_agent(
-    kind: str,
-    dataset: str | Path,
-    checkpoint: str | None = None,
-    task: str | None = None,
-    seed: int = 0,
-    deterministic: bool = False,
-    scene_dir: str | None = None,
-    **env_options: Any,
-) -> tuple[Benchmark, Any]:
-    """A benchmark for ``dataset`` and the agent ``kind`` (the ``pixelrl bench nav`` choices).
+def _unmeasurable(start_geodesic: float, distance_to_goal: float | None) -> str | None:
+    """Why an episode cannot be measured from its start, or None: SPL needs a finite, positive
+    start distance (l), DistanceToGoal a goal the start can reach."""
+    if not np.isfinite(start_geodesic) or start_geodesic <= 0:
+        return f"start geodesic distance {start_geodesic} (SPL needs a finite l > 0)"
+    if distance_to_goal is None or not np.isfinite(distance_to_goal):
+        return "the start cannot reach the goal in this scene (DistanceToGoal is infinite)"
+    return None
 
-    A checkpoint agent's env gets the checkpoint's sensor options (resolution, sensors, ...);
-    the scripted agents need no images and use small depth frames.
-    """
+
+def comparison_table(benches: dict[str, Benchmark], measures: tuple[str, ...] = MEASURES) -> str:
+    """Several agents' runs side by side: one row per agent (by name), a column per measure
+    (mean and 95% interval), then the episodes each could not measure."""
+    width = max(12, *(len(name) for name in benches))
+    cells = {m: max(len(m), 21) for m in measures}
+    lines = [f"{'agent':<{width}}" + "".join(f"  {m:>{cells[m]}}" for m in measures) + "  episodes"]
+    notes = []
+    for name, bench in benches.items():
+        row = f"{name:<{width}}"
+        for m in measures:
+            if m in bench.summary:
+                mean, half = bench.summary[m]
+                lo, hi = interval(m, mean, half)
+                row += f"  {f'{mean:.3f} [{lo:.3f}, {hi:.3f}]':>{cells[m]}}"
+            else:
+                row += f"  {'-':>{cells[m]}}"
+        valid = sum(r["valid"] for r in bench.rows)
+        lines.append(row + f"  {valid}/{len(bench.rows)}")
+        notes += [f"{name}: {line}" for line in bench.unmeasured()]
+    return "\n".join(lines + notes)
+
+
+# ``pixelrl bench nav --agent KIND [PATH]``: the agent kinds, and the ones that take a PATH.
+# A new kind is a name here and a branch in agent_env_options (if it needs its own env options)
+# and in build_agent.
+AGENT_KINDS = ("checkpoint", "expert", "random", "forward-only", "stop")
+PATH_KINDS = ("checkpoint",)
+# Agents that do not look still need an env that renders something: small depth frames.
+BLIND_OPTIONS = {"sensors": ["depth"], "width": 32, "height": 32}
+
+
+def agent_env_options(kind: str, path: str | None = None) -> tuple[dict[str, Any], str | None]:
+    """The env options and task (None: from the dataset) an agent of ``kind`` needs: a
+    checkpoint's own (the sensors and resolution it learned on), else :data:`BLIND_OPTIONS`."""
+    if kind == "checkpoint":
+        from pixelrl.checkpoint import load_checkpoint
+
+        cfg = load_checkpoint(path)["config"]
+        task = {v: k for k, v in TASK_ENV_IDS.items()}.get(cfg["env"]["id"])
+        return dict(cfg["env"]["kwargs"]), task
+    return dict(BLIND_OPTIONS), None
+
+
+def build_agent(
+    kind: str, env: Any, path: str | None = None, seed: int = 0, deterministic: bool = False
+) -> Any:
+    """The agent of ``kind`` acting in ``env`` (a :class:`Benchmark`'s env)."""
     from pixelrl.embodied.agents import (
         ExpertAgent,
         ForwardOnlyAgent,
@@ -217,35 +300,48 @@ def make_agent(
         StopAgent,
     )
 
-    options: dict[str, Any] = {}
     if kind == "checkpoint":
-        from pixelrl.checkpoint import load_checkpoint
+        return PolicyAgent.from_checkpoint(
+            path, env.observation_space, env.action_space, deterministic=deterministic, seed=seed
+        )
+    if kind == "expert":
+        return ExpertAgent(env)
+    if kind == "random":
+        return RandomAgent(seed)
+    if kind == "forward-only":
+        return ForwardOnlyAgent()
+    if kind == "stop":
+        return StopAgent()
+    raise ValueError(f"unknown agent kind {kind!r}; kinds: {', '.join(AGENT_KINDS)}")
 
-        cfg = load_checkpoint(checkpoint)["config"]
-        options.update(cfg["env"]["kwargs"])
-        task = task or {v: k for k, v in TASK_ENV_IDS.items()}.get(cfg["env"]["id"])
-    else:
-        options.update(sensors=["depth"], width=32, height=32)
+
+def make_agent(
+    kind: str,
+    dataset: str | Path,
+    path: str | None = None,
+    task: str | None = None,
+    seed: int = 0,
+    deterministic: bool = False,
+    scene_dir: str | None = None,
+    checkpoint: str | None = None,
+    **env_options: Any,
+) -> tuple[Benchmark, Any]:
+    """A benchmark for ``dataset`` and the agent ``kind`` (the ``pixelrl bench nav`` choices;
+    ``path`` for the :data:`PATH_KINDS`, ``checkpoint`` is its old name). ``env_options``
+    override the agent's (:func:`agent_env_options`)."""
+    path = path if path is not None else checkpoint
+    if kind not in AGENT_KINDS:
+        raise ValueError(f"unknown agent kind {kind!r}; kinds: {', '.join(AGENT_KINDS)}")
+    if (kind in PATH_KINDS) != (path is not None):
+        raise ValueError(f"agent {kind!r} {'needs' if kind in PATH_KINDS else 'takes no'} path")
+    options, agent_task = agent_env_options(kind, path)
     options.update(env_options)
     if scene_dir is not None:
         options["scene_dir"] = scene_dir
-    bench = Benchmark(dataset, task=task, **options)
-    if kind == "checkpoint":
-        agent = PolicyAgent.from_checkpoint(
-            checkpoint,
-            bench.env.observation_space,
-            bench.env.action_space,
-            deterministic=deterministic,
-            seed=seed,
-        )
-    elif kind == "expert":
-        agent = ExpertAgent(bench.env)
-    elif kind == "random":
-        agent = RandomAgent(seed)
-    elif kind == "forward-only":
-        agent = ForwardOnlyAgent()
-    elif kind == "stop":
-        agent = StopAgent()
-    else:
-        raise ValueError(f"unknown agent kind {kind!r}")
+    bench = Benchmark(dataset, task=task or agent_task, **options)
+    try:
+        agent = build_agent(kind, bench.env, path, seed, deterministic)
+    except BaseException:
+        bench.close()
+        raise
     return bench, agent

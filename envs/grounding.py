@@ -102,6 +102,9 @@ def export_grounding(
     from pixelrl.envs.recording.writer import DatasetWriter
 
     env = gymnasium.make(env_id, **(env_kwargs or {}))
+    if not hasattr(env.unwrapped, "screen_size"):
+        env.close()
+        raise ValueError(f"{env_id} is not a GUI env (no screen); grounding needs one")
     counts = {"screens": 0, "samples": 0}
     writer = None
     try:
@@ -141,18 +144,39 @@ def export_grounding(
     return counts
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """The command line; a mistake (unknown env id, bad count, an env option or dataset folder
+    it refuses) is one ``error:`` line and exit status 2, like ``pixelrl``'s verbs."""
+    parser = argparse.ArgumentParser(
+        prog="python -m pixelrl.envs.grounding", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("env_id", help="a pixelrl GUI env id, e.g. pixelrl/MiniWoB-click-button-v0")
     parser.add_argument("root", help="a new dataset folder")
-    parser.add_argument("--seeds", type=int, default=10, help="screens to export (seeds 0..N-1)")
-    parser.add_argument("--max-per-screen", type=int, default=16)
+    parser.add_argument("--seeds", type=_count, default=10, help="screens to export (seeds 0..N-1)")
+    parser.add_argument("--max-per-screen", type=_count, default=16)
     args = parser.parse_args(argv)
     import pixelrl.envs  # noqa: F401  (registers the ids)
+    from pixelrl.envs.registry import unknown_env_message
 
-    counts = export_grounding(
-        args.env_id, args.root, range(args.seeds), max_per_screen=args.max_per_screen
-    )
+    problem = unknown_env_message(args.env_id)
+    if problem:
+        parser.error(problem)
+    try:
+        counts = export_grounding(
+            args.env_id, args.root, range(args.seeds), max_per_screen=args.max_per_screen
+        )
+    except ValueError as e:  # DatasetError (a folder that holds data), not a GUI env
+        parser.error(str(e))
     print(f"{'env':<40} {'screens':>8} {'samples':>8}")
     print(f"{args.env_id:<40} {counts['screens']:>8} {counts['samples']:>8}")
 

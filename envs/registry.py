@@ -28,3 +28,21 @@ def register(env_id: str, entry_point: str, description: str, **kwargs: Any) -> 
 def list_envs() -> list[tuple[str, str]]:
     """Every registered pixelrl env id with its one-line description, sorted by id."""
     return sorted(DESCRIPTIONS.items())
+
+
+def unknown_env_message(env_id: str) -> str | None:
+    """None if ``env_id`` is registered (``import pixelrl.envs`` first); else one line saying it
+    is not, with the nearest registered ids (a missing ``pixelrl/`` prefix, a misspelled name, a
+    version that does not exist). Callers raise their own error type with it."""
+    import difflib
+
+    ids = list(gymnasium.registry)
+    if env_id in ids:
+        return None
+    near = [f"{NAMESPACE}/{env_id}"] if f"{NAMESPACE}/{env_id}" in ids else []
+    near += difflib.get_close_matches(env_id, ids, n=3, cutoff=0.75)
+    if not near:  # the same name at another version (pixelrl/PointNav-v9 -> -v0)
+        base = env_id.rsplit("-v", 1)[0]
+        near = [i for i in ids if i.rsplit("-v", 1)[0] == base]
+    hint = f"; did you mean {', '.join(dict.fromkeys(near))}?" if near else ""
+    return f"unknown env id {env_id!r}{hint} (`pixelrl envs` lists them)"

@@ -115,8 +115,16 @@ def is_model_folder(path: str | Path) -> bool:
 
 
 def load_agent(path: str | Path):
-    """A :class:`VLMAgent` for ``tiny-<family>``, a model folder or a hub name with a ``/`` that is
-    not a local path; a :class:`PointerAgent` for a pixelrl checkpoint."""
+    """A :class:`VLMAgent` for ``tiny-<family>``, a model folder or a hub id ``org/name``
+    (:func:`pixelrl.checkpoint.is_hub_id`); a :class:`PointerAgent` for a pixelrl checkpoint.
+    Any other path that does not exist is a :class:`~pixelrl.checkpoint.CheckpointError` at
+    once (the hub is not asked for it)."""
+    from pixelrl.checkpoint import (
+        CheckpointError,
+        check_hub_model,
+        is_hub_id,
+        missing_path_message,
+    )
     from pixelrl.vision.vlm import load_vlm
 
     text = str(path)
@@ -125,4 +133,7 @@ def load_agent(path: str | Path):
     p = Path(text)
     if p.exists():
         return PointerAgent.from_checkpoint(p)
+    if not is_hub_id(text):
+        raise CheckpointError(missing_path_message(text))
+    check_hub_model(text)
     return VLMAgent(load_vlm(text))  # a transformers name (offline: from the local cache)

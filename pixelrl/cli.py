@@ -3,6 +3,12 @@
 Each command module exposes ``add_parser(subparsers)``, which adds its parser and sets
 ``func`` (called with the parsed arguments, returning an exit code). Command modules import
 heavy libraries inside ``func`` so that ``pixelrl --help`` stays instant.
+
+One error contract for every verb: a user mistake ends in one line ``pixelrl VERB: error: ...``
+on stderr and exit status 2. Counts and sizes are checked while parsing
+(:mod:`pixelrl.commands.args`); later mistakes surface as :class:`UsageError` or as one of the
+library's own error types (:data:`USER_ERRORS`). Anything else is a bug and keeps its traceback;
+``--debug`` (anywhere on the line) shows the traceback of a user mistake too.
 """
 
 from __future__ import annotations
@@ -10,9 +16,34 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Sequence
 
 # Order here is the order in `pixelrl --help`.
 COMMANDS = ["envs", "train", "bench", "record", "replay", "view", "demo", "eval"]
+
+# The library's error types for bad input (by qualified name, so nothing is imported for them):
+# raised from a command, each is a user mistake, reported in one line.
+USER_ERRORS = frozenset(
+    {
+        "pixelrl.cli.UsageError",
+        "pixelrl.config.ConfigError",
+        "pixelrl.checkpoint.CheckpointError",
+        "pixelrl.envs.actions.ActionError",
+        "pixelrl.envs.recording.format.DatasetError",
+        "pixelrl.envs.nav.dataset.EpisodeFileError",
+        "pixelrl.envs.nav.mesh_io.SceneFileError",
+        "pixelrl.envs.x11.tasks.TaskError",
+    }
+)
+
+
+class UsageError(Exception):
+    """A mistake in how a command was called, found after parsing (a missing file, an option
+    the env does not take, ...): the command's one-line error, exit status 2."""
+
+
+def is_user_error(error: BaseException) -> bool:
+    return any(f"{c.__module__}.{c.__qualname__}" in USER_ERRORS for c in type(error).__mro__)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,19 +51,41 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pixelrl",
         description="Train and evaluate agents that act from pixels (GUI and embodied).",
     )
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of a user mistake too"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"pixelrl.commands.{name}").add_parser(subparsers)
+    for sub in subparsers.choices.values():  # the name in error lines ("pixelrl record")
+        sub.set_defaults(prog=sub.prog)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug anywhere before "--" (users add it at the end of the line that failed)
+    end = argv.index("--") if "--" in argv else len(argv)
+    debug = "--debug" in argv[:end]
+    argv = [a for i, a in enumerate(argv) if not (a == "--debug" and i < end)]
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print(f"\n{args.prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if debug or not is_user_error(e):
+            raise
+        message = " ".join(str(e).split()) or type(e).__name__  # one line, whatever the error
+        print(f"{args.prog}: error: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ Rules (so that a typo never silently trains the wrong thing):
 - A mapping that is empty in the defaults (``kwargs: {}``) is *open*: any key may go in it
   (used for keyword arguments passed straight to an env or a model).
 - Override values are parsed as YAML (``a.b=3`` is an int, ``a.b=[1,2]`` a list, ``a.b=null`` None).
+- A key whose current value is a number takes only a number (or null), a boolean only a boolean:
+  ``ppo.lr=abc`` is an error here, not a crash inside the optimizer after the envs are built.
+  :func:`check_ranges` checks the signs of numbers a consumer needs positive.
 """
 
 from __future__ import annotations
@@ -186,10 +189,44 @@ def _update(
         if key not in node and not is_open:
             raise ConfigError(_unknown_key_message(path, root, source))
         child_open = is_open or path in open_paths
+        if key in node:
+            _check_type(path, node[key], value, source)
         if isinstance(node.get(key), Mapping) and isinstance(value, Mapping):
             _update(node[key], value, source, open_paths, root, path + ".", child_open)
         else:
             node[key] = _wrap(copy.deepcopy(value))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_type(path: str, current: Any, value: Any, source: str) -> None:
+    """A number stays a number and a boolean a boolean (either may become null)."""
+    if value is None or current is None:
+        return
+    if _is_number(current) and not _is_number(value):
+        raise ConfigError(
+            f"{path} must be a number (like its default {current!r}), got {value!r} (in {source})"
+        )
+    if isinstance(current, bool) and not isinstance(value, bool):
+        raise ConfigError(f"{path} must be true or false, got {value!r} (in {source})")
+
+
+def check_ranges(
+    cfg: Mapping[str, Any], positive: Iterable[str] = (), non_negative: Iterable[str] = ()
+) -> None:
+    """:class:`ConfigError` naming the first dotted key of ``positive`` that is not > 0, or of
+    ``non_negative`` that is < 0 (keys the config lacks, or sets to null, are skipped)."""
+    rules = [(path, "> 0") for path in positive] + [(path, ">= 0") for path in non_negative]
+    for path, want in rules:
+        value: Any = cfg
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is None:
+            continue
+        if not _is_number(value) or (value <= 0 if want == "> 0" else value < 0):
+            raise ConfigError(f"{path} must be {want}, got {value!r}")
 
 
 def dump_config(cfg: Mapping[str, Any], path: str | Path) -> None:

@@ -23,13 +23,14 @@ from __future__ import annotations
 import copy
 import csv
 import math
+import re
 import time
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pixelrl.config import Config, ConfigError, dump_config, load_config
+from pixelrl.config import Config, ConfigError, check_ranges, dump_config, load_config
 from pixelrl.rl.imitation import ImitationConfig
 from pixelrl.rl.ppo import PPOConfig
 
@@ -72,6 +73,32 @@ DEFAULTS: dict[str, Any] = {
     },
 }
 
+# Settings a run needs > 0 / >= 0, checked when the config is built (before any env exists).
+POSITIVE = (
+    "env.num_envs", "train.total_frames", "train.eval_num_envs", "ppo.num_steps", "ppo.epochs",
+    "ppo.num_minibatches", "ppo.lr", "imitation.epochs", "imitation.num_minibatches", "imitation.lr",
+)  # fmt: skip
+NON_NEGATIVE = (
+    "train.time_limit_minutes", "train.checkpoint_interval", "train.eval_interval",
+    "train.eval_episodes", "imitation.updates", "ppo.critic_warmup_updates",
+)  # fmt: skip
+
+
+def check_config(cfg: Config) -> None:
+    """:class:`ConfigError` for a value no run can use: a count or rate out of range, an env id
+    that is not registered (with the nearest ones)."""
+    import pixelrl.envs  # noqa: F401  (registers the ids)
+    from pixelrl.envs.registry import unknown_env_message
+
+    check_ranges(cfg, POSITIVE, NON_NEGATIVE)
+    # Only ids shaped like gymnasium's (``ns/Name-v0``) are looked up: a task module may build
+    # its envs itself from any name (the tests' toy recipe uses ``toy``).
+    gym_shaped = bool(cfg.env.id) and re.search(r"/|-v\d+$", str(cfg.env.id)) is not None
+    problem = unknown_env_message(cfg.env.id) if gym_shaped else None
+    if problem:
+        raise ConfigError(f"env.id: {problem}")
+
+
 # Measures shown in the progress bar and plotted, matched loosely against episode info keys.
 MEASURES = ("success", "spl", "softspl", "distance_to_goal")
 
@@ -104,10 +131,12 @@ def config_for(recipe_or_yaml: str, overrides: Sequence[str] = ()) -> Config:
     if recipe_or_yaml not in RECIPES and path.suffix in (".yaml", ".yml"):
         cfg = load_config(path, overrides, DEFAULTS)
         get_recipe(cfg.recipe)  # the file must name a known recipe
+        check_config(cfg)
         return cfg
     recipe = get_recipe(recipe_or_yaml)
     cfg = load_config(recipe.config, overrides, DEFAULTS)
     cfg.recipe = recipe.name
+    check_config(cfg)
     return cfg
 
 

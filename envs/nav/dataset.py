@@ -34,6 +34,12 @@ class EpisodeFileError(ValueError):
     """A malformed episode file; the message names the file and the field."""
 
 
+# Top-level ``scene_id_format`` of the files we write: their procedural scene ids carry every
+# non-default generator option (``pixelrl.envs.nav.sim.apartment_scene_id``). Files without it
+# that name procedural apartments predate that, and their ids are ambiguous.
+SCENE_ID_FORMAT = "pixelrl-2"
+
+
 @dataclass
 class NavGoal:
     """A goal: a point (PointNav) or an object instance with its view points (ObjectNav)."""
@@ -330,7 +336,10 @@ def tokenize(text: str) -> list[str]:
 def save_episodes(path: str | os.PathLike, episodes: list[NavEpisode]) -> None:
     """Write habitat's gzip JSON (``{"episodes": [...]}``); instruction episodes also get
     ``instruction_tokens`` and the file's ``instruction_vocab``, as VLN-CE's R2R files."""
-    data: dict[str, Any] = {"episodes": [episode_to_json(e) for e in episodes]}
+    data: dict[str, Any] = {
+        "scene_id_format": SCENE_ID_FORMAT,
+        "episodes": [episode_to_json(e) for e in episodes],
+    }
     texts = [e["instruction"]["instruction_text"] for e in data["episodes"] if "instruction" in e]
     if texts:
         words = ["<pad>", "<unk>"] + sorted({t for text in texts for t in tokenize(text)})
@@ -344,9 +353,20 @@ def save_episodes(path: str | os.PathLike, episodes: list[NavEpisode]) -> None:
         json.dump(data, f)
 
 
+def scene_id_format(path: str | os.PathLike) -> str | None:
+    """The file's top-level ``scene_id_format`` (see :data:`SCENE_ID_FORMAT`), or None."""
+    return _read_json(os.fspath(path)).get("scene_id_format")
+
+
 def load_episodes(path: str | os.PathLike) -> list[NavEpisode]:
     """Read habitat's gzip JSON (or plain ``.json``); errors name the file and the field."""
     path = os.fspath(path)
+    data = _read_json(path)
+    by_category = data.get("goals_by_category") or {}
+    return [_episode_from_json(path, i, e, by_category) for i, e in enumerate(data["episodes"])]
+
+
+def _read_json(path: str) -> dict[str, Any]:
     if not os.path.exists(path):
         raise FileNotFoundError(f"episode file not found: {path!r}")
     try:
@@ -357,8 +377,7 @@ def load_episodes(path: str | os.PathLike) -> list[NavEpisode]:
         raise EpisodeFileError(f"{path}: not a gzip JSON episode file ({e})") from e
     if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
         raise EpisodeFileError(f"{path}: field 'episodes' missing or not a list")
-    by_category = data.get("goals_by_category") or {}
-    return [_episode_from_json(path, i, e, by_category) for i, e in enumerate(data["episodes"])]
+    return data
 
 
 def _vec(path: str, where: str, value: Any, n: int) -> np.ndarray:
@@ -450,4 +469,3 @@ def _reference_path_from_json(path: str, where: str, value: Any) -> np.ndarray |
         raise EpisodeFileError(f"{path}: {where}.reference_path must be a list of [x, y, z]")
     points = [_vec(path, f"{where}.reference_path[{k}]", p, 3) for k, p in enumerate(value)]
     return np.stack(points) if points else np.zeros((0, 3))
-

@@ -7,12 +7,21 @@ with habitat's rules). Agents are :class:`~pixelrl.envs.nav.tasks.NavEpisodeStat
 all of them is one call.
 
 Scene ids: a file path (absolute, or relative to ``scene_dir`` / the dataset's folder) or a
-procedural apartment ``apartment:seed=3`` (generator knobs from the config's ``apartment``).
+procedural apartment ``apartment:seed=3,rooms=2..3,clutter=0.5``: the seed and every generator
+option that differs from :class:`ApartmentConfig`'s default, so the id alone rebuilds the scene,
+face for face, wherever it is read (:func:`apartment_scene_id`, :func:`parse_apartment_scene_id`).
+The env option ``apartment`` chooses the knobs of the scenes it generates; for ids read from a
+dataset or ``scenes`` it must agree with them, or be left out. Episode files written before ids
+carried their options (no ``scene_id_format`` field) are refused: their ids do not say which
+apartment they mean (:func:`upgrade_scene_ids` rewrites one whose options you know).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -20,12 +29,15 @@ from gymnasium import spaces
 from pixelrl.envs.nav.apartment import ApartmentConfig, generate_apartment
 from pixelrl.envs.nav.config import NavConfig
 from pixelrl.envs.nav.dataset import (
+    SCENE_ID_FORMAT,
     EpisodeFileError,
     EpisodeRules,
     NavEpisode,
     generate_objectnav_episode,
     generate_pointnav_episode,
     load_episodes,
+    save_episodes,
+    scene_id_format,
 )
 from pixelrl.envs.nav.instructions import (
     InstructionRules,
@@ -39,9 +51,86 @@ from pixelrl.envs.nav.renderer import CameraSpec, EmbreeRenderer
 from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES, Scene
 from pixelrl.envs.nav.tasks import NavEpisodeState
 
+APARTMENT_PREFIX = "apartment:"
+_DEFAULT_APARTMENT = ApartmentConfig()
 
-def apartment_scene_id(seed: int) -> str:
-    return f"apartment:seed={int(seed)}"
+
+def apartment_config(options: Mapping[str, Any] | ApartmentConfig | None) -> ApartmentConfig:
+    """A validated :class:`ApartmentConfig` from the ``apartment`` option (sequences as tuples)."""
+    if isinstance(options, ApartmentConfig):
+        options = dataclasses.asdict(options)
+    try:
+        cfg = ApartmentConfig(**dict(options or {}))
+    except TypeError as e:
+        names = ", ".join(f.name for f in dataclasses.fields(ApartmentConfig))
+        raise ValueError(f"bad option 'apartment' {options!r}: {e} (options: {names})") from e
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if isinstance(value, (list, tuple)):
+            setattr(cfg, f.name, tuple(value))
+    cfg.validate()
+    return cfg
+
+
+def _non_default(cfg: ApartmentConfig) -> dict[str, Any]:
+    return {
+        f.name: getattr(cfg, f.name)
+        for f in dataclasses.fields(cfg)
+        if getattr(cfg, f.name) != getattr(_DEFAULT_APARTMENT, f.name)
+    }
+
+
+def apartment_scene_id(
+    seed: int, apartment: Mapping[str, Any] | ApartmentConfig | None = None
+) -> str:
+    """``apartment:seed=3`` plus each generator option that differs from the default
+    (``apartment:seed=3,rooms=2..3,clutter=0.5``): the id alone rebuilds the scene."""
+    text = lambda v: str(v) if isinstance(v, int) else repr(float(v))  # noqa: E731
+    parts = [f"seed={int(seed)}"] + [
+        f"{k}={'..'.join(map(text, v)) if isinstance(v, tuple) else text(v)}"
+        for k, v in _non_default(apartment_config(apartment)).items()
+    ]
+    return APARTMENT_PREFIX + ",".join(parts)
+
+
+def parse_apartment_scene_id(scene_id: str) -> tuple[int, ApartmentConfig]:
+    """The seed and generator options of a procedural scene id; ``ValueError`` for any id
+    that does not name exactly one apartment (unknown or repeated option, bad value)."""
+    defaults = {f.name: getattr(_DEFAULT_APARTMENT, f.name) for f in dataclasses.fields(ApartmentConfig)}  # fmt: skip
+    expected = (
+        f"expected 'apartment:seed=<int>[,<option>=<value>...]' with options of "
+        f"{', '.join(defaults)} (ranges as lo..hi)"
+    )
+    if not scene_id.startswith(APARTMENT_PREFIX):
+        raise ValueError(f"{scene_id!r} is not a procedural scene id; {expected}")
+    seed, options = None, {}
+    for item in scene_id[len(APARTMENT_PREFIX) :].split(","):
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or key in options or (key == "seed" and seed is not None):
+            raise ValueError(f"bad procedural scene id {scene_id!r} at {item!r}: {expected}")
+        try:
+            if key == "seed":
+                seed = int(raw)
+            elif key in defaults:
+                default = defaults[key]
+                if isinstance(default, tuple):
+                    values = raw.split("..")
+                    if len(values) != len(default):
+                        raise ValueError(f"a range lo..hi, got {raw!r}")
+                    options[key] = tuple(type(d)(v) for d, v in zip(default, values))
+                else:
+                    options[key] = type(default)(raw)
+            else:
+                raise ValueError(f"unknown option {key!r}")
+        except ValueError as e:
+            raise ValueError(f"bad procedural scene id {scene_id!r}: {e}; {expected}") from None
+    if seed is None:
+        raise ValueError(f"bad procedural scene id {scene_id!r}: no seed; {expected}")
+    try:
+        return seed, apartment_config(options)
+    except ValueError as e:
+        raise ValueError(f"bad procedural scene id {scene_id!r}: {e}") from None
 
 
 def scene_from_id(
@@ -49,18 +138,18 @@ def scene_from_id(
 ) -> Scene:
     """Load the scene a scene id names; errors say which id and where it came from."""
     where = f" ({context})" if context else ""
-    if scene_id.startswith("apartment:"):
+    if scene_id.startswith(APARTMENT_PREFIX):
         try:
-            params = dict(kv.split("=", 1) for kv in scene_id[len("apartment:") :].split(","))
-            seed = int(params["seed"])
-        except (ValueError, KeyError) as e:
+            seed, apartment = parse_apartment_scene_id(scene_id)
+        except ValueError as e:
+            raise ValueError(f"{e}{where}") from None
+        if cfg.apartment and apartment_config(cfg.apartment) != apartment:
             raise ValueError(
-                f"bad procedural scene id {scene_id!r}{where}: expected 'apartment:seed=<int>'"
-            ) from e
-        try:
-            apartment = ApartmentConfig(**cfg.apartment)
-        except TypeError as e:
-            raise ValueError(f"bad option 'apartment' {cfg.apartment!r}: {e}") from e
+                f"scene {scene_id!r}{where} is an apartment with options "
+                f"{_non_default(apartment) or 'all default'}, but option apartment="
+                f"{dict(cfg.apartment)!r} asks for others; the id carries its options: leave "
+                "'apartment' out"
+            )
         return generate_apartment(seed, apartment)
     from pixelrl.envs.nav.mesh_io import load_scene
 
@@ -116,6 +205,7 @@ class NavSim:
             self.episodes = load_episodes(cfg.dataset_path)
             if not self.episodes:
                 raise EpisodeFileError(f"{cfg.dataset_path}: field 'episodes' is empty")
+            check_procedural_ids(cfg.dataset_path, self.episodes)
             base = os.path.dirname(os.path.abspath(cfg.dataset_path))
             self.scene_ids = sorted({e.scene_id for e in self.episodes})
             self.scenes = []
@@ -138,7 +228,9 @@ class NavSim:
             self.scene_ids = list(cfg.scenes)
             self.scenes = [scene_from_id(s, cfg, None, "option 'scenes'") for s in self.scene_ids]
         else:
-            self.scene_ids = [apartment_scene_id(cfg.scene_seed + k) for k in range(cfg.num_scenes)]
+            self.scene_ids = [
+                apartment_scene_id(cfg.scene_seed + k, cfg.apartment) for k in range(cfg.num_scenes)
+            ]
             self.scenes = [scene_from_id(s, cfg) for s in self.scene_ids]
         self.scene_index = {sid: k for k, sid in enumerate(self.scene_ids)}
         self.agent = AgentSpec(cfg.agent_radius, cfg.agent_height, cfg.max_climb, cfg.cell_size)
@@ -274,6 +366,39 @@ class NavSim:
 
     def close(self) -> None:
         self.renderer.close()
+
+
+def check_procedural_ids(path: str | os.PathLike, episodes: list[NavEpisode]) -> None:
+    """:class:`EpisodeFileError` if the file names procedural apartments but predates ids that
+    carry their generator options: ``apartment:seed=3`` there may mean any knobs."""
+    legacy = [e.scene_id for e in episodes if e.scene_id.startswith(APARTMENT_PREFIX)]
+    if legacy and scene_id_format(path) != SCENE_ID_FORMAT:
+        raise EpisodeFileError(
+            f"{path}: its procedural scene ids ({legacy[0]!r}, ...) were written before scene ids "
+            "carried their generator options, so which apartments they mean is unknown. "
+            "Generate the file again (pixelrl.envs.nav.sim.generate_dataset), or, knowing the "
+            "options it was made with, rewrite its ids: pixelrl.envs.nav.sim.upgrade_scene_ids("
+            "path, apartment={...})"
+        )
+
+
+def upgrade_scene_ids(
+    path: str | os.PathLike,
+    apartment: Mapping[str, Any] | None = None,
+    out: str | os.PathLike | None = None,
+) -> list[NavEpisode]:
+    """Rewrite an episode file whose procedural ids predate their options (``apartment:seed=N``
+    meant the ``apartment`` options of the env that made it): each id gets ``apartment``'s
+    options, written to ``out`` (default: in place). You vouch for the options."""
+    episodes = load_episodes(path)
+    for e in episodes:
+        if e.scene_id.startswith(APARTMENT_PREFIX):
+            seed, old = parse_apartment_scene_id(e.scene_id)
+            if _non_default(old):
+                raise EpisodeFileError(f"{path}: {e.scene_id!r} already names its options")
+            e.scene_id = apartment_scene_id(seed, apartment)
+    save_episodes(out or path, episodes)
+    return episodes
 
 
 def stored_geodesic(episode: NavEpisode) -> float | None:

@@ -14,6 +14,17 @@ import numpy as np
 
 from pixelrl.envs.nav.navgrid import NavGrid
 
+# What each colour means (RGB), for legends drawn next to the map.
+COLORS = {
+    "navigable floor": (255, 255, 255),
+    "floor the agent cannot stand on": (200, 200, 200),
+    "obstacle / outside": (60, 60, 60),
+    "walked path": (40, 90, 230),
+    "goal": (220, 30, 30),
+    "ObjectNav view point": (255, 170, 200),
+    "agent (at the end), heading": (30, 170, 60),
+}
+
 
 def topdown_map(
     grid: NavGrid,
@@ -26,9 +37,9 @@ def topdown_map(
     """RGB image ``(rows*scale, cols*scale, 3)`` uint8 of the grid with overlays."""
     import cv2
 
-    img = np.full((grid.rows, grid.cols, 3), 60, np.uint8)
-    img[np.isfinite(grid.floor) & ~grid.occupied] = (200, 200, 200)
-    img[grid.navigable] = (255, 255, 255)
+    img = np.full((grid.rows, grid.cols, 3), COLORS["obstacle / outside"], np.uint8)
+    img[np.isfinite(grid.floor) & ~grid.occupied] = COLORS["floor the agent cannot stand on"]
+    img[grid.navigable] = COLORS["navigable floor"]
     img = np.repeat(np.repeat(img, scale, 0), scale, 1)
 
     def px(points: np.ndarray) -> np.ndarray:
@@ -39,19 +50,24 @@ def topdown_map(
 
     if view_points is not None and len(view_points):
         for x, y in px(view_points):
-            cv2.circle(img, (int(x), int(y)), max(1, scale // 2), (255, 170, 200), -1)
+            cv2.circle(
+                img, (int(x), int(y)), max(1, scale // 2), COLORS["ObjectNav view point"], -1
+            )
     if path is not None and len(path) > 1:
-        cv2.polylines(img, [px(path)], False, (40, 90, 230), max(1, scale // 2), cv2.LINE_AA)
+        cv2.polylines(
+            img, [px(path)], False, COLORS["walked path"], max(1, scale // 2), cv2.LINE_AA
+        )
     if goals is not None:
         for x, y in px(goals):
-            cv2.circle(img, (int(x), int(y)), 2 * scale, (220, 30, 30), -1, cv2.LINE_AA)
+            cv2.circle(img, (int(x), int(y)), 2 * scale, COLORS["goal"], -1, cv2.LINE_AA)
     if agent is not None:
         (pos, yaw) = agent
         (x, y) = px(pos)[0]
         r = int(2 * scale)
-        cv2.circle(img, (int(x), int(y)), r, (30, 170, 60), -1, cv2.LINE_AA)
+        green = COLORS["agent (at the end), heading"]
+        cv2.circle(img, (int(x), int(y)), r, green, -1, cv2.LINE_AA)
         tip = (int(x - 3 * r * math.sin(yaw)), int(y - 3 * r * math.cos(yaw)))
-        cv2.line(img, (int(x), int(y)), tip, (30, 170, 60), max(1, scale // 2), cv2.LINE_AA)
+        cv2.line(img, (int(x), int(y)), tip, green, max(1, scale // 2), cv2.LINE_AA)
     return img
 
 

@@ -1,21 +1,59 @@
-"""``pixelrl bench nav``: habitat's measures of an agent over an episode dataset.
+"""``pixelrl bench nav``: habitat's measures of one or more agents over an episode dataset.
 
 Examples::
 
     pixelrl bench nav --dataset val.json.gz --agent expert
-    pixelrl bench nav --dataset val.json.gz --agent checkpoint runs/embodied-pointnav-.../checkpoints/latest.pt
-    pixelrl bench nav --dataset val.json.gz --agent random --episodes 50 --out bench_out/
+    pixelrl bench nav --dataset val.json.gz --agent checkpoint runs/embodied-pointnav-... \\
+        --agent expert --agent random                  # side by side, one row per agent
+    pixelrl bench nav --dataset val.json.gz --agent random --episodes 50 --env-option width=64
 
-Runs the dataset's episodes in order, prints Success, SPL, SoftSPL and DistanceToGoal (mean and
-95% confidence interval), and writes ``episodes.csv`` and ``paths.png`` (top-down maps of the
-first episodes) into ``--out``.
+Runs the dataset's episodes in order with each agent, prints Success, SPL, SoftSPL and
+DistanceToGoal (mean and 95% confidence interval) in one table with a named row per agent, and
+writes ``summary.csv`` and, per agent, ``<agent>/episodes.csv`` and ``<agent>/paths.png``
+(top-down maps of the first episodes) into ``--out`` (default ``outputs/bench_nav/<dataset>``).
+The scenes are the ones the dataset's scene ids name (procedural ids carry their generator
+options); ``--env-option`` sets the others (sensors, resolution, ...), over what each agent needs.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+from pathlib import Path
+from typing import Any
 
+from pixelrl.commands.args import agent_action, non_negative_int, positive_int
+
+# Kept in step with pixelrl.embodied.benchmark.AGENT_KINDS / PATH_KINDS (not imported here, so
+# that `pixelrl --help` stays instant); tests/embodied/test_embodied_benchmark.py checks they agree.
 AGENTS = ("checkpoint", "expert", "random", "forward-only", "stop")
+PATH_AGENTS = ("checkpoint",)
+
+
+def env_option(text: str) -> tuple[str, Any]:
+    """``key=value`` (value read as YAML) for a navigation env option, checked by name."""
+    import difflib
+
+    from pixelrl.config import ConfigError, parse_override
+    from pixelrl.embodied.benchmark import EPISODE_SOURCE_OPTIONS
+    from pixelrl.envs.nav.config import NavConfig
+
+    try:
+        parts, value = parse_override(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    key = ".".join(parts)
+    names = list(NavConfig.__dataclass_fields__)
+    if key in EPISODE_SOURCE_OPTIONS:
+        raise argparse.ArgumentTypeError(
+            f"{key!r} chooses where episodes come from; bench nav takes them from --dataset "
+            "(its scene ids carry their generator options)"
+        )
+    if key not in names:
+        near = difflib.get_close_matches(key, names, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise argparse.ArgumentTypeError(f"unknown env option {key!r}{hint}")
+    return key, value
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,21 +68,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     nav.add_argument("--dataset", required=True, help="habitat episode file (.json.gz)")
-    nav.add_argument(
-        "--agent",
-        nargs="+",
-        required=True,
-        metavar="KIND [PATH]",
-        help=f"one of {', '.join(AGENTS)}; 'checkpoint' takes the checkpoint path (or run folder)",
-    )
+    nav.add_argument("--agent", nargs="+", required=True, metavar="KIND [PATH]",
+                     action=agent_action(AGENTS, PATH_AGENTS, repeat=True),
+                     help=f"repeatable; one of {', '.join(AGENTS)}; 'checkpoint' takes the "
+                     "checkpoint path (or run folder)")  # fmt: skip
     nav.add_argument(
         "--task",
-        choices=("pointnav", "objectnav"),
+        choices=("pointnav", "objectnav", "instructnav"),
         default=None,
-        help="default: from the checkpoint, else pointnav",
+        help="default: the checkpoint's, else from the dataset",
     )
-    nav.add_argument("--episodes", type=int, default=None, help="only the first N episodes")
-    nav.add_argument("--out", default="bench_nav", help="folder for episodes.csv and paths.png")
+    nav.add_argument("--episodes", type=positive_int, default=None, help="the first N episodes")
+    nav.add_argument("--out", default=None,
+                     help="folder for the CSVs and paths.png (default outputs/bench_nav/<dataset>)")  # fmt: skip
     nav.add_argument("--seed", type=int, default=0)
     nav.add_argument(
         "--deterministic", action="store_true", help="checkpoint agent: argmax actions"
@@ -52,54 +88,83 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     nav.add_argument(
         "--scene-dir", default=None, help="where relative scene ids of the dataset live"
     )
-    nav.add_argument("--paths", type=int, default=6, help="episodes drawn in paths.png")
-    nav.add_argument("env_options", nargs="*", help="extra env options key=value (e.g. width=128)")
-    nav.set_defaults(func=run_nav)
+    nav.add_argument("--paths", type=non_negative_int, default=6,
+                     help="episodes drawn in paths.png (0: none)")  # fmt: skip
+    nav.add_argument("--env-option", type=env_option, action="append", default=[],
+                     metavar="KEY=VALUE", help="env option, repeatable (e.g. width=128)")  # fmt: skip
+    nav.set_defaults(func=run_nav, prog=nav.prog)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
+def agent_name(kind: str, path: str | None) -> str:
+    """A row name: the kind, and for a path the run it names (``checkpoint pointnav-0101``)."""
+    if path is None:
+        return kind
+    p = Path(path)
+    while p.name in ("latest.pt", "checkpoints") or p.suffix == ".pt" and p.parent.name == "checkpoints":  # fmt: skip
+        p = p.parent
+    return f"{kind} {p.name or path}"
+
+
 def run_nav(args: argparse.Namespace) -> int:
-    from pixelrl.checkpoint import CheckpointError
-    from pixelrl.config import ConfigError, parse_override
+    import csv
 
-    kind, rest = args.agent[0], args.agent[1:]
-    if kind not in AGENTS:
-        print(f"pixelrl bench nav: error: --agent must be one of {', '.join(AGENTS)}, got {kind!r}")
-        return 2
-    if (kind == "checkpoint") != bool(rest) or len(rest) > 1:
-        print(
-            "pixelrl bench nav: error: use '--agent checkpoint PATH' (only checkpoint takes a path)"
-        )
-        return 2
+    from pixelrl.cli import UsageError, is_user_error
+    from pixelrl.embodied.benchmark import MEASURES, comparison_table, interval, make_agent
+
+    dataset = Path(args.dataset)
+    if not dataset.is_file():
+        raise UsageError(f"no such episode dataset: {dataset}")
+    out = Path(args.out) if args.out else Path("outputs/bench_nav") / dataset.name.split(".")[0]
+    names = _unique([agent_name(kind, path) for kind, path in args.agent])
+    runs = {}
     try:
-        options = {}
-        for text in args.env_options:
-            parts, value = parse_override(text)
-            options[".".join(parts)] = value
-    except ConfigError as e:
-        print(f"pixelrl bench nav: error: {e}")
-        return 2
-
-    from pixelrl.embodied.benchmark import Benchmark, make_agent
-
-    try:
-        bench, agent = make_agent(
-            kind,
-            args.dataset,
-            checkpoint=rest[0] if rest else None,
-            task=args.task,
-            seed=args.seed,
-            deterministic=args.deterministic,
-            scene_dir=args.scene_dir,
-            **options,
-        )
-    except (CheckpointError, FileNotFoundError, ValueError) as e:
-        print(f"pixelrl bench nav: error: {e}")
-        return 2
-    assert isinstance(bench, Benchmark)
-    bench.evaluate(
-        agent, num_episodes=args.episodes, output_dir=args.out, num_path_plots=args.paths
-    )
-    print(bench.table())
-    print(f"\nper-episode CSV: {bench.csv_path}\npaths: {bench.png_path}")
+        for name, (kind, path) in zip(names, args.agent):  # all built before any is run
+            try:
+                runs[name] = make_agent(
+                    kind, dataset, path, task=args.task, seed=args.seed,
+                    deterministic=args.deterministic, scene_dir=args.scene_dir,
+                    **dict(args.env_option),
+                )  # fmt: skip
+            except (ValueError, FileNotFoundError) as e:
+                if is_user_error(e):
+                    raise
+                raise UsageError(f"--agent {kind}: {e}") from e
+        for name, (bench, agent) in runs.items():
+            print(f"{name}:")
+            folder = out / re.sub(r"[^\w.-]+", "-", name)
+            bench.evaluate(
+                agent, num_episodes=args.episodes, output_dir=folder, num_path_plots=args.paths
+            )
+    finally:
+        for bench, _ in runs.values():
+            bench.close()
+    benches = {name: bench for name, (bench, _) in runs.items()}
+    print(f"\n{dataset.name}: habitat's measures, mean [95% CI]")
+    print(comparison_table(benches))
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "summary.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["agent", "episodes", "measured"] + [
+            f"{m}{suffix}" for m in MEASURES for suffix in ("", "_ci_low", "_ci_high")
+        ])  # fmt: skip
+        for name, bench in benches.items():
+            row = [name, len(bench.rows), sum(r["valid"] for r in bench.rows)]
+            for m in MEASURES:
+                mean, half = bench.summary.get(m, (None, None))
+                row += [mean, *interval(m, mean, half)] if mean is not None else ["", "", ""]
+            writer.writerow(row)
+    print(f"\nsummary: {out / 'summary.csv'}")
+    for name, bench in benches.items():
+        print(f"{name}: {bench.csv_path}" + (f", {bench.png_path}" if bench.png_path else ""))
     return 0
+
+
+def _unique(names: list[str]) -> list[str]:
+    """``random``, ``random`` -> ``random``, ``random #2`` (rows and folders stay apart)."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return out

@@ -15,7 +15,31 @@ from __future__ import annotations
 import argparse
 import time
 
+from pixelrl.commands.args import positive_int
+
 PARTS = ("experts", "gui", "nav")
+
+
+def parts(text: str) -> list[str]:
+    chosen = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in chosen if p not in PARTS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"unknown part(s) {', '.join(map(repr, unknown)) or repr(text)}; "
+            f"choose from {', '.join(PARTS)}"
+        )
+    return chosen
+
+
+def screen_size(text: str) -> tuple[int, int]:
+    """``1280x800`` -> (1280, 800), both > 0."""
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must look like 1280x800, got {text!r}") from None
+    if w <= 0 or h <= 0:
+        raise argparse.ArgumentTypeError(f"width and height must be > 0, got {text!r}")
+    return w, h
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -25,39 +49,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--parts",
-        default=",".join(PARTS),
+        type=parts,
+        default=list(PARTS),
         help=f"comma-separated parts to run, of {', '.join(PARTS)} (default: all)",
     )
-    p.add_argument("--seeds", type=int, default=5, help="expert episodes per family (default 5)")
-    p.add_argument("--size", default="1280x800", help="expert screen size WxH (default 1280x800)")
+    p.add_argument("--seeds", type=positive_int, default=5,
+                   help="expert episodes per family (default 5)")  # fmt: skip
+    p.add_argument("--size", type=screen_size, default=(1280, 800),
+                   help="expert screen size WxH (default 1280x800)")  # fmt: skip
     p.add_argument(
-        "--gui-frames", type=int, default=6000, help="PPO frames of the GUI policy (default 6000)"
-    )
+        "--gui-frames", type=positive_int, default=6000,
+        help="PPO frames of the GUI policy (default 6000)",
+    )  # fmt: skip
     p.add_argument(
-        "--nav-frames", type=int, default=40_000, help="PPO frames of PointNav (default 40000)"
-    )
+        "--nav-frames", type=positive_int, default=40_000,
+        help="PPO frames of PointNav (default 40000)",
+    )  # fmt: skip
     p.add_argument("--out", default="outputs/demo", help="output folder (default outputs/demo)")
     p.set_defaults(func=run)
-
-
-def _parse_size(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise SystemExit(f"--size must look like 1280x800, got {text!r}") from None
-    return w, h
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    unknown = sorted(set(parts) - set(PARTS))
-    if unknown:
-        raise SystemExit(f"--parts: unknown part(s) {', '.join(unknown)}; choose from {PARTS}")
-    if args.seeds < 1:
-        raise SystemExit("--seeds must be at least 1")
-    size = _parse_size(args.size)
+    parts, size = args.parts, args.size
     out = Path(args.out)
     summary: list[tuple[str, str, str, float]] = []
     ok = True

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 
+from pixelrl.commands.args import env_id, non_negative_int, positive_int
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -24,11 +26,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--env", help="env id, e.g. pixelrl/Desktop-ClickButton-v0")
-    p.add_argument("--policy", required=True, help="checkpoint, model folder or tiny-<family>")
-    p.add_argument("--episodes", type=int, default=100)
-    p.add_argument("--grounding", type=int, default=0, help="grounding items (0: skip)")
-    p.add_argument("--screen-size", type=int, nargs=2, default=None, metavar=("W", "H"),
+    p.add_argument("--env", type=env_id, help="GUI env id, e.g. pixelrl/Desktop-ClickButton-v0")
+    p.add_argument("--policy", required=True,
+                   help="checkpoint, model folder, hub id org/name, or tiny-<family>")  # fmt: skip
+    p.add_argument("--episodes", type=positive_int, default=100)
+    p.add_argument(
+        "--grounding", type=non_negative_int, default=0, help="grounding items (0: skip)"
+    )
+    p.add_argument("--screen-size", type=positive_int, nargs=2, default=None, metavar=("W", "H"),
                    help="desktop screen size (default: the policy's training size, else 320 240)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the result rows to this file")
@@ -39,24 +44,41 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from pixelrl.checkpoint import CheckpointError
+    from pixelrl.cli import UsageError
+    from pixelrl.commands.args import make_env
     from pixelrl.gui_agent.agents import PointerAgent, load_agent
     from pixelrl.gui_agent.evaluate import evaluate_grounding, evaluate_success, format_table
     from pixelrl.gui_agent.grounding import grounding_set
 
     if not args.env and not args.grounding:
-        print("pixelrl eval: give --env, --grounding N, or both")
-        return 2
+        raise UsageError("give --env ID, --grounding N, or both")
     try:
         agent = load_agent(args.policy)
-    except (CheckpointError, OSError, ValueError) as e:
-        print(f"pixelrl eval: cannot load policy {args.policy!r}: {e}")
-        return 2
+    except CheckpointError:
+        raise
+    except (OSError, ValueError) as e:  # transformers: not a model, not in the cache, ...
+        raise UsageError(f"cannot load policy {args.policy!r}: {e}") from e
     screen = args.screen_size
     if screen is None and isinstance(agent, PointerAgent):
         screen = getattr(agent, "screen_size", None)
     screen = tuple(screen or (320, 240))
     result = {}
     if args.env:
+        # made once here so that options it refuses, or an env that is no GUI env, are one line
+        not_gui = UsageError(
+            f"{args.env} is not a GUI env (no screen_size, no 'screenshot' observation); eval "
+            "takes GUI envs, `pixelrl bench nav` evaluates navigation agents"
+        )
+        try:
+            env = make_env(args.env, screen_size=screen)
+        except UsageError as e:
+            if "option 'screen_size'" in str(e) or "argument 'screen_size'" in str(e):
+                raise not_gui from e
+            raise
+        gui = "screenshot" in getattr(env.observation_space, "spaces", {})
+        env.close()
+        if not gui:
+            raise not_gui
         rows = evaluate_success(agent, args.env, args.episodes, args.seed, {"screen_size": screen})
         print(format_table(rows, "success", f"\n{args.env}: success on held-out seeds"))
         result["success"] = rows

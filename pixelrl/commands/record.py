@@ -5,8 +5,10 @@
     pixelrl record --env pixelrl/PointNav-v0 --agent checkpoint runs/pointnav --episodes 5 --out bc/
     pixelrl record --env pixelrl/XDesktop-TkCounterThree-v0 --agent human --episodes 1 --out mine/
 
-Episode ``k`` is reset with seed ``--seed + k`` (replay re-runs it from that seed). ``--resume``
-appends to an existing folder. ``checkpoint`` plays a policy trained by ``pixelrl train`` (its
+Episode ``k`` is reset with seed ``--seed + k`` (replay re-runs it from that seed), so a run
+records the seeds ``--seed`` .. ``--seed + --episodes - 1``. ``--resume`` appends to an existing
+folder and records only the seeds of that range it does not hold yet: the same command after a
+killed run completes the requested count, and never records a seed twice. ``checkpoint`` plays a policy trained by ``pixelrl train`` (its
 recipe rebuilds it); ``human`` lets a person act on the X11 env's own Xvfb display (F12 ends an
 episode) and stores the screenshot taken before each action.
 """
@@ -14,79 +16,77 @@ episode) and stores the screenshot taken before each action.
 from __future__ import annotations
 
 import argparse
-import json
+
+from pixelrl.commands.args import (
+    agent_action,
+    env_id,
+    json_object,
+    positive_float,
+    positive_int,
+)
 
 AGENTS = ("expert", "random", "checkpoint", "human")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("record", help="record episodes (expert, random, checkpoint, human)")
-    p.add_argument("--env", required=True, help="env id, e.g. pixelrl/Desktop-ClickButton-v0")
-    p.add_argument("--agent", nargs="+", default=["expert"], metavar="AGENT",
+    p.add_argument("--env", type=env_id, required=True,
+                   help="env id, e.g. pixelrl/Desktop-ClickButton-v0")  # fmt: skip
+    p.add_argument("--agent", nargs="+", default=("expert", None), metavar="AGENT",
+                   action=agent_action(AGENTS, ("checkpoint",)),
                    help="expert | random | checkpoint PATH | human")  # fmt: skip
-    p.add_argument("--episodes", type=int, default=10)
+    p.add_argument("--episodes", type=positive_int, default=10,
+                   help="seeds --seed .. --seed + N - 1 (with --resume: those not recorded yet)")  # fmt: skip
     p.add_argument("--out", required=True, help="dataset folder")
     p.add_argument("--seed", type=int, default=0, help="episode k is reset with seed + k")
-    p.add_argument("--env-kwargs", default=None, metavar="JSON",
+    p.add_argument("--env-kwargs", type=json_object, default=None, metavar="JSON",
                    help='env options, e.g. \'{"screen_size": [640, 400]}\' (checkpoint: '
                    "default the ones it was trained with)")  # fmt: skip
     p.add_argument("--frames", choices=("auto", "png", "mp4"), default="auto",
                    help="frame storage: auto = PNG for GUI, MP4 for camera frames")  # fmt: skip
     p.add_argument("--resume", action="store_true", help="append to an existing dataset")
-    p.add_argument("--max-seconds", type=float, default=300.0, help="human mode: per episode")
+    p.add_argument("--max-seconds", type=positive_float, default=300.0,
+                   help="human mode: per episode")  # fmt: skip
     p.add_argument("--allow-user-display", action="store_true",
                    help="human mode: allow listening on your own display (records your keys)")  # fmt: skip
     p.set_defaults(func=run)
 
 
-def _agent(args: argparse.Namespace) -> tuple[str, str | None]:
-    kind, *rest = args.agent
-    if kind not in AGENTS:
-        raise SystemExit(f"--agent must be one of {', '.join(AGENTS)}, got {kind!r}")
-    if kind == "checkpoint" and len(rest) != 1:
-        raise SystemExit("--agent checkpoint needs the checkpoint path: --agent checkpoint PATH")
-    if kind != "checkpoint" and rest:
-        raise SystemExit(f"--agent {kind} takes no argument, got {rest}")
-    return kind, (rest[0] if rest else None)
-
-
 def run(args: argparse.Namespace) -> int:
-    import gymnasium
     from tqdm import tqdm
 
-    import pixelrl.envs  # noqa: F401  (registers the ids)
-    from pixelrl.envs.recording.format import DatasetError
+    from pixelrl.checkpoint import load_checkpoint
+    from pixelrl.cli import UsageError
+    from pixelrl.commands.args import make_env
     from pixelrl.envs.recording.wrapper import RecordEpisodes
 
-    kind, path = _agent(args)
-    try:
-        env_kwargs = json.loads(args.env_kwargs) if args.env_kwargs else None
-    except json.JSONDecodeError as e:
-        raise SystemExit(f"--env-kwargs is not JSON: {e}") from None
+    kind, path = args.agent
+    env_kwargs = args.env_kwargs
     checkpoint = None
     if kind == "checkpoint":
-        checkpoint = _load_checkpoint(path)
+        checkpoint = load_checkpoint(path)  # CheckpointError: one line
         trained_on = checkpoint["config"].get("env", {})
         if env_kwargs is None and trained_on.get("id") == args.env:
             env_kwargs = dict(trained_on.get("kwargs") or {})  # the observations it learned on
-    env = gymnasium.make(args.env, **(env_kwargs or {}))
+    env = make_env(args.env, **(env_kwargs or {}))
     if kind == "human":
         return _record_human(env, args)
     try:
         agent = _make_agent(kind, env, checkpoint, args.seed)
     except (ValueError, RuntimeError) as e:
         env.close()
-        raise SystemExit(f"--agent {kind}: {e}") from None
+        raise UsageError(f"--agent {kind}: {e}") from None
     try:
         env = RecordEpisodes(env, args.out, frame_format=args.frames, resume=args.resume)
-    except DatasetError as e:
+    except BaseException:
         env.close()
-        print(f"pixelrl record: {e}")
-        return 2
-    env.action_space.seed(args.seed)
+        raise  # DatasetError (a folder that holds a dataset, a locked one, ...): one line
+    seeds = _seeds_to_record(args, [e.seed for e in env.writer.entries])
     try:
-        for k in tqdm(range(args.episodes), desc=f"record {args.env}", unit="episode"):
-            obs, _ = env.reset(seed=args.seed + k)
+        for seed in tqdm(seeds, desc=f"record {args.env}", unit="episode"):
+            # the episode's actions depend on its seed alone, as if no run had been cut short
+            env.action_space.seed(seed)
+            obs, _ = env.reset(seed=seed)
             agent.reset()
             done = False
             while not done:
@@ -96,6 +96,20 @@ def run(args: argparse.Namespace) -> int:
         env.close()
     _summary(env.episodes, args.out)
     return 0
+
+
+def _seeds_to_record(args: argparse.Namespace, recorded: list[int | None]) -> list[int]:
+    """The seeds ``--seed`` .. ``--seed + --episodes - 1`` that the dataset does not hold yet
+    (all of them for a new dataset); says what a resumed run skips."""
+    wanted = range(args.seed, args.seed + args.episodes)
+    done = set(recorded) & set(wanted)
+    if args.resume and recorded:
+        print(
+            f"resuming {args.out}: it holds {len(recorded)} episodes, {len(done)} of them "
+            f"with seeds in {wanted.start}..{wanted.stop - 1}; recording the other "
+            f"{len(wanted) - len(done)}"
+        )
+    return [s for s in wanted if s not in done]
 
 
 class _Agent:
@@ -114,15 +128,6 @@ def _make_agent(kind: str, env, checkpoint: dict | None, seed: int) -> _Agent:
     if kind == "random":
         return _Agent(lambda obs: _random_action(env))
     return _checkpoint_agent(checkpoint, env, seed)
-
-
-def _load_checkpoint(path: str) -> dict:
-    from pixelrl.checkpoint import CheckpointError, load_checkpoint
-
-    try:
-        return load_checkpoint(path)
-    except CheckpointError as e:
-        raise SystemExit(f"--agent checkpoint: {e}") from None
 
 
 def _checkpoint_agent(checkpoint: dict, env, seed: int) -> _Agent:
@@ -225,7 +230,6 @@ def _random_action(env, tries: int = 100):
 
 
 def _record_human(env, args: argparse.Namespace) -> int:
-    from pixelrl.envs.recording.format import DatasetError
     from pixelrl.envs.recording.human import record_human_episode
     from pixelrl.envs.recording.wrapper import dataset_info_for
     from pixelrl.envs.recording.writer import DatasetWriter
@@ -233,18 +237,17 @@ def _record_human(env, args: argparse.Namespace) -> int:
     info = dataset_info_for(env, frame_format=args.frames, extra={"recorded_by": "human"})
     try:
         writer = DatasetWriter(args.out, info, resume=args.resume)
-    except DatasetError as e:
+    except BaseException:
         env.close()
-        print(f"pixelrl record: {e}")
-        return 2
+        raise
     entries = []
     try:
-        for k in range(args.episodes):
+        for seed in _seeds_to_record(args, [e.seed for e in writer.entries]):
             entry = record_human_episode(
-                env, writer, args.seed + k, args.max_seconds, args.allow_user_display
+                env, writer, seed, args.max_seconds, args.allow_user_display
             )
             if entry is None:
-                print(f"episode {k}: no action recorded; skipped")
+                print(f"seed {seed}: no action recorded; skipped")
             else:
                 entries.append(entry)
     finally:

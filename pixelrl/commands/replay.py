@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 
+from pixelrl.commands.args import non_negative_int
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("replay", help="replay recorded episodes and report fidelity")
     p.add_argument("dir", help="dataset folder written by `pixelrl record`")
-    p.add_argument("--episode", type=int, action="append", help="only this episode (repeatable)")
+    p.add_argument("--episode", type=non_negative_int, action="append",
+                   help="only this episode (repeatable)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -21,15 +24,11 @@ def run(args: argparse.Namespace) -> int:
     from pixelrl.envs.recording.format import DatasetError
     from pixelrl.envs.recording.replay import fidelity_table, replay_dataset
 
-    try:
-        dataset = EpisodeDataset(args.dir)
-        missing = sorted(set(args.episode or ()) - set(dataset.episodes))
-        if missing:
-            raise DatasetError(f"{args.dir} has no (loadable) episode {missing}")
-        results = replay_dataset(dataset, episodes=args.episode, progress=True)
-    except DatasetError as e:
-        print(f"pixelrl replay: {e}")
-        return 2
+    dataset = EpisodeDataset(args.dir)  # DatasetError: one line
+    missing = sorted(set(args.episode or ()) - set(dataset.episodes))
+    if missing:
+        raise DatasetError(f"{args.dir} has no (loadable) episode {missing}")
+    results = replay_dataset(dataset, episodes=args.episode, progress=True)
     print(fidelity_table(results))
     for p in dataset.problems:
         print(f"left out: {p}")

@@ -34,6 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import yaml
 
+    from pixelrl.cli import UsageError, is_user_error
     from pixelrl.config import ConfigError
     from pixelrl.recipes import RECIPES
 
@@ -41,7 +42,6 @@ def run(args: argparse.Namespace) -> int:
         for name, recipe in sorted(RECIPES.items()):
             print(f"{name:<28} {recipe.config}")
         return 0 if args.list else 2
-    from pixelrl.checkpoint import CheckpointError
     from pixelrl.train import Trainer, config_for
 
     name, config_file = args.recipe, None
@@ -50,29 +50,28 @@ def run(args: argparse.Namespace) -> int:
         try:
             named = yaml.safe_load(Path(name).read_text())
         except yaml.YAMLError as e:
-            print(f"pixelrl train: error: {name} is not valid YAML: {e}")
-            return 2
+            raise ConfigError(f"{name} is not valid YAML: {e}") from None
         name = str(named.get("recipe", "")) if isinstance(named, dict) else ""
     task = RECIPES[name].load_task() if name in RECIPES else None
     if hasattr(
         task, "run_recipe"
     ):  # recipes with their own loop (GRPO, SFT): pixelrl.gui_agent.train_vlm
-        try:
-            task.run_recipe(name, args.overrides, args.model, args.print_config, config_file)
-        except ConfigError as e:
-            print(f"pixelrl train: error: {e}")
-            return 2
-        return 0
+        task.run_recipe(name, args.overrides, args.model, args.print_config, config_file)
+        return 0  # ConfigError and the like: one line (pixelrl.cli)
 
     try:
         cfg = config_for(args.recipe, args.overrides)
-        if args.print_config:
-            print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
-            return 0
-        trainer = Trainer(cfg)
-    except (ConfigError, CheckpointError, KeyError) as e:
-        print(f"pixelrl train: error: {e.args[0] if isinstance(e, KeyError) else e}")
-        return 2
+    except KeyError as e:  # an unknown recipe, with the nearest names
+        raise UsageError(e.args[0]) from e
+    if args.print_config:
+        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
+        return 0
+    try:
+        trainer = Trainer(cfg)  # ConfigError, CheckpointError (train.resume): one line
+    except (TypeError, ValueError) as e:  # an env or policy option its constructor refuses
+        if is_user_error(e):
+            raise
+        raise UsageError(f"cannot build the run from this config: {e} (--debug: where)") from e
     result = trainer.run()
     if trainer.dist.is_main:
         print_summary(result)

@@ -4,21 +4,30 @@ from __future__ import annotations
 
 import argparse
 
+from pixelrl.commands.args import non_negative_int, positive_float, positive_int
+
+
+def animation_path(text: str) -> str:
+    if not text.lower().endswith((".gif", ".mp4")):
+        raise argparse.ArgumentTypeError(f"write a .gif or an .mp4, got {text!r}")
+    return text
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("view", help="render a recorded episode to GIF/MP4")
     p.add_argument("dir", help="dataset folder")
-    p.add_argument("--episode", type=int, default=0)
-    p.add_argument("--out", required=True, help="output .gif or .mp4")
-    p.add_argument("--fps", type=float, default=None, help="default: the dataset's, at most 4")
-    p.add_argument("--scale", type=int, default=1, help="enlarge small frames (nearest)")
+    p.add_argument("--episode", type=non_negative_int, default=0)
+    p.add_argument("--out", type=animation_path, required=True, help="output .gif or .mp4")
+    p.add_argument("--fps", type=positive_float, default=None,
+                   help="default: the dataset's, at most 4")  # fmt: skip
+    p.add_argument("--scale", type=positive_int, default=1, help="enlarge small frames (nearest)")
     p.add_argument("--key", default=None, help="frame key to show (default: the first image)")
     p.add_argument("--no-map", action="store_true", help="navigation: no top-down map (no replay)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pixelrl.envs.recording.format import DatasetError
+    from pixelrl.cli import UsageError
     from pixelrl.envs.recording.view import view_episode
 
     try:
@@ -31,8 +40,7 @@ def run(args: argparse.Namespace) -> int:
             args.key,
             top_down=not args.no_map,
         )
-    except (DatasetError, KeyError, ValueError) as e:
-        print(f"pixelrl view: {e}")
-        return 2
+    except KeyError as e:  # no such episode or frame key (DatasetError passes through)
+        raise UsageError(e.args[0] if e.args else str(e)) from e
     print(f"wrote {path} ({frames} frames)")
     return 0

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import csv
+import gzip
+import json
+import math
+import re
 
 import pytest
 from nav_testdata import APARTMENT, make_pointnav_dataset
 
 from pixelrl.embodied.agents import ExpertAgent, ForwardOnlyAgent, RandomAgent, StopAgent
-from pixelrl.embodied.benchmark import Benchmark, mean_ci
+from pixelrl.embodied.benchmark import Benchmark, interval, mean_ci
 
 
 @pytest.fixture(scope="module")
@@ -66,45 +70,73 @@ def test_mean_ci_is_a_t_interval():
     assert mean_ci([1.0]) == (1.0, 0.0)
 
 
-def test_cli_bench_nav(dataset, tmp_path, capsys):
+def test_cli_bench_nav_side_by_side(dataset, tmp_path, capsys):
+    """The dataset alone names its scenes (non-default apartments: rooms 2-3): the expert scores
+    Success 1 without any env option; one named row per agent; files per agent."""
     from pixelrl.cli import main
 
-    code = main(
-        [
-            "bench",
-            "nav",
-            "--dataset",
-            str(dataset),
-            "--agent",
-            "stop",
-            "--out",
-            str(tmp_path),
-            "apartment={rooms: [2, 3]}",
-        ]
-    )
+    argv = ["bench", "nav", "--dataset", str(dataset), "--episodes", "4", "--out", str(tmp_path)]
+    code = main(argv + ["--agent", "expert", "--agent", "stop", "--env-option", "width=16"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "success" in out and "spl" in out and "95% CI" in out
-    assert (tmp_path / "episodes.csv").is_file() and (tmp_path / "paths.png").is_file()
+    rows = {
+        line.split()[0]: line.split()
+        for line in out.splitlines()
+        if line[:6] in ("expert", "stop  ")
+    }
+    assert rows["expert"][1] == "1.000" and rows["stop"][1] == "0.000", out  # success column
+    assert rows["expert"][-1] == rows["stop"][-1] == "4/4"
+    assert not re.search(r"\b(inf|nan)\b", out), out
+    for agent in ("expert", "stop"):
+        assert (tmp_path / agent / "episodes.csv").is_file()
+        assert (tmp_path / agent / "paths.png").is_file()
+    with open(tmp_path / "summary.csv") as f:
+        summary = list(csv.DictReader(f))
+    assert [r["agent"] for r in summary] == ["expert", "stop"]
+    assert float(summary[0]["success_ci_high"]) <= 1.0
 
-    assert (
-        main(["bench", "nav", "--dataset", str(tmp_path / "missing.json.gz"), "--agent", "random"])
-        == 2
-    )
-    assert "episode dataset not found" in capsys.readouterr().out
-    assert (
-        main(
-            [
-                "bench",
-                "nav",
-                "--dataset",
-                str(dataset),
-                "--agent",
-                "checkpoint",
-                str(tmp_path / "no.pt"),
-            ]
-        )
-        == 2
-    )
-    assert "checkpoint not found" in capsys.readouterr().out
-    assert main(["bench", "nav", "--dataset", str(dataset), "--agent", "walker"]) == 2
+
+def test_cli_bench_nav_writes_under_outputs_by_default(dataset, tmp_path, monkeypatch, capsys):
+    from pixelrl.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["bench", "nav", "--dataset", str(dataset), "--agent", "stop", "--episodes", "1"]
+    assert main(argv) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["outputs"]
+    assert (tmp_path / "outputs/bench_nav/val/stop/episodes.csv").is_file()
+    capsys.readouterr()
+
+
+def test_an_episode_that_cannot_be_measured_is_reported_not_averaged(dataset, tmp_path):
+    """A start the scene cannot connect to its goal: the row keeps its reason, the means and
+    the table leave it out (no inf, no nan)."""
+    with gzip.open(dataset, "rt") as f:
+        raw = json.load(f)
+    raw["episodes"][1]["start_position"] = [-40.0, 0.0, -40.0]  # outside the apartment
+    tampered = tmp_path / "tampered.json.gz"
+    with gzip.open(tampered, "wt") as f:
+        json.dump(raw, f)
+    bench = Benchmark(tampered, sensors=["depth"], width=16, height=16)
+    try:
+        means = bench.evaluate(ExpertAgent(bench.env), num_episodes=3, progress=False)
+    finally:
+        bench.close()
+    assert [r["valid"] for r in bench.rows] == [True, False, True]
+    assert "cannot reach the goal" in bench.rows[1]["reason"]
+    assert all(math.isfinite(v) for v in means.values()) and means["success"] == 1.0
+    table = bench.table()
+    assert not re.search(r"\b(inf|nan)\b", table), table
+    assert "not measured, 1 episode(s) (1): the start cannot reach the goal" in table
+
+
+def test_confidence_intervals_stay_in_the_measures_range():
+    assert interval("success", 0.75, 0.39) == (0.36, 1.0)
+    assert interval("distance_to_goal", 0.1, 0.3) == (0.0, 0.4)
+
+
+def test_cli_agent_kinds_match_the_benchmarks():
+    from pixelrl.commands import bench as command
+    from pixelrl.embodied import benchmark
+
+    assert command.AGENTS == benchmark.AGENT_KINDS
+    assert command.PATH_AGENTS == benchmark.PATH_KINDS

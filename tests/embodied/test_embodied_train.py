@@ -83,7 +83,8 @@ def test_short_pointnav_run_beats_random_and_benchmarks(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "spl" in out and (tmp_path / "b" / "episodes.csv").is_file()
+    # one folder per agent, named in the table
+    assert "spl" in out and (tmp_path / "b" / "checkpoint-run" / "episodes.csv").is_file()
 
 
 def test_cli_train_errors_name_the_key(capsys):

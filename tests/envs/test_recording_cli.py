@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import gymnasium
@@ -11,19 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 import recording_toy_env  # noqa: F401  (registers recording_toy/*)
 
-from pixelrl.commands import record, replay, view
+from pixelrl.cli import main
 from pixelrl.envs.actions import Action
 from pixelrl.envs.recording import DatasetError, EpisodeDataset, replay_dataset
-
-
-def main(argv: list[str]) -> int:
-    """``pixelrl`` with only these commands (others are built in parallel and may not import)."""
-    parser = argparse.ArgumentParser(prog="pixelrl")
-    subparsers = parser.add_subparsers()
-    for command in (record, replay, view):
-        command.add_parser(subparsers)
-    args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
 
 
 def test_record_replay_view_commands(tmp_path, capsys):
@@ -51,10 +40,10 @@ def test_record_replay_view_commands(tmp_path, capsys):
 
     holder = RecordEpisodes(gymnasium.make("recording_toy/ToyGUI-v0"), out, resume=True)
     assert main(argv + ["--out", str(out), "--resume"]) == 2
-    assert "another process is recording" in capsys.readouterr().out
+    assert "pixelrl record: error: another process is recording" in capsys.readouterr().err
     holder.close()
     assert main(["replay", str(out), "--episode", "9"]) == 2
-    assert "no (loadable) episode [9]" in capsys.readouterr().out
+    assert "no (loadable) episode [9]" in capsys.readouterr().err
 
     # a diverging episode: replay exits non-zero and names it
     path = out / "data/chunk-000/episode_000002.parquet"
@@ -70,31 +59,12 @@ def test_record_random_and_checkpoint(tmp_path, capsys):
     argv = ["record", "--env", "recording_toy/ToyNav-v0", "--agent", "random", "--episodes", "2"]
     assert main(argv + ["--out", str(out)]) == 0
     assert all(r.ok for r in replay_dataset(out))
-    with pytest.raises(SystemExit, match="checkpoint not found"):
-        main(
-            [
-                "record",
-                "--env",
-                "recording_toy/ToyNav-v0",
-                "--agent",
-                "checkpoint",
-                str(tmp_path / "x.pt"),
-                "--out",
-                str(tmp_path / "c"),
-            ]
-        )
-    with pytest.raises(SystemExit, match="checkpoint PATH"):
-        main(
-            [
-                "record",
-                "--env",
-                "recording_toy/ToyNav-v0",
-                "--agent",
-                "checkpoint",
-                "--out",
-                str(tmp_path / "c"),
-            ]
-        )
+    base = ["record", "--env", "recording_toy/ToyNav-v0", "--out", str(tmp_path / "c")]
+    assert main(base + ["--agent", "checkpoint", str(tmp_path / "x.pt")]) == 2
+    assert f"no such checkpoint: {tmp_path / 'x.pt'}" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # argparse: usage and one error line
+        main(base + ["--agent", "checkpoint"])
+    assert "--agent checkpoint PATH" in capsys.readouterr().err
 
 
 def test_export_lerobot_v3_layout(tmp_path):

@@ -12,8 +12,10 @@ import torch
 from pixelrl.envs.actions import Action
 from pixelrl.gui_agent.grounding import grounding_set
 from pixelrl.gui_agent.train_vlm import click_gaussian_reward
+from pixelrl.recipes import package_file
 
 SCREEN = (320, 240)
+CONFIGS = package_file("gui_agent/configs")
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +90,8 @@ def test_one_grounding_grpo_step_prefers_the_rewarded_click(policy, items):
 
 def test_one_sft_step_on_recorded_desktop_episodes(tmp_path, policy):
     from pixelrl.config import Config
-    from pixelrl.gui_agent.train_vlm import DEFAULTS, record_expert_episodes, sft_examples, sft_step
+    from pixelrl.gui_agent.train_vlm import DEFAULTS, record_expert_episodes, sft_examples
+    from pixelrl.rl.sft import sft_step
 
     cfg = Config({**DEFAULTS, "env": {**DEFAULTS["env"], "families": ["click-button"]},
                   "data": {**DEFAULTS["data"], "episodes": 2},
@@ -305,15 +308,15 @@ def test_train_takes_a_vlm_recipe_yaml_file(capsys, tmp_path):
     from pixelrl.cli import main
 
     assert (
-        main(["train", "--print-config", "gui_agent/configs/sft_grounding.yaml", "sft.steps=5"])
-        == 0
+        main(["train", "--print-config", str(CONFIGS / "sft_grounding.yaml"), "sft.steps=5"]) == 0
     )
     out = capsys.readouterr().out
     assert "recipe: gui/sft" in out and "grounding_screens: 300" in out and "steps: 5" in out
-    assert main(["train", "--print-config", "gui_agent/configs/grpo_grounding.yaml"]) == 0
+    assert main(["train", "--print-config", str(CONFIGS / "grpo_grounding.yaml")]) == 0
     out = capsys.readouterr().out
     assert "recipe: gui/grounding-grpo" in out and "sigma_scale: 2.0" in out
     bad = tmp_path / "bad.yaml"
     bad.write_text("recipe: [gui/sft\n  x: : :\n")
     assert main(["train", str(bad)]) == 2
-    assert "not valid YAML" in capsys.readouterr().out
+    err = capsys.readouterr().err
+    assert err.startswith("pixelrl train: error: ") and "not valid YAML" in err

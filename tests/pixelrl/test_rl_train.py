@@ -121,7 +121,7 @@ def test_imitation_without_a_teacher_or_with_a_wrong_key_is_a_clear_error(tmp_pa
 
 def test_missing_checkpoint_is_a_clear_error(tmp_path):
     missing = tmp_path / "nope.pt"
-    with pytest.raises(CheckpointError, match="checkpoint not found: .*nope.pt"):
+    with pytest.raises(CheckpointError, match="no such checkpoint: .*nope.pt"):
         Trainer(config_for(RECIPE, [f"train.resume={missing}"]))
     with pytest.raises(CheckpointError, match="no checkpoint in"):
         load_checkpoint(tmp_path)

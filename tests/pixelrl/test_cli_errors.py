@@ -1,0 +1,172 @@
+"""The command line's error contract, case by case (issue 27): a user mistake ends in one line
+``pixelrl VERB: error: ...`` naming the bad value, exit status 2, no traceback, nothing written.
+
+Each case runs as its own subprocess, as a user would type it; the cases run a few at a time.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+PIXELRL = [sys.executable, "-m", "pixelrl"]
+GROUNDING = [sys.executable, "-m", "pixelrl.envs.grounding"]
+CLICK = "pixelrl/Desktop-ClickButton-v0"
+TRAIN = ["train", "embodied/pointnav-small", "train.output_dir=run"]
+
+# (id, argv after the program, text the error line must hold); {data} is the fixture folder.
+CASES = [
+    # unknown or unprefixed env ids, with the nearest ones
+    ("record-unknown-env", ["record", "--env", "pixelrl/Desktop-ClickButon-v0", "--out", "o"],
+     "'pixelrl/Desktop-ClickButon-v0'; did you mean pixelrl/Desktop-ClickButton-v0"),
+    ("record-unprefixed-env", ["record", "--env", "Desktop-ClickButton-v0", "--out", "o"],
+     "did you mean pixelrl/Desktop-ClickButton-v0"),
+    ("eval-unknown-env", ["eval", "--env", "pixelrl/Desktop-ClickButon-v0", "--policy", "p"],
+     "'pixelrl/Desktop-ClickButon-v0'"),
+    ("grounding-unknown-env", ["-g", "pixelrl/Desktop-ClickButon-v0", "o"],
+     "'pixelrl/Desktop-ClickButon-v0'"),
+    ("train-unknown-env", [*TRAIN, "env.id=pixelrl/PointNav-v9"],
+     "'pixelrl/PointNav-v9'; did you mean pixelrl/PointNav-v0"),
+    # env options the env refuses
+    ("record-screen-out-of-range",
+     ["record", "--env", CLICK, "--env-kwargs", '{"screen_size": [100, 100]}', "--out", "o"],
+     "100x100"),
+    ("record-misspelled-kwarg",
+     ["record", "--env", CLICK, "--env-kwargs", '{"screen_sise": [640, 400]}', "--out", "o"],
+     "'screen_sise'"),
+    ("record-kwargs-not-json", ["record", "--env", CLICK, "--env-kwargs", "{size: 1", "--out", "o"],
+     "{size: 1"),
+    # config values, found before any env is built
+    ("train-lr-text", [*TRAIN, "ppo.lr=abc"], "ppo.lr must be a number"),
+    ("train-num-envs-0", [*TRAIN, "env.num_envs=0"], "env.num_envs must be > 0, got 0"),
+    ("train-frames-negative", [*TRAIN, "train.total_frames=-100"], "got -100"),
+    # counts and sizes, at parse time
+    ("record-episodes-negative", ["record", "--env", CLICK, "--episodes", "-3", "--out", "o"],
+     "--episodes: must be > 0, got -3"),
+    ("record-episodes-zero", ["record", "--env", CLICK, "--episodes", "0", "--out", "o"],
+     "got 0"),
+    ("eval-episodes-negative", ["eval", "--env", CLICK, "--policy", "p", "--episodes", "-5"],
+     "got -5"),
+    ("eval-grounding-negative", ["eval", "--policy", "p", "--grounding", "-4"], "got -4"),
+    ("eval-screen-negative", ["eval", "--policy", "p", "--screen-size", "-1", "240"], "got -1"),
+    ("bench-episodes-negative",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "stop", "--episodes", "-2"],
+     "got -2"),
+    ("bench-paths-negative",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "stop", "--paths", "-1"],
+     "got -1"),
+    ("grounding-seeds-negative", ["-g", CLICK, "o", "--seeds", "-3"], "got -3"),
+    ("view-negative-fps", ["view", "{data}/demos", "--fps", "-3", "--out", "v.gif"], "got -3"),
+    ("view-scale-zero", ["view", "{data}/demos", "--scale", "0", "--out", "v.gif"], "got 0"),
+    ("demo-frames-negative", ["demo", "--parts", "gui", "--gui-frames", "-5"], "got -5"),
+    # names that do not exist
+    ("eval-missing-checkpoint", ["eval", "--env", CLICK, "--policy", "runs/gui-ppo-20260101"],
+     "no such checkpoint: runs/gui-ppo-20260101"),
+    ("eval-missing-absolute", ["eval", "--env", CLICK, "--policy", "/nonexistent/gui-ppo"],
+     "no such checkpoint: /nonexistent/gui-ppo"),
+    ("record-checkpoint-missing",
+     ["record", "--env", CLICK, "--agent", "checkpoint", "runs/nope", "--out", "o"],
+     "no such checkpoint: runs/nope"),
+    ("record-unknown-agent", ["record", "--env", CLICK, "--agent", "expret", "--out", "o"],
+     "'expret'; did you mean 'expert'"),
+    ("bench-unknown-agent",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "expret"], "'expret'"),
+    ("bench-missing-dataset", ["bench", "nav", "--dataset", "nope.json.gz", "--agent", "stop"],
+     "nope.json.gz"),
+    ("view-missing-episode", ["view", "{data}/demos", "--episode", "7", "--out", "v.gif"],
+     "episode 7"),
+    ("replay-missing-dir", ["replay", "no_such_dir"], "no_such_dir"),
+    ("demo-unknown-part", ["demo", "--parts", "expert"], "'expert'"),
+    ("demo-bad-size", ["demo", "--size", "1280x"], "'1280x'"),
+    # episode files
+    ("bench-truncated-dataset",
+     ["bench", "nav", "--dataset", "{data}/cut.json.gz", "--agent", "expert"], "cut.json.gz"),
+    ("bench-scene-ids-without-options",
+     ["bench", "nav", "--dataset", "{data}/old.json.gz", "--agent", "expert"],
+     "'apartment:seed=3'"),
+    # bench nav's --agent and --env-option
+    ("bench-agent-swallows-option",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "expert", "width=64"],
+     "--env-option width=64"),
+    ("bench-unknown-env-option",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "stop",
+      "--env-option", "widht=64"], "'widht'; did you mean 'width'"),
+    ("bench-episode-source-option",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "stop",
+      "--env-option", "apartment={rooms: [1, 2]}"], "'apartment'"),
+    ("eval-nothing-to-do", ["eval", "--policy", "p"], "--grounding"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    import gymnasium
+
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.nav.dataset import episode_to_json
+    from pixelrl.envs.nav.sim import generate_dataset
+    from pixelrl.envs.recording import RecordEpisodes
+
+    root = tmp_path_factory.mktemp("cli_errors")
+    episodes = generate_dataset(str(root / "new.json.gz"), 2, num_scenes=1, scene_seed=3)
+    raw = (root / "new.json.gz").read_bytes()
+    (root / "cut.json.gz").write_bytes(raw[: len(raw) // 2])
+    with gzip.open(root / "old.json.gz", "wt") as f:  # written before ids carried options
+        json.dump({"episodes": [episode_to_json(e) for e in episodes]}, f)
+    env = RecordEpisodes(gymnasium.make(CLICK, screen_size=(320, 240)), root / "demos")
+    env.reset(seed=0)
+    env.step(env.unwrapped.expert_action())
+    env.close()
+    return root
+
+
+def _run(case, data: Path, cwd: Path) -> dict:
+    name, argv, _ = case
+    argv = [a.replace("{data}", str(data)) for a in argv]
+    command = GROUNDING + argv[1:] if argv[0] == "-g" else PIXELRL + argv
+    folder = cwd / name
+    folder.mkdir()
+    env = dict(os.environ)
+    env.pop("HF_HUB_OFFLINE", None)  # a missing checkpoint must not go to the hub, online or not
+    p = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+    return {
+        "rc": p.returncode,
+        "out": p.stdout,
+        "err": p.stderr,
+        "left": sorted(os.listdir(folder)),
+    }
+
+
+@pytest.fixture(scope="module")
+def results(data, tmp_path_factory) -> dict[str, dict]:
+    cwd = tmp_path_factory.mktemp("cwd")
+    with ThreadPoolExecutor(4) as pool:
+        runs = pool.map(lambda case: _run(case, data, cwd), CASES)
+        return {case[0]: r for case, r in zip(CASES, runs)}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_a_user_mistake_is_one_error_line_and_exit_2(case, results):
+    name, argv, expected = case
+    r = results[name]
+    text = r["out"] + r["err"]
+    assert "Traceback" not in text, text
+    assert r["rc"] == 2, text
+    last = r["err"].strip().splitlines()[-1]
+    prog = "python -m pixelrl.envs.grounding" if argv[0] == "-g" else f"pixelrl {argv[0]}"
+    assert last.startswith(f"{prog}{' nav' if argv[0] == 'bench' else ''}: error: "), last
+    assert expected in last, last
+    assert r["left"] == [], f"the failed command wrote {r['left']}"
+
+
+def test_debug_shows_the_traceback_of_a_user_mistake(data, tmp_path):
+    argv = ["--debug", "replay", str(tmp_path / "no_such_dir")]
+    p = subprocess.run(PIXELRL + argv, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "Traceback" in p.stderr and "DatasetError" in p.stderr
