@@ -270,15 +270,21 @@ def comparison_table(benches: dict[str, Benchmark], measures: tuple[str, ...] = 
 # ``pixelrl bench nav --agent KIND [PATH]``: the agent kinds, and the ones that take a PATH.
 # A new kind is a name here and a branch in agent_env_options (if it needs its own env options)
 # and in build_agent.
-AGENT_KINDS = ("checkpoint", "expert", "random", "forward-only", "stop")
-PATH_KINDS = ("checkpoint",)
+AGENT_KINDS = ("checkpoint", "vlm", "expert", "random", "forward-only", "stop")
+PATH_KINDS = ("checkpoint", "vlm")
 # Agents that do not look still need an env that renders something: small depth frames.
 BLIND_OPTIONS = {"sensors": ["depth"], "width": 32, "height": 32}
 
 
 def agent_env_options(kind: str, path: str | None = None) -> tuple[dict[str, Any], str | None]:
     """The env options and task (None: from the dataset) an agent of ``kind`` needs: a
-    checkpoint's own (the sensors and resolution it learned on), else :data:`BLIND_OPTIONS`."""
+    checkpoint's or VLM agent's own (the sensors and resolution it learned on), else
+    :data:`BLIND_OPTIONS`."""
+    if kind == "vlm":
+        from pixelrl.embodied.vlm_agent import read_spec
+
+        spec = read_spec(path)
+        return dict(spec.env_kwargs), spec.task
     if kind == "checkpoint":
         from pixelrl.checkpoint import load_checkpoint
 
@@ -304,6 +310,11 @@ def build_agent(
         return PolicyAgent.from_checkpoint(
             path, env.observation_space, env.action_space, deterministic=deterministic, seed=seed
         )
+    if kind == "vlm":  # a navigation VLM agent's folder (pixelrl train embodied/vlm-sft)
+        from pixelrl.embodied.vlm_agent import load_agent
+
+        nav = env.unwrapped.cfg
+        return load_agent(path, nav.forward_step, nav.turn_degrees)  # greedy answers
     if kind == "expert":
         return ExpertAgent(env)
     if kind == "random":

@@ -26,15 +26,14 @@ recipes, task success on held-out seeds for the multi-turn one (``eval.*``).
 
 from __future__ import annotations
 
-import copy
-import csv
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pixelrl.config import Config, ConfigError, dump_config, load_config
+from pixelrl.config import Config, ConfigError, load_config
+from pixelrl.rl.grpo import RECIPE_DEFAULTS as GRPO_DEFAULTS
+from pixelrl.run_folder import Run, recipe_config
 
 DEFAULTS: dict[str, Any] = {
     "recipe": "",
@@ -70,26 +69,12 @@ DEFAULTS: dict[str, Any] = {
     },
     "sft": {"steps": 200, "batch_size": 8, "lr": 1e-3, "weight_decay": 0.0},
     "grpo": {
-        "num_samples": 8,
+        **GRPO_DEFAULTS,
         "prompts_per_step": 4,
-        "steps": 50,
-        "lr": 1e-4,
-        "epochs": 1,
-        "clip_low": 0.2,
-        "clip_high": 0.28,
-        "kl_coef": 0.0,
-        "scale_by_std": True,
-        "loss_aggregation": "token",
-        "max_grad_norm": 1.0,
-        "step_weight": 1.0,
-        "gamma": 0.95,
-        "temperature": 1.0,
         "max_new_tokens": 24,
         "reward": "click_gaussian",
         "sigma_scale": 0.5,  # the Gaussian's σ in box sizes (click_gaussian, gui_g2)
-        "minibatch": 16,
         "seeds_per_step": 2,
-        "lr_schedule": "constant",  # or "linear": decays to 0 at the last step (TRL's default)
     },
     "eval": {"interval": 10, "grounding_items": 100, "episodes": 20},
     "train": {"output_dir": "", "progress": True},
@@ -172,17 +157,6 @@ def load_policy(cfg: Config):
     return policy
 
 
-def save_policy(policy, folder: Path) -> Path:
-    """``save_pretrained`` of the model (LoRA merged in) and its processor."""
-    folder.mkdir(parents=True, exist_ok=True)
-    model = policy.model
-    if hasattr(model, "merge_and_unload"):
-        model = copy.deepcopy(model).merge_and_unload()
-    model.save_pretrained(folder)
-    policy.processor.save_pretrained(folder)
-    return folder
-
-
 def _screen(cfg: Config) -> tuple[int, int]:
     return tuple(int(v) for v in cfg.env.screen_size)
 
@@ -259,110 +233,6 @@ def make_envs(cfg, num_envs: int, seed: int, split: str):
 
 def make_policy(cfg, observation_space=None, action_space=None):
     return load_policy(cfg)
-
-
-# -- run bookkeeping ----------------------------------------------------------------------------
-def cpu_seconds() -> float:
-    """User + system CPU seconds of this process and its finished children."""
-    import resource
-
-    own, children = (
-        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-    )
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
-class Run:
-    """The run folder: config, history rows, evaluation rows, the curve."""
-
-    def __init__(self, cfg: Config) -> None:
-        out = (
-            cfg.train.output_dir
-            or f"runs/{cfg.recipe.replace('/', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
-        )
-        self.dir = Path(out)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        dump_config(cfg, self.dir / "config.yaml")
-        self.cfg = cfg
-        self.history: list[dict[str, float]] = []
-        self.evals: list[dict[str, float]] = []
-        self.start_wall, self.start_cpu = time.perf_counter(), cpu_seconds()
-
-    def clock(self) -> dict[str, float]:
-        """Wall and CPU seconds since the run began (CPU: this process and its children, so
-        the figure holds on a shared machine where wall time is inflated)."""
-        return {
-            "wall_s": round(time.perf_counter() - self.start_wall, 1),
-            "cpu_s": round(cpu_seconds() - self.start_cpu, 1),
-        }
-
-    def add_eval(self, step: int, row: dict[str, float]) -> None:
-        """Keep an evaluation row (with the clock) and show it above the progress bar."""
-        from tqdm import tqdm
-
-        row = {**row, **self.clock()}
-        self.evals.append({"step": step, **row})
-        shown = "  ".join(
-            f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
-        )
-        tqdm.write(f"[{self.cfg.recipe}] step {step}: held-out {shown}")
-
-    def write(self, measure: str) -> None:
-        for name, rows in (("history.csv", self.history), ("eval.csv", self.evals)):
-            if rows:
-                fields = list(dict.fromkeys(k for r in rows for k in r))
-                with open(self.dir / name, "w", newline="") as f:
-                    w = csv.DictWriter(f, fieldnames=fields)
-                    w.writeheader()
-                    w.writerows(rows)
-        self.plot(measure)
-
-    def plot(self, measure: str) -> Path | None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        train_key = next((k for k in ("reward", "loss") if any(k in r for r in self.history)), None)
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-        if train_key:
-            rows = [r for r in self.history if train_key in r]
-            steps, values = [r["step"] for r in rows], np.array([r[train_key] for r in rows])
-            axes[0].plot(steps, values, alpha=0.4 if len(rows) > 40 else 1.0)
-            if len(rows) > 40:  # a running mean: GRPO's per-step reward is noisy
-                window = len(rows) // 20
-                smooth = np.convolve(values, np.ones(window) / window, mode="valid")
-                axes[0].plot(steps[window - 1 :], smooth, label=f"mean of {window} steps")
-                axes[0].legend()
-            axes[0].set_title(f"train {train_key}")
-            axes[0].set_xlabel("step")
-        if self.evals:
-            steps = [r["step"] for r in self.evals]
-            values = np.array([r[measure] for r in self.evals])
-            if all("ci_low" in r for r in self.evals):  # Wilson 95% interval as error bars
-                low = values - np.array([r["ci_low"] for r in self.evals])
-                high = np.array([r["ci_high"] for r in self.evals]) - values
-                axes[1].errorbar(steps, values, yerr=[low, high], fmt="o-", capsize=3)
-            else:
-                axes[1].plot(steps, values, "o-")
-            axes[1].set_ylim(0, 1)
-            last = self.evals[-1]
-            axes[1].annotate(f"{values[-1]:.2f} (n={last['n']})", (steps[-1], values[-1]),
-                             textcoords="offset points", xytext=(-40, 8))  # fmt: skip
-        n = self.evals[-1]["n"] if self.evals else 0
-        axes[1].set_title(f"held-out {measure} (n={n}, 95% CI)")
-        clock = self.clock()
-        axes[1].set_xlabel(
-            f"step   (run: {clock['cpu_s'] / 60:.1f} CPU min, {clock['wall_s'] / 60:.1f} wall min)"
-        )
-        for ax in axes:
-            ax.grid(alpha=0.3)
-        fig.suptitle(f"{self.cfg.recipe}  model={self.cfg.init or self.cfg.model}")
-        fig.tight_layout()
-        path = self.dir / "learning_curve.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        return path
 
 
 def _grounding_eval(policy, cfg: Config, items) -> dict[str, float]:
@@ -493,25 +363,9 @@ def _dataset_roots(cfg: Config, run: Run) -> list[Path]:
     return [run.dir / "demos" / f for f in cfg.env.families]
 
 
-def sft_step(policy, optimizer, batch: list[dict[str, Any]], max_grad_norm: float = 1.0) -> float:
-    """One gradient step of the token-level NLL of the target action texts; returns the loss."""
-    import torch
-
-    scored = policy.score(
-        [b["screenshot"] for b in batch], [b["instruction"] for b in batch],
-        [b["target"] for b in batch], [b["history"] for b in batch],
-    )  # fmt: skip
-    loss = -(scored.logprobs * scored.mask).sum() / scored.mask.sum().clamp(min=1)
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(policy.trainable_parameters(), max_grad_norm)
-    optimizer.step()
-    return float(loss.detach())
-
-
 def run_sft(cfg: Config) -> dict[str, Any]:
-    import torch
-    from tqdm import tqdm
+
+    from pixelrl.rl.sft import sft_loop
 
     run = Run(cfg)
     policy = load_policy(cfg)
@@ -525,122 +379,48 @@ def run_sft(cfg: Config) -> dict[str, Any]:
         )
     items = _held_out(cfg)
     measure = "accuracy" if items is not None else "success"
-    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=float(cfg.sft.lr),
-                            weight_decay=float(cfg.sft.weight_decay))  # fmt: skip
-    rng = np.random.default_rng(int(cfg.seed))
-    policy.model.train()
     run.add_eval(0, _eval(policy, cfg, items))
-    steps, bs = int(cfg.sft.steps), int(cfg.sft.batch_size)
-    bar = tqdm(range(steps), desc="sft", disable=not cfg.train.progress)
-    for step in bar:
-        batch = [
-            examples[i] for i in rng.choice(len(examples), min(bs, len(examples)), replace=False)
-        ]
-        loss = sft_step(policy, opt, batch)
-        run.history.append({"step": step + 1, "loss": loss})
-        bar.set_postfix_str(f"loss={loss:.3f}", refresh=False)
-        if int(cfg.eval.interval) and (step + 1) % int(cfg.eval.interval) == 0 and step + 1 < steps:
-            run.add_eval(step + 1, _eval(policy, cfg, items))
+    steps, interval = int(cfg.sft.steps), int(cfg.eval.interval)
+
+    def after_step(step: int, loss: float) -> None:
+        run.history.append({"step": step, "loss": loss})
+        if interval and step % interval == 0 and step < steps:
+            run.add_eval(step, _eval(policy, cfg, items))
+
+    sft_loop(policy, examples, steps, int(cfg.sft.batch_size), float(cfg.sft.lr),
+             float(cfg.sft.weight_decay), int(cfg.seed), "sft", bool(cfg.train.progress),
+             after_step)  # fmt: skip
     run.add_eval(steps, _eval(policy, cfg, items))
-    save_policy(policy, run.dir / "model")
+    policy.save(run.dir / "model")
     run.write(measure)
     return {"run_dir": str(run.dir), "examples": len(examples), "eval": run.evals}
 
 
 # -- grounding GRPO -----------------------------------------------------------------------------
-def _grpo_config(cfg: Config):
-    from pixelrl.rl.grpo import GRPOConfig
+def grpo_optimizer_for(policy, cfg: Config):
+    """:func:`pixelrl.rl.grpo.grpo_optimizer` from the ``grpo:`` section (lr, lr_schedule,
+    steps); an unknown schedule is a :class:`ConfigError`."""
+    from pixelrl.rl.grpo import grpo_optimizer
 
-    known = set(GRPOConfig.__dataclass_fields__)
-    return GRPOConfig(**{k: v for k, v in cfg.grpo.to_dict().items() if k in known})
-
-
-def _grpo_optimizer(policy, cfg: Config):
-    """AdamW and ``set_lr(step)``, which sets and returns the rate of GRPO step ``step``
-    (0-based): ``grpo.lr`` for a ``constant`` schedule, or ``linear`` decay to 0 at step
-    ``grpo.steps`` (TRL's default)."""
-    import torch
-
-    schedule, steps, lr = str(cfg.grpo.lr_schedule), int(cfg.grpo.steps), float(cfg.grpo.lr)
-    if schedule not in ("constant", "linear"):
-        raise ConfigError(f"grpo.lr_schedule: {schedule!r}; known: constant, linear")
-    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=lr, weight_decay=0.0)
-
-    def set_lr(step: int) -> float:
-        rate = lr if schedule == "constant" else lr * max(0.0, 1 - step / steps)
-        for group in opt.param_groups:
-            group["lr"] = rate
-        return rate
-
-    return opt, set_lr
-
-
-def _update_in_chunks(policy, opt, rows, advantages, ref, gcfg, minibatch: int) -> dict[str, float]:
-    """:func:`pixelrl.rl.grpo.grpo_update` over ``rows`` in minibatches, ``gcfg.epochs`` passes.
-
-    Rows with zero advantage carry no signal and are skipped unless the KL term needs them. With
-    more than one pass the log-probs before the first update are the ratio's denominator (with
-    one pass the ratio is 1 and the step is the plain policy gradient)."""
-    import torch
-
-    from pixelrl.rl.grpo import grpo_update
-
-    keep = [i for i in range(len(rows)) if advantages[i] != 0 or gcfg.kl_coef]
-    chunks = [keep[s : s + minibatch] for s in range(0, len(keep), minibatch)]
-
-    def fields(idx):
-        return ([rows[i]["screenshot"] for i in idx], [rows[i]["instruction"] for i in idx],
-                [rows[i]["completion"] for i in idx], [rows[i]["history"] for i in idx])  # fmt: skip
-
-    old = [None] * len(chunks)
-    if gcfg.epochs > 1:
-        with torch.no_grad():
-            for c, idx in enumerate(chunks):
-                shots, instr, comps, hist = fields(idx)
-                old[c] = policy.score(shots, instr, comps, hist).logprobs.detach()
-    stats: dict[str, float] = {}
-    n = 0
-    for _ in range(max(1, gcfg.epochs)):
-        for c, idx in enumerate(chunks):
-            shots, instr, comps, hist = fields(idx)
-            s = grpo_update(policy, opt, shots, instr, comps, advantages[idx], old_logprobs=old[c],
-                            histories=hist, ref_policy=ref, config=gcfg)  # fmt: skip
-            for k, v in s.items():
-                stats[k] = stats.get(k, 0.0) + v
-            n += 1
-    return {k: v / n for k, v in stats.items()} if n else {}
-
-
-def _synced_clock(policy) -> float:
-    """Wall seconds, after the accelerator (if any) has finished its queued work."""
-    import torch
-
-    if policy.model.device.type == "cuda":
-        torch.cuda.synchronize()
-    return time.perf_counter()
-
-
-def _throughput(groups, advantages, gcfg, sample_s: float, update_s: float) -> dict[str, float]:
-    """One GRPO step's speed: completions and generated tokens per second of sampling, and
-    completion tokens per second of the update (each pass over the rows that carry a signal)."""
-    completions = [c for g in groups for c in g]
-    generated = sum(len(c.token_ids) for c in completions)
-    kept = [c for c, a in zip(completions, advantages) if a != 0 or gcfg.kl_coef]
-    trained = sum(len(c.token_ids) for c in kept) * max(1, gcfg.epochs)
-    return {
-        "sample_s": sample_s,
-        "update_s": update_s,
-        "samples_per_s": len(completions) / max(sample_s, 1e-9),
-        "gen_tokens_per_s": generated / max(sample_s, 1e-9),
-        "update_tokens_per_s": trained / max(update_s, 1e-9),
-    }
+    try:
+        return grpo_optimizer(
+            policy, float(cfg.grpo.lr), str(cfg.grpo.lr_schedule), int(cfg.grpo.steps)
+        )
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
     from tqdm import tqdm
 
     from pixelrl.gui_agent.grounding import grounding_set
-    from pixelrl.rl.grpo import group_advantages
+    from pixelrl.rl.grpo import (
+        GRPOConfig,
+        group_advantages,
+        synced_clock,
+        throughput,
+        update_in_chunks,
+    )
 
     if cfg.grpo.reward not in GROUNDING_REWARDS:
         raise ConfigError(
@@ -648,7 +428,7 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
         )
     run = Run(cfg)
     policy = load_policy(cfg)
-    gcfg = _grpo_config(cfg)
+    gcfg = GRPOConfig.from_section(cfg.grpo.to_dict())
     ref = policy.frozen_copy() if gcfg.kl_coef else None
     screen = _screen(cfg)
     train_items = grounding_set(
@@ -656,7 +436,7 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
     )
     items = _held_out(cfg)
     reward_fn = GROUNDING_REWARDS[cfg.grpo.reward]
-    opt, set_lr = _grpo_optimizer(policy, cfg)
+    opt, set_lr = grpo_optimizer_for(policy, cfg)
     rng = np.random.default_rng(int(cfg.seed))
     G, P = gcfg.num_samples, int(cfg.grpo.prompts_per_step)
     run.add_eval(0, _grounding_eval(policy, cfg, items))
@@ -665,13 +445,13 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
     for step in bar:
         prompts = [train_items[i] for i in rng.choice(len(train_items), P, replace=False)]
         policy.model.eval()
-        t_sample = _synced_clock(policy)
+        t_sample = synced_clock(policy)
         groups = policy.generate(
             [p.screenshot for p in prompts], [p.instruction for p in prompts], [[] for _ in prompts],
             num_samples=G, temperature=gcfg.temperature, max_new_tokens=gcfg.max_new_tokens,
             screen_size=screen,
         )  # fmt: skip
-        t_update = _synced_clock(policy)
+        t_update = synced_clock(policy)
         policy.model.train()
         rows, rewards = [], []
         for prompt, samples in zip(prompts, groups):
@@ -682,17 +462,17 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
                          "history": [], "completion": s} for s in samples)  # fmt: skip
         advantages = group_advantages(rewards, group_size=G, scale_by_std=gcfg.scale_by_std)
         lr = set_lr(step)
-        stats = _update_in_chunks(policy, opt, rows, advantages, ref, gcfg, int(cfg.grpo.minibatch))
-        t_end = _synced_clock(policy)
+        stats = update_in_chunks(policy, opt, rows, advantages, ref, gcfg, int(cfg.grpo.minibatch))
+        t_end = synced_clock(policy)
         parsed = float(np.mean([s.parsed for g in groups for s in g]))
         row = {"step": step + 1, "reward": float(np.mean(rewards)), "format": parsed, "lr": lr, **stats,
-               **_throughput(groups, advantages, gcfg, t_update - t_sample, t_end - t_update)}  # fmt: skip
+               **throughput(groups, advantages, gcfg, t_update - t_sample, t_end - t_update)}  # fmt: skip
         run.history.append(row)
         bar.set_postfix_str(f"reward={row['reward']:.3f} format={parsed:.2f}", refresh=False)
         if int(cfg.eval.interval) and (step + 1) % int(cfg.eval.interval) == 0 and step + 1 < steps:
             run.add_eval(step + 1, _grounding_eval(policy, cfg, items))
     run.add_eval(steps, _grounding_eval(policy, cfg, items))
-    save_policy(policy, run.dir / "model")
+    policy.save(run.dir / "model")
     run.write("accuracy")
     return {"run_dir": str(run.dir), "eval": run.evals}
 
@@ -747,13 +527,13 @@ def play_group(policy, cfg: Config, seed: int, group_size: int, gcfg) -> list[li
 def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
     from tqdm import tqdm
 
-    from pixelrl.rl.grpo import gigpo_advantages
+    from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages, update_in_chunks
 
     run = Run(cfg)
     policy = load_policy(cfg)
-    gcfg = _grpo_config(cfg)
+    gcfg = GRPOConfig.from_section(cfg.grpo.to_dict())
     ref = policy.frozen_copy() if gcfg.kl_coef else None
-    opt, set_lr = _grpo_optimizer(policy, cfg)
+    opt, set_lr = grpo_optimizer_for(policy, cfg)
     rng = np.random.default_rng(int(cfg.seed))
     run.add_eval(0, _success_eval(policy, cfg))
     steps = int(cfg.grpo.steps)
@@ -772,7 +552,7 @@ def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
         )  # fmt: skip
         rows = [s for ep in episodes for s in ep]
         lr = set_lr(step)
-        stats = _update_in_chunks(
+        stats = update_in_chunks(
             policy, opt, rows, adv.advantages, ref, gcfg, int(cfg.grpo.minibatch)
         )
         success = float(np.mean([ep[-1]["success"] for ep in episodes]))
@@ -785,7 +565,7 @@ def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
         if int(cfg.eval.interval) and (step + 1) % int(cfg.eval.interval) == 0 and step + 1 < steps:
             run.add_eval(step + 1, _success_eval(policy, cfg))
     run.add_eval(steps, _success_eval(policy, cfg))
-    save_policy(policy, run.dir / "model")
+    policy.save(run.dir / "model")
     run.write("success")
     return {"run_dir": str(run.dir), "eval": run.evals}
 
@@ -817,15 +597,8 @@ def run_recipe(
 ) -> dict[str, Any] | None:
     """``pixelrl train gui/...`` for the VLM recipes: config (the recipe's own, or the YAML file
     ``config`` that names this recipe), ``--model``, run, print a summary."""
-    import yaml
-
-    from pixelrl.recipes import get_recipe
-
-    overrides = list(overrides) + ([f"model={model}"] if model else [])
-    cfg = config_for(config or get_recipe(name).config, overrides)
-    cfg.recipe = name
-    if print_config:
-        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
+    cfg = recipe_config(name, overrides, model, print_config, config, config_for)
+    if cfg is None:
         return None
     result = train(cfg)
     measure = "accuracy" if "accuracy" in result["eval"][-1] else "success"

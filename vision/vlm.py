@@ -1,4 +1,4 @@
-"""A vision-language policy: screenshot + instruction + history -> action text -> :class:`Action`.
+"""A vision-language policy: image + instruction + history -> action text -> action.
 
 :class:`VLMPolicy` wraps any transformers image-text-to-text model and its processor. It
 
@@ -13,8 +13,10 @@
    alike: its key/value cache is shared where the language model's positions are plain 1-D
    (SmolVLM / Idefics3, LLaVA), its image features elsewhere. The numbers are the same as
    running every row (tested); only the repeated work goes;
-4. parses the output with :func:`pixelrl.envs.actions.parse_action`: unparsable text becomes a ``wait``
-   no-op with ``parsed = False`` (format reward 0), never an exception;
+4. parses the output with its action codec (:mod:`pixelrl.vision.action_codec`: GUI actions by
+   default, navigation actions with :class:`pixelrl.envs.nav.action_text.NavActionCodec`):
+   unparsable text becomes the codec's no-op (a GUI ``wait``; nothing, for navigation) with
+   ``parsed = False`` (format reward 0), never an exception;
 5. helps training: :meth:`VLMPolicy.frozen_copy` (GRPO's KL reference) and
    :meth:`VLMPolicy.add_lora` (peft adapters on the language model, for large models).
 
@@ -36,12 +38,13 @@ import inspect
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pixelrl.envs.actions import Action, to_pyautogui, to_uitars
-from pixelrl.vision.rewards import safe_parse
+from pixelrl.vision.action_codec import ActionCodec, GUIActionCodec
 
 __all__ = [
     "FAMILIES",
@@ -56,11 +59,8 @@ __all__ = [
 
 FAMILIES: tuple[str, ...] = ("qwen2_vl", "qwen2_5_vl", "idefics3", "smolvlm", "paligemma", "llava")
 
-DEFAULT_PROMPT = (
-    "{instruction}\n"
-    "Previous actions: {history}\n"
-    "Answer with one action, e.g. click(start_box='(x,y)') with x, y in 0-1000."
-)
+# {hint} is the action codec's answer_hint (for the GUI codec, the text this prompt always had).
+DEFAULT_PROMPT = "{instruction}\nPrevious actions: {history}\n{hint}"
 
 
 @dataclass
@@ -71,7 +71,7 @@ class Completion:
     text: str
     token_ids: list[int]
     sampled_logprobs: list[float]
-    action: Action
+    action: Any  # the codec's action: a GUI Action, a tuple of navigation action ids, ...
     parsed: bool
     error: str | None = None
 
@@ -107,14 +107,16 @@ def _to_pil(screenshot):
 
 
 class VLMPolicy:
-    """An image-text-to-text model that acts in GUI environments through action text.
+    """An image-text-to-text model that acts through action text.
 
-    ``coordinates`` is how the numbers in the action text are read (``None``: pyautogui calls
-    in pixels, UI-TARS calls in 0-1000 — the defaults of :func:`pixelrl.envs.actions.parse_action`;
-    or ``"pixels"``, ``"relative1000"``, ``"unit"``). ``history_length`` recent actions go into
-    the prompt. ``prompt_template`` is formatted with ``instruction`` and ``history``.
-    ``share_prompts`` (default) runs a prompt that a batch repeats once; ``False`` runs every
-    row, the same numbers more slowly.
+    ``codec`` is the action language (:mod:`pixelrl.vision.action_codec`); without one it is
+    the GUI codec of ``action_format`` (``uitars`` or ``pyautogui``) and ``coordinates`` (how
+    the numbers in GUI action text are read: ``None``, pyautogui calls in pixels and UI-TARS
+    calls in 0-1000, the defaults of :func:`pixelrl.envs.actions.parse_action`; or
+    ``"pixels"``, ``"relative1000"``, ``"unit"``). ``history_length`` recent actions go into
+    the prompt. ``prompt_template`` is formatted with ``instruction``, ``history`` and ``hint``
+    (the codec's answer hint). ``share_prompts`` (default) runs a prompt that a batch repeats
+    once; ``False`` runs every row, the same numbers more slowly.
     """
 
     def __init__(
@@ -127,6 +129,7 @@ class VLMPolicy:
         prompt_template: str = DEFAULT_PROMPT,
         action_format: str = "uitars",
         share_prompts: bool = True,
+        codec: ActionCodec | None = None,
     ) -> None:
         self.model = model
         # run a prompt repeated in a batch once (False: every row, as bench/vlm_throughput.py's peer)
@@ -137,25 +140,21 @@ class VLMPolicy:
         self.coordinates = coordinates
         self.history_length = history_length
         self.prompt_template = prompt_template
-        if action_format not in ("uitars", "pyautogui"):
-            raise ValueError(
-                f"action_format must be 'uitars' or 'pyautogui', got {action_format!r}"
-            )
-        self.action_format = action_format
+        self.codec = codec if codec is not None else GUIActionCodec(action_format, coordinates)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.end_token_id = self.tokenizer.eos_token_id
         self.placeholder_token_ids = _placeholder_token_ids(model, processor)
 
     # -- prompt -----------------------------------------------------------------------------
-    def action_text(self, action: Action, screen_size: tuple[int, int] | None = None) -> str:
+    @property
+    def action_format(self) -> str | None:
+        """The GUI codec's text syntax (``uitars`` / ``pyautogui``); ``None`` for other codecs."""
+        return getattr(self.codec, "action_format", None)
+
+    def action_text(self, action: Any, screen_size: tuple[int, int] | None = None) -> str:
         """How this policy writes an action (for history lines and SFT targets)."""
-        if self.action_format == "uitars":
-            coords = (
-                "relative1000" if self.coordinates in (None, "relative1000") else self.coordinates
-            )
-            return to_uitars(action, screen_size, coords)
-        return to_pyautogui(action, self.coordinates or "pixels", screen_size)
+        return self.codec.render(action, screen_size)
 
     def prompt_text(
         self,
@@ -169,7 +168,9 @@ class VLMPolicy:
         recent = list(history)[-self.history_length :] if self.history_length else []
         lines = [h if isinstance(h, str) else self.action_text(h, screen_size) for h in recent]
         return self.prompt_template.format(
-            instruction=instruction, history="; ".join(lines) if lines else "none"
+            instruction=instruction,
+            history="; ".join(lines) if lines else "none",
+            hint=self.codec.answer_hint,
         )
 
     def build_prompt(
@@ -215,11 +216,11 @@ class VLMPolicy:
     # -- parsing ----------------------------------------------------------------------------
     def parse(
         self, text: str, screen_size: tuple[int, int] | None = None
-    ) -> tuple[Action, bool, str | None]:
-        """``(action, parsed, error)``: unparsable text gives ``(wait, False, reason)``."""
-        action, error = safe_parse(text, screen_size, self.coordinates)
+    ) -> tuple[Any, bool, str | None]:
+        """``(action, parsed, error)``: unparsable text gives ``(codec.noop, False, reason)``."""
+        action, error = self.codec.parse(text, screen_size)
         if action is None:
-            return Action.wait(), False, error
+            return self.codec.noop, False, error
         return action, True, None
 
     # -- generation -------------------------------------------------------------------------
@@ -495,6 +496,20 @@ class VLMPolicy:
         config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets)
         self.model = get_peft_model(self.model, config)
 
+    def save(self, folder) -> Path:
+        """``save_pretrained`` of the model (LoRA adapters merged in) and its processor, the
+        folder :func:`load_vlm` reads back."""
+        import copy
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        model = self.model
+        if hasattr(model, "merge_and_unload"):
+            model = copy.deepcopy(model).merge_and_unload()
+        model.save_pretrained(folder)
+        self.processor.save_pretrained(folder)
+        return folder
+
     def trainable_parameters(self) -> list:
         return [p for p in self.model.parameters() if p.requires_grad]
 
@@ -595,6 +610,29 @@ def _family_of(model) -> str:
 
 
 # -- loading ----------------------------------------------------------------------------------
+def model_source_problem(name_or_path: str) -> str | None:
+    """None if :func:`load_vlm` can try ``name_or_path`` without going to the network for a
+    name that cannot exist: a known ``tiny-<family>``, a model folder, or a hub id ``org/name``
+    (offline: one already in the cache). Else one line saying what is wrong."""
+    from pixelrl.checkpoint import CheckpointError, check_hub_model, is_hub_id, missing_path_message
+
+    text = str(name_or_path)
+    if text.startswith("tiny-"):
+        family = text[len("tiny-") :].replace("-", "_").replace(".", "_")
+        if family in FAMILIES:
+            return None
+        return f"unknown tiny model {text!r}; families: {', '.join('tiny-' + f for f in FAMILIES)}"
+    if Path(text).is_dir():
+        return None
+    if not is_hub_id(text):
+        return missing_path_message(text, "model folder") + " (or give tiny-<family> or org/name)"
+    try:
+        check_hub_model(text)
+    except CheckpointError as e:
+        return str(e)
+    return None
+
+
 def load_vlm(
     name_or_path: str,
     dtype: str | None = None,
@@ -671,7 +709,12 @@ def task_corpus(n_actions: int = 400, seed: int = 0) -> list[str]:
         texts.append(to_pyautogui(a))
     for _ in range(n_actions // 2):
         texts.append(" ".join(rng.choice(_INSTRUCTION_WORDS) for _ in range(rng.randint(3, 8))))
-    texts.append(DEFAULT_PROMPT)
+    # the GUI prompt as it reads before formatting (the corpus tiny GUI models were trained with)
+    texts.append(
+        DEFAULT_PROMPT.format(
+            instruction="{instruction}", history="{history}", hint=GUIActionCodec.answer_hint
+        )
+    )
     texts.append("0123456789 ,.()[]'\"=_-:;\n")
     return texts
 

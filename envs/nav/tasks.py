@@ -30,6 +30,9 @@ from pixelrl.envs.nav.navgrid import NavGrid
 from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
 
 STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = 0, 1, 2, 3
+# A turn that does nothing: what a text policy's unparsable answer plays (never one of its
+# actions). Outside Discrete(4), so no policy samples it; it spends a step of the budget.
+IDLE = -1
 ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")
 
 
@@ -80,6 +83,8 @@ class NavEpisodeState:
         if self.done:
             raise RuntimeError("step() called on a finished episode; call reset()")
         action = int(action)
+        if action == IDLE:
+            return self.idle()
         if action not in (STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT):
             raise ValueError(
                 f"action must be 0 stop, 1 move_forward, 2 turn_left or 3 turn_right, got {action}"
@@ -111,6 +116,19 @@ class NavEpisodeState:
         if self.success:
             reward += cfg.success_reward
         return float(reward), terminated, truncated
+
+    def idle(self) -> tuple[float, bool, bool]:
+        """``step(IDLE)``: a turn in which the agent does nothing -- a text policy's unparsable
+        answer, which is never executed. Not one of habitat's actions: the pose stays, but the
+        turn costs what time costs (a step of the episode's budget and the slack reward), so an
+        agent that keeps answering nonsense still reaches the step limit."""
+        if self.done:
+            raise RuntimeError("idle() called on a finished episode; call reset()")
+        self.steps += 1
+        self.collided = False
+        truncated = self.steps >= self.cfg.max_episode_steps
+        self.done = truncated
+        return float(self.cfg.slack_reward), False, truncated
 
     @property
     def success(self) -> bool:

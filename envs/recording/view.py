@@ -102,6 +102,18 @@ def add_caption(image, lines: list[str]):
     return out
 
 
+AGENT_TEXT_KEY = "agent_text"  # info entry: the answer a text policy gave at this step
+
+
+def _agent_text(row) -> str | None:
+    try:
+        info = json.loads(row["info"]) if row["info"] else {}
+    except (KeyError, ValueError, TypeError):
+        return None
+    text = info.get(AGENT_TEXT_KEY) if isinstance(info, dict) else None
+    return " ".join(str(text).split()) if text else None
+
+
 def _positions(rows) -> list[np.ndarray] | None:
     points = []
     for text in rows["info"]:
@@ -199,7 +211,10 @@ def render_episode(
                     if dataset.info.action_format == "discrete" and 0 <= a < 4
                     else a
                 )
-                lines.append(f"action {name}")
+                lines.append(f"action {'idle (unparsed answer)' if a == -1 else name}")
+            said = _agent_text(row)
+            if said is not None:  # a text policy's answer (record --agent vlm)
+                lines.append(f"said: {said if len(said) <= 60 else said[:57] + '...'}")
             lines.append(f"reward {row['reward']:+.3f}")
         else:
             lines.append(f"end: return {entry.total_reward:+.3f}  success {entry.success}")

@@ -6,6 +6,7 @@ Examples::
     pixelrl bench nav --dataset val.json.gz --agent checkpoint runs/embodied-pointnav-... \\
         --agent expert --agent random                  # side by side, one row per agent
     pixelrl bench nav --dataset val.json.gz --agent random --episodes 50 --env-option width=64
+    pixelrl bench nav --dataset val.json.gz --agent vlm runs/nav-vlm-sft/model  # a VLM agent
 
 Runs the dataset's episodes in order with each agent, prints Success, SPL, SoftSPL and
 DistanceToGoal (mean and 95% confidence interval) in one table with a named row per agent, and
@@ -26,8 +27,8 @@ from pixelrl.commands.args import agent_action, non_negative_int, positive_int
 
 # Kept in step with pixelrl.embodied.benchmark.AGENT_KINDS / PATH_KINDS (not imported here, so
 # that `pixelrl --help` stays instant); tests/embodied/test_embodied_benchmark.py checks they agree.
-AGENTS = ("checkpoint", "expert", "random", "forward-only", "stop")
-PATH_AGENTS = ("checkpoint",)
+AGENTS = ("checkpoint", "vlm", "expert", "random", "forward-only", "stop")
+PATH_AGENTS = ("checkpoint", "vlm")
 
 
 def env_option(text: str) -> tuple[str, Any]:
@@ -71,12 +72,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     nav.add_argument("--agent", nargs="+", required=True, metavar="KIND [PATH]",
                      action=agent_action(AGENTS, PATH_AGENTS, repeat=True),
                      help=f"repeatable; one of {', '.join(AGENTS)}; 'checkpoint' takes the "
-                     "checkpoint path (or run folder)")  # fmt: skip
+                     "checkpoint path (or run folder), 'vlm' a navigation VLM agent's folder "
+                     "(RUN/model of pixelrl train embodied/vlm-sft or vlm-grpo; greedy answers)")  # fmt: skip
     nav.add_argument(
         "--task",
         choices=("pointnav", "objectnav", "instructnav"),
         default=None,
-        help="default: the checkpoint's, else from the dataset",
+        help="default: the checkpoint's or VLM agent's, else from the dataset",
     )
     nav.add_argument("--episodes", type=positive_int, default=None, help="the first N episodes")
     nav.add_argument("--out", default=None,
@@ -97,11 +99,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def agent_name(kind: str, path: str | None) -> str:
-    """A row name: the kind, and for a path the run it names (``checkpoint pointnav-0101``)."""
+    """A row name: the kind, and for a path the run it names (``checkpoint pointnav-0101``,
+    ``vlm nav-vlm-sft`` for ``runs/nav-vlm-sft/model``)."""
     if path is None:
         return kind
     p = Path(path)
-    while p.name in ("latest.pt", "checkpoints") or p.suffix == ".pt" and p.parent.name == "checkpoints":  # fmt: skip
+    while p.name in ("latest.pt", "checkpoints", "model") or p.suffix == ".pt" and p.parent.name == "checkpoints":  # fmt: skip
         p = p.parent
     return f"{kind} {p.name or path}"
 

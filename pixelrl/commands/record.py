@@ -3,6 +3,7 @@
     pixelrl record --env pixelrl/Desktop-ClickButton-v0 --agent expert --episodes 20 --out demos/
     pixelrl record --env pixelrl/PointNav-v0 --agent random --episodes 5 --out nav/ --seed 3
     pixelrl record --env pixelrl/PointNav-v0 --agent checkpoint runs/pointnav --episodes 5 --out bc/
+    pixelrl record --env pixelrl/PointNav-v0 --agent vlm runs/nav-vlm-sft/model --episodes 5 --out v/
     pixelrl record --env pixelrl/XDesktop-TkCounterThree-v0 --agent human --episodes 1 --out mine/
 
 Episode ``k`` is reset with seed ``--seed + k`` (replay re-runs it from that seed), so a run
@@ -25,7 +26,7 @@ from pixelrl.commands.args import (
     positive_int,
 )
 
-AGENTS = ("expert", "random", "checkpoint", "human")
+AGENTS = ("expert", "random", "checkpoint", "vlm", "human")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -33,8 +34,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--env", type=env_id, required=True,
                    help="env id, e.g. pixelrl/Desktop-ClickButton-v0")  # fmt: skip
     p.add_argument("--agent", nargs="+", default=("expert", None), metavar="AGENT",
-                   action=agent_action(AGENTS, ("checkpoint",)),
-                   help="expert | random | checkpoint PATH | human")  # fmt: skip
+                   action=agent_action(AGENTS, ("checkpoint", "vlm")),
+                   help="expert | random | checkpoint PATH | vlm FOLDER (a navigation VLM "
+                   "agent; its answers go in each step's info as agent_text) | human")  # fmt: skip
     p.add_argument("--episodes", type=positive_int, default=10,
                    help="seeds --seed .. --seed + N - 1 (with --resume: those not recorded yet)")  # fmt: skip
     p.add_argument("--out", required=True, help="dataset folder")
@@ -68,14 +70,22 @@ def run(args: argparse.Namespace) -> int:
         trained_on = checkpoint["config"].get("env", {})
         if env_kwargs is None and trained_on.get("id") == args.env:
             env_kwargs = dict(trained_on.get("kwargs") or {})  # the observations it learned on
+    elif kind == "vlm":
+        from pixelrl.embodied.vlm_agent import read_spec
+
+        spec = read_spec(path)  # AgentFileError: one line
+        if env_kwargs is None:  # the observations it learned on
+            env_kwargs = dict(spec.env_kwargs)
     env = make_env(args.env, **(env_kwargs or {}))
     if kind == "human":
         return _record_human(env, args)
     try:
-        agent = _make_agent(kind, env, checkpoint, args.seed)
+        agent = _make_agent(kind, env, checkpoint, args.seed, path)
     except (ValueError, RuntimeError) as e:
         env.close()
         raise UsageError(f"--agent {kind}: {e}") from None
+    if kind == "vlm":
+        env = _with_agent_text(env, agent)
     try:
         env = RecordEpisodes(env, args.out, frame_format=args.frames, resume=args.resume)
     except BaseException:
@@ -96,6 +106,21 @@ def run(args: argparse.Namespace) -> int:
         env.close()
     _summary(env.episodes, args.out)
     return 0
+
+
+def _with_agent_text(env, agent):
+    """The env with each step's info holding the text agent's latest answer (``agent_text``,
+    which ``pixelrl view`` captions)."""
+    import gymnasium
+
+    from pixelrl.envs.recording.view import AGENT_TEXT_KEY
+
+    class AgentText(gymnasium.Wrapper):
+        def step(self, action):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            return obs, reward, terminated, truncated, {**info, AGENT_TEXT_KEY: agent.last_text}
+
+    return AgentText(env)
 
 
 def _seeds_to_record(args: argparse.Namespace, recorded: list[int | None]) -> list[int]:
@@ -119,7 +144,14 @@ class _Agent:
         self.act, self.reset = act, reset
 
 
-def _make_agent(kind: str, env, checkpoint: dict | None, seed: int) -> _Agent:
+def _make_agent(kind: str, env, checkpoint: dict | None, seed: int, path: str | None = None):
+    if kind == "vlm":
+        from pixelrl.embodied.vlm_agent import load_agent
+
+        nav = getattr(env.unwrapped, "cfg", None)
+        if not hasattr(nav, "forward_step"):
+            raise ValueError(f"a navigation VLM agent acts in navigation envs, not {env.spec.id}")
+        return load_agent(path, nav.forward_step, nav.turn_degrees)  # greedy answers
     if kind == "expert":
         expert = _expert_for(env)
         if expert is None:

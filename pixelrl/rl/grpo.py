@@ -31,6 +31,7 @@ verl-agent's GiGPO.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,32 @@ class GRPOConfig:
     gamma: float = 0.95  # discount for step returns in multi-turn episodes
     temperature: float = 1.0
     max_new_tokens: int = 32
+
+    @classmethod
+    def from_section(cls, section: dict[str, Any]) -> GRPOConfig:
+        """The fields of a recipe's ``grpo:`` section (other keys there belong to the recipe)."""
+        return cls(**{k: v for k, v in section.items() if k in cls.__dataclass_fields__})
+
+
+# The ``grpo:`` keys every text-policy recipe shares (GUI and embodied), with the recipes'
+# defaults; each recipe adds its own (rewards, prompts or starts per step, ...).
+RECIPE_DEFAULTS: dict[str, Any] = {
+    "num_samples": 8,
+    "steps": 50,
+    "lr": 1e-4,
+    "lr_schedule": "constant",  # or "linear": decays to 0 at the last step (TRL's default)
+    "epochs": 1,
+    "clip_low": 0.2,
+    "clip_high": 0.28,
+    "kl_coef": 0.0,
+    "scale_by_std": True,
+    "loss_aggregation": "token",
+    "max_grad_norm": 1.0,
+    "step_weight": 1.0,
+    "gamma": 0.95,
+    "temperature": 1.0,
+    "minibatch": 16,
+}
 
 
 # -- advantages -------------------------------------------------------------------------------
@@ -305,3 +332,81 @@ def grpo_update(
     stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
     optimizer.step()
     return stats
+
+
+# -- training loop helpers (the GUI and embodied text-policy recipes) ---------------------------
+def grpo_optimizer(policy, lr: float, schedule: str = "constant", steps: int = 1):
+    """AdamW over the policy's trainable parameters and ``set_lr(step)``, which sets and returns
+    the rate of GRPO step ``step`` (0-based): ``lr`` for a ``constant`` schedule, or ``linear``
+    decay to 0 at step ``steps`` (TRL's default)."""
+    if schedule not in ("constant", "linear"):
+        raise ValueError(f"grpo.lr_schedule: {schedule!r}; known: constant, linear")
+    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=lr, weight_decay=0.0)
+
+    def set_lr(step: int) -> float:
+        rate = lr if schedule == "constant" else lr * max(0.0, 1 - step / steps)
+        for group in opt.param_groups:
+            group["lr"] = rate
+        return rate
+
+    return opt, set_lr
+
+
+def update_in_chunks(
+    policy, opt, rows: Sequence[dict], advantages, ref, gcfg: GRPOConfig, minibatch: int
+) -> dict[str, float]:
+    """:func:`grpo_update` over ``rows`` (dicts with ``screenshot``, ``instruction``,
+    ``completion`` and ``history``) in minibatches, ``gcfg.epochs`` passes.
+
+    Rows with zero advantage carry no signal and are skipped unless the KL term needs them. With
+    more than one pass the log-probs before the first update are the ratio's denominator (with
+    one pass the ratio is 1 and the step is the plain policy gradient)."""
+    keep = [i for i in range(len(rows)) if advantages[i] != 0 or gcfg.kl_coef]
+    chunks = [keep[s : s + minibatch] for s in range(0, len(keep), minibatch)]
+
+    def fields(idx):
+        return ([rows[i]["screenshot"] for i in idx], [rows[i]["instruction"] for i in idx],
+                [rows[i]["completion"] for i in idx], [rows[i]["history"] for i in idx])  # fmt: skip
+
+    old = [None] * len(chunks)
+    if gcfg.epochs > 1:
+        with torch.no_grad():
+            for c, idx in enumerate(chunks):
+                shots, instr, comps, hist = fields(idx)
+                old[c] = policy.score(shots, instr, comps, hist).logprobs.detach()
+    stats: dict[str, float] = {}
+    n = 0
+    for _ in range(max(1, gcfg.epochs)):
+        for c, idx in enumerate(chunks):
+            shots, instr, comps, hist = fields(idx)
+            s = grpo_update(policy, opt, shots, instr, comps, advantages[idx], old_logprobs=old[c],
+                            histories=hist, ref_policy=ref, config=gcfg)  # fmt: skip
+            for k, v in s.items():
+                stats[k] = stats.get(k, 0.0) + v
+            n += 1
+    return {k: v / n for k, v in stats.items()} if n else {}
+
+
+def synced_clock(policy) -> float:
+    """Wall seconds, after the accelerator (if any) has finished its queued work."""
+    if policy.model.device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+def throughput(
+    groups, advantages, gcfg: GRPOConfig, sample_s: float, update_s: float
+) -> dict[str, float]:
+    """One GRPO step's speed: completions and generated tokens per second of sampling, and
+    completion tokens per second of the update (each pass over the rows that carry a signal)."""
+    completions = [c for g in groups for c in g]
+    generated = sum(len(c.token_ids) for c in completions)
+    kept = [c for c, a in zip(completions, advantages) if a != 0 or gcfg.kl_coef]
+    trained = sum(len(c.token_ids) for c in kept) * max(1, gcfg.epochs)
+    return {
+        "sample_s": sample_s,
+        "update_s": update_s,
+        "samples_per_s": len(completions) / max(sample_s, 1e-9),
+        "gen_tokens_per_s": generated / max(sample_s, 1e-9),
+        "update_tokens_per_s": trained / max(update_s, 1e-9),
+    }

@@ -1,0 +1,257 @@
+"""The embodied vision-language agent: egocentric frames in, navigation action text out.
+
+A :class:`~pixelrl.vision.vlm.VLMPolicy` with the navigation codec
+(:class:`~pixelrl.envs.nav.action_text.NavActionCodec`) sees one image and one text per turn:
+
+- the image (:meth:`NavPrompt.image`): the current RGB frame, with the depth frame colourised
+  beside it (``depth: true``) and ``memory_frames`` earlier frames before it, sampled long-short
+  as in VLN-R1 (the most recent ones densely, older ones sparsely);
+- the text (:func:`goal_text`): the goal in words -- PointNav "The goal is 3.2 m away, 40
+  degrees to your left." from the GPS+compass sensor, ObjectNav "Find a bed." (the category as
+  text, so an unseen word works if the model knows it), InstructNav its instruction -- and the
+  low-level actions taken so far, written by the codec (``turn_left(2), move_forward(3)``).
+
+It answers with one or more actions (``move_forward(3)``): :class:`VLMNavAgent` executes them
+one low-level step at a time, so the episode's measures (Success, SPL, path length, the step
+limit) count low-level steps exactly as for any other agent. An unparsable answer executes
+nothing: the agent returns ``IDLE`` (-1) for that turn, which the navigation env plays as a
+step that does nothing (a step of the budget, no motion; not one of habitat's actions).
+
+The agent's files: a model folder (``save_pretrained``) with ``pixelrl_nav_agent.json`` beside
+the weights, holding the task, codec and prompt settings (:func:`save_agent`,
+:func:`load_agent`), which ``pixelrl bench nav --agent vlm PATH`` reads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pixelrl.envs.nav.action_text import NavActionCodec
+from pixelrl.envs.nav.tasks import IDLE
+
+TASKS = {
+    "pixelrl/PointNav-v0": "pointnav",
+    "pixelrl/ObjectNav-v0": "objectnav",
+    "pixelrl/InstructNav-v0": "instructnav",
+}
+AGENT_FILE = "pixelrl_nav_agent.json"
+
+
+# -- the prompt ---------------------------------------------------------------------------------
+def goal_text(obs: dict[str, Any], task: str) -> str:
+    """The goal in words, from the task's sensors."""
+    if task == "pointnav":
+        rho, phi = (float(v) for v in np.asarray(obs["pointgoal_with_gps_compass"]).reshape(-1))
+        degrees = int(round(math.degrees(phi) / 5.0) * 5)  # 5-degree steps: few distinct words
+        if degrees == 0:
+            where = "straight ahead"
+        elif abs(degrees) == 180:
+            where = "behind you"
+        else:
+            where = f"{abs(degrees)} degrees to your {'left' if degrees > 0 else 'right'}"
+        return f"The goal is {rho:.1f} m away, {where}."
+    if task == "objectnav":
+        from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
+
+        category = OBJECTNAV_CATEGORIES[int(np.asarray(obs["objectgoal"]).reshape(-1)[0])]
+        return f"Find a {category.replace('_', ' ')}."
+    if task == "instructnav":
+        return str(obs["instruction"])
+    raise ValueError(f"unknown navigation task {task!r}; known: {', '.join(TASKS.values())}")
+
+
+def colourise_depth(depth: np.ndarray, max_depth: float | None = None) -> np.ndarray:
+    """A depth frame (H×W×1, metres or normalised) as a uint8 H×W×3 picture: near is warm and
+    bright, far dark blue, so a vision tower trained on RGB sees the geometry."""
+    d = np.asarray(depth, dtype=np.float32)[..., 0]
+    scale = max_depth if max_depth else max(float(d.max()), 1e-6)
+    t = np.clip(d / scale, 0.0, 1.0)
+    near = 1.0 - t
+    rgb = np.stack([near, near**2 * 0.8, 0.35 * t + 0.15 * near], axis=-1)
+    return (rgb * 255).astype(np.uint8)
+
+
+def memory_indices(num_past: int, count: int) -> list[int]:
+    """Which of ``num_past`` earlier frames (0 = oldest) go into the prompt: the ``ceil(count/2)``
+    most recent, and the rest spread evenly over the older ones (VLN-R1's long-short memory).
+    Ascending; fewer when there are fewer frames."""
+    if count <= 0 or num_past <= 0:
+        return []
+    short = min(num_past, -(-count // 2))
+    recent = list(range(num_past - short, num_past))
+    older = num_past - short
+    long = min(older, count - short)
+    spread = [int(round(i * (older - 1) / max(long - 1, 1))) for i in range(long)] if long else []
+    return sorted(set(spread)) + recent
+
+
+@dataclass
+class NavPrompt:
+    """What one turn's prompt holds (the ``prompt:`` section of the embodied VLM recipes)."""
+
+    depth: bool = False  # the colourised depth frame beside the RGB one
+    memory_frames: int = 0  # earlier RGB frames before the current one (long-short sampling)
+    history_steps: int = 8  # the last low-level actions, written by the codec
+
+    def image(self, frames: list[dict[str, Any]]) -> np.ndarray:
+        """One picture for the turn from the episode's observations so far (the last one is now)."""
+        now = frames[-1]
+        parts = [
+            np.asarray(frames[i]["rgb"])
+            for i in memory_indices(len(frames) - 1, self.memory_frames)
+        ]
+        parts.append(np.asarray(now["rgb"]))
+        if self.depth:
+            parts.append(colourise_depth(now["depth"]))
+        return np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+
+    def history(self, actions: list[int], codec: NavActionCodec) -> list[str]:
+        """The prompt's history entry: the last ``history_steps`` low-level actions as one
+        line (``[]`` before the first). It depends on what was executed, not on how it was
+        asked for, so demonstrations and the agent's own turns read alike."""
+        recent = actions[-self.history_steps :] if self.history_steps else []
+        return [codec.render(recent)] if recent else []
+
+
+# -- the agent ----------------------------------------------------------------------------------
+@dataclass
+class AgentSpec:
+    """Everything besides the weights that a navigation VLM agent needs (its json file)."""
+
+    task: str = "pointnav"
+    prompt: NavPrompt = field(default_factory=NavPrompt)
+    max_repeat: int = 4
+    max_steps: int = 8
+    max_new_tokens: int = 16
+    env_kwargs: dict[str, Any] = field(default_factory=dict)  # the env it was trained in
+
+    def codec(self, forward_step: float, turn_degrees: float) -> NavActionCodec:
+        return NavActionCodec(forward_step, turn_degrees, self.max_repeat, self.max_steps)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> AgentSpec:
+        known = set(cls.__dataclass_fields__)
+        unknown = set(raw) - known
+        if unknown:
+            raise ValueError(f"{AGENT_FILE}: unknown keys {sorted(unknown)}")
+        raw = dict(raw)
+        raw["prompt"] = NavPrompt(**raw.get("prompt", {}))
+        return cls(**raw)
+
+
+class VLMNavAgent:
+    """A habitat-style agent (``reset``, ``act``) around a navigation VLM policy.
+
+    ``act(obs)`` returns the next low-level action id, or ``IDLE`` when the model's answer did
+    not parse (the env plays it as a turn that does nothing). A parsed answer of several steps is queued
+    and played out over the next calls. ``last_text`` is the latest answer (a caption for
+    recordings), ``turns`` the answers asked for this episode."""
+
+    def __init__(
+        self, policy: Any, spec: AgentSpec, deterministic: bool = True, temperature: float = 1.0
+    ):
+        self.policy, self.spec = policy, spec
+        self.deterministic, self.temperature = deterministic, temperature
+        self.reset()
+
+    def reset(self) -> None:
+        self.frames: list[dict[str, Any]] = []
+        self.executed: list[int] = []
+        self.queue: list[int] = []
+        self.last_text = ""
+        self.turns = 0
+        self.idled = False
+
+    def act(self, observations: dict[str, Any]) -> int:
+        if self.idled:  # the frame after an idle turn is the same view: keep one copy
+            self.frames[-1] = observations
+        else:
+            self.frames.append(observations)
+        self.idled = False
+        if not self.queue:
+            completion = self.generate([self])[0]
+            self.last_text = completion.text
+            self.turns += 1
+            if not completion.parsed:
+                self.idled = True
+                return IDLE
+            self.queue = list(completion.action)
+        action = self.queue.pop(0)
+        self.executed.append(action)
+        return action
+
+    def prompt(self) -> tuple[np.ndarray, str, list[str]]:
+        """(image, goal text, history) of this agent's current turn."""
+        codec = self.policy.codec
+        return (
+            self.spec.prompt.image(self.frames),
+            goal_text(self.frames[-1], self.spec.task),
+            self.spec.prompt.history(self.executed, codec),
+        )
+
+    def generate(self, agents: list[VLMNavAgent]) -> list[Any]:
+        """One completion for each agent's current turn, in one batched ``generate``."""
+        prompts = [a.prompt() for a in agents]
+        groups = self.policy.generate(
+            [p[0] for p in prompts], [p[1] for p in prompts], [p[2] for p in prompts],
+            num_samples=1, do_sample=not self.deterministic, temperature=self.temperature,
+            max_new_tokens=self.spec.max_new_tokens,
+        )  # fmt: skip
+        return [g[0] for g in groups]
+
+
+# -- files --------------------------------------------------------------------------------------
+def save_agent(policy: Any, spec: AgentSpec, folder: str | Path) -> Path:
+    """The policy's model folder (:meth:`~pixelrl.vision.vlm.VLMPolicy.save`) plus the agent's
+    json."""
+    folder = policy.save(folder)
+    (folder / AGENT_FILE).write_text(json.dumps(spec.to_json(), indent=2) + "\n")
+    return folder
+
+
+class AgentFileError(ValueError):
+    """A folder that is not a saved navigation VLM agent."""
+
+
+def read_spec(folder: str | Path) -> AgentSpec:
+    """The :class:`AgentSpec` saved in an agent folder; :class:`AgentFileError` if it is none."""
+    folder = Path(folder)
+    spec_file = folder / AGENT_FILE
+    if not folder.is_dir():
+        from pixelrl.checkpoint import missing_path_message
+
+        raise AgentFileError(missing_path_message(folder, "agent folder"))
+    if not spec_file.is_file():
+        raise AgentFileError(
+            f"{folder} is not a navigation VLM agent (no {AGENT_FILE}; "
+            "it is written by pixelrl train embodied/vlm-sft or embodied/vlm-grpo)"
+        )
+    try:
+        return AgentSpec.from_json(json.loads(spec_file.read_text()))
+    except (ValueError, TypeError) as e:
+        raise AgentFileError(f"{spec_file}: {e}") from None
+
+
+def load_agent(
+    folder: str | Path, forward_step: float, turn_degrees: float, device: str | None = None,
+    **agent_kwargs: Any,
+) -> VLMNavAgent:  # fmt: skip
+    """The agent saved in ``folder`` by :func:`save_agent`, acting with the env's step sizes."""
+    from pixelrl.vision.vlm import load_vlm
+
+    spec = read_spec(folder)
+    try:
+        policy = load_vlm(str(folder), device=device, codec=spec.codec(forward_step, turn_degrees))
+    except OSError as e:  # weights or processor files missing or unreadable
+        raise AgentFileError(f"{folder}: cannot load the model: {e}") from None
+    policy.model.eval()
+    return VLMNavAgent(policy, spec, **agent_kwargs)

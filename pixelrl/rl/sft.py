@@ -1,0 +1,61 @@
+"""Supervised fine-tuning of a text-emitting policy: the token-level NLL of target action texts.
+
+The warm start before GRPO for every vision-language recipe (GUI and embodied): each example is
+a prompt (image, instruction, history) and the action text a demonstrator would write; the loss
+is the mean negative log-likelihood of its tokens, end token included (so the model learns to
+stop), under :meth:`pixelrl.vision.vlm.VLMPolicy.score`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def sft_step(policy, optimizer, batch: list[dict[str, Any]], max_grad_norm: float = 1.0) -> float:
+    """One gradient step of the token-level NLL of the target action texts; returns the loss."""
+    import torch
+
+    scored = policy.score(
+        [b["screenshot"] for b in batch], [b["instruction"] for b in batch],
+        [b["target"] for b in batch], [b["history"] for b in batch],
+    )  # fmt: skip
+    loss = -(scored.logprobs * scored.mask).sum() / scored.mask.sum().clamp(min=1)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(policy.trainable_parameters(), max_grad_norm)
+    optimizer.step()
+    return float(loss.detach())
+
+
+def sft_loop(
+    policy,
+    examples: list[dict[str, Any]],
+    steps: int,
+    batch_size: int,
+    lr: float,
+    weight_decay: float = 0.0,
+    seed: int = 0,
+    desc: str = "sft",
+    progress: bool = True,
+    after_step: Callable[[int, float], None] | None = None,
+) -> list[float]:
+    """``steps`` of :func:`sft_step` with AdamW on batches drawn without replacement from
+    ``examples``; ``after_step(step, loss)`` after each (history rows, held-out evaluations).
+    Returns the losses."""
+    import numpy as np
+    import torch
+    from tqdm import tqdm
+
+    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=lr, weight_decay=weight_decay)
+    rng = np.random.default_rng(seed)
+    policy.model.train()
+    losses = []
+    bar = tqdm(range(steps), desc=desc, disable=not progress)
+    for step in bar:
+        picked = rng.choice(len(examples), min(batch_size, len(examples)), replace=False)
+        losses.append(sft_step(policy, opt, [examples[i] for i in picked]))
+        bar.set_postfix_str(f"loss={losses[-1]:.3f}", refresh=False)
+        if after_step is not None:
+            after_step(step + 1, losses[-1])
+    return losses

@@ -1,0 +1,145 @@
+"""A training run's folder for the text-policy recipes (SFT, GRPO; GUI and embodied alike).
+
+``Run(cfg)`` creates ``train.output_dir`` (or ``runs/<recipe>-<time>``), writes ``config.yaml``,
+keeps the history and evaluation rows with wall and CPU clocks, and writes ``history.csv``,
+``eval.csv`` and ``learning_curve.png`` (training reward or loss beside the held-out measure
+with its 95% interval).
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from pixelrl.config import Config, dump_config
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its finished children."""
+    import resource
+
+    own, children = (
+        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+class Run:
+    """The run folder: config, history rows, evaluation rows, the curve."""
+
+    def __init__(self, cfg: Config) -> None:
+        out = (
+            cfg.train.output_dir
+            or f"runs/{cfg.recipe.replace('/', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
+        )
+        self.dir = Path(out)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        dump_config(cfg, self.dir / "config.yaml")
+        self.cfg = cfg
+        self.history: list[dict[str, float]] = []
+        self.evals: list[dict[str, float]] = []
+        self.start_wall, self.start_cpu = time.perf_counter(), cpu_seconds()
+
+    def clock(self) -> dict[str, float]:
+        """Wall and CPU seconds since the run began (CPU: this process and its children, so
+        the figure holds on a shared machine where wall time is inflated)."""
+        return {
+            "wall_s": round(time.perf_counter() - self.start_wall, 1),
+            "cpu_s": round(cpu_seconds() - self.start_cpu, 1),
+        }
+
+    def add_eval(self, step: int, row: dict[str, float]) -> None:
+        """Keep an evaluation row (with the clock) and show it above the progress bar."""
+        from tqdm import tqdm
+
+        row = {**row, **self.clock()}
+        self.evals.append({"step": step, **row})
+        shown = "  ".join(
+            f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
+        )
+        tqdm.write(f"[{self.cfg.recipe}] step {step}: held-out {shown}")
+
+    def write(self, measure: str) -> None:
+        for name, rows in (("history.csv", self.history), ("eval.csv", self.evals)):
+            if rows:
+                fields = list(dict.fromkeys(k for r in rows for k in r))
+                with open(self.dir / name, "w", newline="") as f:
+                    w = csv.DictWriter(f, fieldnames=fields)
+                    w.writeheader()
+                    w.writerows(rows)
+        self.plot(measure)
+
+    def plot(self, measure: str) -> Path | None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        train_key = next((k for k in ("reward", "loss") if any(k in r for r in self.history)), None)
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+        if train_key:
+            rows = [r for r in self.history if train_key in r]
+            steps, values = [r["step"] for r in rows], np.array([r[train_key] for r in rows])
+            axes[0].plot(steps, values, alpha=0.4 if len(rows) > 40 else 1.0)
+            if len(rows) > 40:  # a running mean: GRPO's per-step reward is noisy
+                window = len(rows) // 20
+                smooth = np.convolve(values, np.ones(window) / window, mode="valid")
+                axes[0].plot(steps[window - 1 :], smooth, label=f"mean of {window} steps")
+                axes[0].legend()
+            axes[0].set_title(f"train {train_key}")
+            axes[0].set_xlabel("step")
+        if self.evals:
+            steps = [r["step"] for r in self.evals]
+            values = np.array([r[measure] for r in self.evals])
+            if all("ci_low" in r for r in self.evals):  # Wilson 95% interval as error bars
+                low = values - np.array([r["ci_low"] for r in self.evals])
+                high = np.array([r["ci_high"] for r in self.evals]) - values
+                axes[1].errorbar(steps, values, yerr=[low, high], fmt="o-", capsize=3)
+            else:
+                axes[1].plot(steps, values, "o-")
+            axes[1].set_ylim(0, 1)
+            last = self.evals[-1]
+            axes[1].annotate(f"{values[-1]:.2f} (n={last['n']})", (steps[-1], values[-1]),
+                             textcoords="offset points", xytext=(-40, 8))  # fmt: skip
+        n = self.evals[-1]["n"] if self.evals else 0
+        axes[1].set_title(f"held-out {measure} (n={n}, 95% CI)")
+        clock = self.clock()
+        axes[1].set_xlabel(
+            f"step   (run: {clock['cpu_s'] / 60:.1f} CPU min, {clock['wall_s'] / 60:.1f} wall min)"
+        )
+        for ax in axes:
+            ax.grid(alpha=0.3)
+        fig.suptitle(f"{self.cfg.recipe}  model={self.cfg.init or self.cfg.model}")
+        fig.tight_layout()
+        path = self.dir / "learning_curve.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return path
+
+
+def recipe_config(
+    name: str,
+    overrides,
+    model: str | None,
+    print_config: bool,
+    config: str | Path | None,
+    config_for: Callable[[str | Path, list[str]], Config],
+) -> Config | None:
+    """A text-policy recipe's config for ``pixelrl train``: the recipe's file (or the YAML file
+    ``config`` that names it) under ``overrides`` and ``--model``. With ``print_config`` it is
+    printed and None returned."""
+    import yaml
+
+    from pixelrl.recipes import get_recipe
+
+    overrides = list(overrides) + ([f"model={model}"] if model else [])
+    cfg = config_for(config or get_recipe(name).config, overrides)
+    cfg.recipe = name
+    if print_config:
+        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
+        return None
+    return cfg

@@ -1,0 +1,260 @@
+"""The embodied vision-language agent (issue 21): the prompt, multi-step answers against the
+step limit, SFT on follower demonstrations, one GRPO step, and the agent through the CLI (bench
+nav, record, view)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import gymnasium
+import numpy as np
+import pytest
+import torch
+
+import pixelrl.envs  # noqa: F401
+from pixelrl.cli import main
+from pixelrl.embodied.vlm_agent import (
+    AGENT_FILE,
+    AgentFileError,
+    AgentSpec,
+    NavPrompt,
+    VLMNavAgent,
+    goal_text,
+    load_agent,
+    memory_indices,
+)
+from pixelrl.envs.nav.action_text import NavActionCodec
+from pixelrl.envs.nav.tasks import IDLE, MOVE_FORWARD, TURN_LEFT
+from pixelrl.vision.vlm import Completion
+
+# A small PointNav the tiny model can run through quickly.
+ENV = {"sensors": ["rgb"], "width": 32, "height": 32, "num_scenes": 2, "scene_seed": 0,
+       "apartment": {"rooms": [1, 1], "clutter": 0.0}, "turn_angle": 30,
+       "episode_rules": {"min_geodesic": 1.0, "max_geodesic": 3.0, "min_ratio": 1.0},
+       "max_episode_steps": 24}  # fmt: skip
+TINY = [
+    "text_size={hidden_size: 64, intermediate_size: 128, num_hidden_layers: 2}",
+    "vision_size={image_size: 32, patch_size: 8, scale_factor: 2, embed_dim: 32, num_heads: 2, depth: 1}",
+    "tokenizer.vocab_size=400",
+]
+
+
+# -- the prompt ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "rho, degrees, text",
+    [
+        (3.21, 40.0, "The goal is 3.2 m away, 40 degrees to your left."),
+        (0.84, -92.4, "The goal is 0.8 m away, 90 degrees to your right."),
+        (5.0, 1.0, "The goal is 5.0 m away, straight ahead."),
+        (2.0, 179.0, "The goal is 2.0 m away, behind you."),
+    ],
+)
+def test_pointnav_goal_in_words(rho, degrees, text):
+    obs = {"pointgoal_with_gps_compass": np.array([rho, math.radians(degrees)], np.float32)}
+    assert goal_text(obs, "pointnav") == text
+
+
+def test_the_words_agree_with_the_env_turning_toward_the_goal_closes_the_angle():
+    """'to your left' is the side turn_left brings the goal ahead: checked in the simulator."""
+    env = gymnasium.make("pixelrl/PointNav-v0", **ENV)
+    checked = 0
+    for seed in range(8):
+        obs, _ = env.reset(seed=seed)
+        words = goal_text(obs, "pointnav")
+        if "to your" not in words:
+            continue
+        degrees = int(words.split(", ")[1].split(" ")[0])
+        turn = TURN_LEFT if "left" in words else TURN_LEFT + 1
+        for _ in range(round(degrees / 30)):
+            obs, *_ = env.step(turn)
+        after = goal_text(obs, "pointnav")
+        left = int(after.split(", ")[1].split(" ")[0]) if "to your" in after else 0
+        assert left < degrees and left <= 20, (words, after)  # 15, and the words round to 5
+        checked += 1
+    assert checked >= 4
+    env.close()
+
+
+def test_objectnav_and_instructnav_goals():
+    from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
+
+    bed = OBJECTNAV_CATEGORIES.index("bed")
+    assert goal_text({"objectgoal": np.array([bed])}, "objectnav") == "Find a bed."
+    assert goal_text({"instruction": "go to the sofa."}, "instructnav") == "go to the sofa."
+    with pytest.raises(ValueError, match="unknown navigation task"):
+        goal_text({}, "fly")
+
+
+def test_memory_frames_are_long_short():
+    assert memory_indices(0, 4) == [] and memory_indices(10, 0) == []
+    assert memory_indices(3, 8) == [0, 1, 2]
+    picked = memory_indices(20, 6)
+    assert picked[-3:] == [17, 18, 19] and picked[0] == 0 and picked == sorted(set(picked))
+    frames = [
+        {"rgb": np.full((8, 8, 3), i, np.uint8), "depth": np.ones((8, 8, 1))} for i in range(5)
+    ]
+    image = NavPrompt(depth=True, memory_frames=2).image(frames)
+    assert image.shape == (8, 8 * 4, 3)  # two earlier frames, now, depth
+    assert image[0, 16, 0] == 4  # the current frame after the memory
+
+
+# -- multi-step answers and the step limit ------------------------------------------------------
+class ScriptedText:
+    """Answers a fixed list of texts in turn, read by the real codec (the model's output is the
+    input here: what is under test is how the agent and play() execute it)."""
+
+    def __init__(self, texts, codec):
+        self.texts, self.codec, self.model = list(texts), codec, torch.nn.Linear(1, 1)
+
+    def generate(self, images, instructions, histories, **_):
+        out = []
+        for _ in images:
+            text = self.texts.pop(0)
+            action, error = self.codec.parse(text)
+            out.append([Completion(text, [], [], action if action is not None else (),
+                                   action is not None, error)])  # fmt: skip
+        return out
+
+
+def test_multi_step_answers_run_one_low_level_step_at_a_time_and_stop_at_the_limit():
+    env = gymnasium.make("pixelrl/PointNav-v0", **{**ENV, "max_episode_steps": 6})
+    codec = NavActionCodec(0.25, 30.0)
+    answers = ["move_forward(3)", "fly away", "turn_left(2), move_forward(4), move_forward(2)"]
+    agent = VLMNavAgent(ScriptedText(answers, codec), AgentSpec())
+    obs, _ = env.reset(seed=1)
+    taken, done = [], False
+    while not done:
+        action = agent.act(obs)
+        taken.append(action)
+        obs, _, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+    F, L = MOVE_FORWARD, TURN_LEFT
+    assert taken == [F, F, F, IDLE, L, L] and truncated and info["num_steps"] == 6
+    assert agent.turns == 3 and agent.last_text == answers[2]
+
+    from pixelrl.embodied.vlm_train import play
+
+    (episode,) = play(ScriptedText(answers, codec), AgentSpec(), [env], [1], sample=False)
+    assert len(episode["turns"]) == 3 and episode["measures"]["num_steps"] == 6
+    assert [t["completion"].parsed for t in episode["turns"]] == [True, False, True]
+    assert episode["turns"][1]["reward"] < 0  # the format penalty and the slack
+    env.close()
+
+
+# -- SFT, GRPO and the CLI, on one small run -----------------------------------------------------
+@pytest.fixture(scope="module")
+def sft_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("vlm_sft") / "run"
+    env = "env.kwargs=" + json.dumps(ENV)
+    argv = ["train", "embodied/vlm-sft", f"train.output_dir={run}", env, "data.episodes=6",
+            "sft.steps=60", "sft.batch_size=16", "sft.lr=3e-3", "eval.episodes=1",
+            "eval.interval=0", "train.progress=false", "env.eval_kwargs={scene_seed: 7, num_scenes: 1}",
+            *TINY]  # fmt: skip
+    assert main(argv) == 0
+    return run
+
+
+def test_sft_on_follower_demonstrations_lowers_the_loss(sft_run):
+    with open(sft_run / "history.csv") as f:
+        losses = [float(r["loss"]) for r in csv.DictReader(f)]
+    assert len(losses) == 60
+    assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:5]), losses
+    spec = json.loads((sft_run / "model" / AGENT_FILE).read_text())
+    assert spec["task"] == "pointnav" and spec["env_kwargs"]["width"] == 32
+    assert (sft_run / "demos" / "meta" / "info.json").is_file()  # through the recorder
+    with open(sft_run / "eval.csv") as f:
+        evals = list(csv.DictReader(f))
+    assert [int(r["step"]) for r in evals] == [0, 60]  # held-out episodes, before and after
+
+
+def test_one_grpo_step_moves_log_probs_toward_the_advantages(sft_run):
+    from pixelrl.embodied.vlm_train import play
+    from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages, grpo_optimizer, update_in_chunks
+
+    env_kwargs = {**ENV, "max_episode_steps": 8}
+    envs = [gymnasium.make("pixelrl/PointNav-v0", **env_kwargs) for _ in range(2)]
+    agent = load_agent(sft_run / "model", 0.25, 30.0)
+    policy, spec = agent.policy, agent.spec
+    for seed in range(20):  # a start whose two sampled episodes differ in reward
+        torch.manual_seed(seed)
+        episodes = play(policy, spec, envs, [seed, seed], sample=True, temperature=1.5)
+        adv = gigpo_advantages(
+            [[t["reward"] for t in e["turns"]] for e in episodes], [0, 0],
+            [[t["key"] for t in e["turns"]] for e in episodes],
+        )  # fmt: skip
+        if np.abs(adv.advantages).max() > 0:
+            break
+    rows = [t for e in episodes for t in e["turns"]]
+    advantages = np.asarray(adv.advantages, dtype=np.float32)
+
+    def mean_logprobs():
+        with torch.no_grad():
+            s = policy.score([r["screenshot"] for r in rows], [r["instruction"] for r in rows],
+                             [r["completion"] for r in rows], [r["history"] for r in rows])  # fmt: skip
+        return ((s.logprobs * s.mask).sum(1) / s.mask.sum(1).clamp(min=1)).numpy()
+
+    before = mean_logprobs()
+    policy.model.train()
+    opt, _ = grpo_optimizer(policy, 2e-3, "constant", 1)
+    update_in_chunks(policy, opt, rows, advantages, None, GRPOConfig(lr=2e-3), 64)
+    policy.model.eval()
+    change = mean_logprobs() - before
+    assert float(np.dot(advantages, change)) > 0, (advantages, change)
+    for env in envs:
+        env.close()
+
+
+def test_grpo_recipe_runs_from_the_sft_model(sft_run, tmp_path):
+    run = tmp_path / "grpo"
+    argv = ["train", "embodied/vlm-grpo", f"init={sft_run / 'model'}", f"train.output_dir={run}",
+            "env.kwargs=" + json.dumps({**ENV, "max_episode_steps": 8}), "grpo.steps=2",
+            "grpo.num_samples=2", "grpo.starts_per_step=1", "eval.episodes=1",
+            "train.progress=false"]  # fmt: skip
+    assert main(argv) == 0
+    with open(run / "history.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2 and all(0 <= float(r["format"]) <= 1 for r in rows)
+    assert (run / "model" / AGENT_FILE).is_file()
+
+
+def test_bench_nav_record_and_view_take_the_vlm_agent(sft_run, tmp_path, capsys):
+    from pixelrl.envs.nav.sim import generate_dataset
+    from pixelrl.envs.recording import EpisodeDataset
+
+    model = sft_run / "model"
+    dataset = tmp_path / "val.json.gz"
+    generate_dataset(str(dataset), 3, num_scenes=1, scene_seed=11, apartment=ENV["apartment"],
+                     episode_rules=ENV["episode_rules"])  # fmt: skip
+    out = tmp_path / "bench"
+    argv = ["bench", "nav", "--dataset", str(dataset), "--agent", "vlm", str(model),
+            "--agent", "expert", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "vlm run" in table and "expert" in table
+    with open(out / "vlm-run" / "episodes.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 3 and all(
+        0 < float(r["num_steps"]) <= ENV["max_episode_steps"] for r in rows
+    )
+
+    demos = tmp_path / "demos"
+    argv = ["record", "--env", "pixelrl/PointNav-v0", "--agent", "vlm", str(model),
+            "--episodes", "1", "--out", str(demos)]  # fmt: skip
+    assert main(argv) == 0
+    data = EpisodeDataset(demos)
+    infos = [json.loads(t) for t in data.steps(0)["info"]]
+    assert all(isinstance(i["agent_text"], str) for i in infos)
+    gif = tmp_path / "v.gif"
+    assert main(["view", str(demos), "--out", str(gif), "--no-map"]) == 0 and gif.stat().st_size
+
+
+def test_agent_folders_that_are_not_agents_are_clear_errors(sft_run, tmp_path):
+    with pytest.raises(AgentFileError, match="no such agent folder"):
+        load_agent(tmp_path / "nope", 0.25, 30.0)
+    with pytest.raises(AgentFileError, match="not a navigation VLM agent"):
+        load_agent(tmp_path, 0.25, 30.0)
+    (tmp_path / AGENT_FILE).write_text('{"task": "pointnav", "colour": 3}')
+    with pytest.raises(AgentFileError, match="unknown keys"):
+        load_agent(tmp_path, 0.25, 30.0)

@@ -1,0 +1,71 @@
+"""Action codecs: the action language a vision-language policy writes and reads.
+
+:class:`~pixelrl.vision.vlm.VLMPolicy` is the same for every env — prompting, sampling, scoring,
+prompt sharing, LoRA, GRPO — and only its action language differs. A codec is that language:
+
+- ``parse(text, screen_size) -> (action, None) | (None, reason)``: a whitelist parser that never
+  raises and never executes (model output is untrusted); ``None`` is a format failure;
+- ``render(action, screen_size) -> str``: the canonical text (history lines, SFT targets);
+- ``noop``: what an unparsable answer does (a GUI ``wait``; nothing, for navigation);
+- ``answer_hint``: the prompt's last line, saying what an answer looks like.
+
+Two codecs ship: :class:`GUIActionCodec` (the desktop's :class:`~pixelrl.envs.actions.Action`,
+UI-TARS or pyautogui text) and :class:`pixelrl.envs.nav.action_text.NavActionCodec` (stop /
+move_forward / turn_left / turn_right with repeat counts).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pixelrl.envs.actions import Action, to_pyautogui, to_uitars
+
+
+class ActionCodec(Protocol):
+    answer_hint: str
+    noop: Any
+
+    def parse(
+        self, text: object, screen_size: tuple[int, int] | None = None
+    ) -> tuple[Any | None, str | None]: ...
+
+    def render(self, action: Any, screen_size: tuple[int, int] | None = None) -> str: ...
+
+
+class GUIActionCodec:
+    """GUI actions as UI-TARS calls (``click(start_box='(x,y)')``) or pyautogui calls.
+
+    ``coordinates``: how numbers in the text are read and written (``None``: pyautogui in
+    pixels, UI-TARS in 0-1000, the defaults of :func:`pixelrl.envs.actions.parse_action`; or
+    ``"pixels"``, ``"relative1000"``, ``"unit"``)."""
+
+    # The GUI policies' prompt line (unchanged since the first GUI recipes: models trained with
+    # it keep their prompt).
+    answer_hint = "Answer with one action, e.g. click(start_box='(x,y)') with x, y in 0-1000."
+
+    def __init__(self, action_format: str = "uitars", coordinates: str | None = None) -> None:
+        if action_format not in ("uitars", "pyautogui"):
+            raise ValueError(
+                f"action_format must be 'uitars' or 'pyautogui', got {action_format!r}"
+            )
+        self.action_format = action_format
+        self.coordinates = coordinates
+
+    @property
+    def noop(self) -> Action:
+        return Action.wait()
+
+    def parse(
+        self, text: object, screen_size: tuple[int, int] | None = None
+    ) -> tuple[Action | None, str | None]:
+        from pixelrl.vision.rewards import safe_parse
+
+        return safe_parse(text, screen_size, self.coordinates)
+
+    def render(self, action: Action, screen_size: tuple[int, int] | None = None) -> str:
+        if self.action_format == "uitars":
+            coords = (
+                "relative1000" if self.coordinates in (None, "relative1000") else self.coordinates
+            )
+            return to_uitars(action, screen_size, coords)
+        return to_pyautogui(action, self.coordinates or "pixels", screen_size)
