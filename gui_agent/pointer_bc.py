@@ -25,6 +25,7 @@ target (each wrong checkbox) should outscore the rest of the screen, not only th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -163,8 +164,12 @@ def behaviour_clone(
     reading: float = 0.0,
     named: float = 0.0,
     each_target: float = 0.0,
+    callback: Callable[[int, Any, list[float]], None] | None = None,
+    every: int = 0,
 ) -> list[float]:
     """Adam on the negative log-likelihood of the expert samples; returns the loss per step.
+    ``callback(step, policy, losses)`` runs after every ``every`` steps, ``losses`` being those
+    so far (an evaluation for a learning curve; the policy is back in training mode afterwards).
 
     The learning rate follows a cosine from ``lr`` down to 0 over ``steps`` (the last steps
     settle the heatmap on the target instead of jittering around it at full rate). ``reading``
@@ -210,6 +215,9 @@ def behaviour_clone(
         opt.step()
         schedule.step()
         losses.append(float(loss.detach()))
+        if callback is not None and every > 0 and len(losses) % every == 0:
+            callback(len(losses), policy, losses)
+            policy.train()
     return losses
 
 

@@ -22,7 +22,39 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+# Another apt or dpkg (unattended-upgrades after boot, a second terminal) may hold the package
+# locks. apt-get fails at once then (DPkg::Lock::Timeout would cover only dpkg's lock, not the
+# package lists' of apt-get update, and wait without a word), so each apt-get here is retried
+# while its failure is a lock, with a message, for at most PIXELRL_APT_LOCK_WAIT seconds (600).
+LOCK_WAIT=${PIXELRL_APT_LOCK_WAIT:-600}
+LOCK_POLL=${PIXELRL_APT_LOCK_POLL:-10}
+apt_get() {
+  local start=$SECONDS err rc
+  err=$(mktemp)
+  while :; do
+    rc=0
+    $SUDO env LC_ALL=C DEBIAN_FRONTEND=noninteractive \
+      apt-get "$@" 2>"$err" || rc=$?
+    if [ "$rc" -eq 0 ] || ! grep -qE 'Could not get lock|Unable to (lock|acquire)' "$err"; then
+      cat "$err" >&2
+      rm -f "$err"
+      return "$rc"
+    fi
+    if [ $((SECONDS - start)) -ge "$LOCK_WAIT" ]; then
+      cat "$err" >&2
+      echo "pixelrl: another apt/dpkg process still holds the package lock after ${LOCK_WAIT}s;" \
+        "let it finish, then run 'make setup' again" >&2
+      rm -f "$err"
+      return "$rc"
+    fi
+    echo "pixelrl: waiting for another apt/dpkg process to release the package lock" \
+      "($((SECONDS - start))s of at most ${LOCK_WAIT}s): $(grep -m1 -E 'lock' "$err")" >&2
+    sleep "$LOCK_POLL"
+  done
+}
+
 echo "pixelrl: installing system packages: ${missing[*]}"
-$SUDO apt-get update -qq
+apt_get update -qq
 # With recommends, as the tests were run: fonts and helpers the browser and X apps expect.
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" xauth >/dev/null
+apt_get install -y -qq "${missing[@]}" xauth >/dev/null

@@ -65,7 +65,7 @@ CASES = [
     ("grounding-seeds-negative", ["-g", CLICK, "o", "--seeds", "-3"], "got -3"),
     ("view-negative-fps", ["view", "{data}/demos", "--fps", "-3", "--out", "v.gif"], "got -3"),
     ("view-scale-zero", ["view", "{data}/demos", "--scale", "0", "--out", "v.gif"], "got 0"),
-    ("demo-frames-negative", ["demo", "--parts", "gui", "--gui-frames", "-5"], "got -5"),
+    ("demo-steps-negative", ["demo", "--parts", "gui", "--gui-steps", "-5"], "got -5"),
     # names that do not exist
     ("eval-missing-checkpoint", ["eval", "--env", CLICK, "--policy", "runs/gui-ppo-20260101"],
      "no such checkpoint: runs/gui-ppo-20260101"),
