@@ -60,7 +60,15 @@ DEFAULTS: dict[str, Any] = {
     "agent": {"max_repeat": 4, "max_steps": 8, "max_new_tokens": 16},
     "prompt": {"depth": False, "memory_frames": 0, "history_steps": 8},
     "data": {"dataset": "", "episodes": 200},
-    "sft": {"steps": 500, "batch_size": 16, "lr": 1e-3, "weight_decay": 0.0},
+    # inflection_weight: how much more often a step where the follower's action changes (every
+    # stop, every turn onto a new heading) is drawn than the rest (VLN-CE's inflection weighting)
+    "sft": {
+        "steps": 500,
+        "batch_size": 16,
+        "lr": 1e-3,
+        "weight_decay": 0.0,
+        "inflection_weight": 1.0,
+    },
     "grpo": {
         **GRPO_DEFAULTS,
         "num_samples": 4,  # G: episodes per start
@@ -81,7 +89,7 @@ POSITIVE = (
     "grpo.steps", "grpo.lr", "grpo.minibatch", "agent.max_repeat", "agent.max_steps",
     "agent.max_new_tokens",
 )  # fmt: skip
-NON_NEGATIVE = ("data.episodes", "eval.episodes", "eval.interval", "prompt.memory_frames",
+NON_NEGATIVE = ("sft.inflection_weight", "data.episodes", "eval.episodes", "eval.interval", "prompt.memory_frames",
                 "prompt.history_steps")  # fmt: skip
 
 
@@ -261,7 +269,7 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return float(centre - half), float(centre + half)
+    return max(0.0, float(centre - half)), min(1.0, float(centre + half))
 
 
 def evaluate(policy, spec: AgentSpec, envs: list, seeds: list[int]) -> dict[str, float]:
@@ -336,8 +344,12 @@ def target_run(actions: list[int], t: int, max_repeat: int) -> list[int]:
     return run
 
 
-def sft_examples(roots: list[Path], spec: AgentSpec, codec) -> list[dict[str, Any]]:
-    """Every step of the recorded episodes as (image, goal text, history, target answer)."""
+def sft_examples(
+    roots: list[Path], spec: AgentSpec, codec, inflection_weight: float = 1.0
+) -> list[dict[str, Any]]:
+    """Every step of the recorded episodes as (image, goal text, history, target answer), with
+    its sampling ``weight``: ``inflection_weight`` where the follower's action differs from
+    its previous one (and at the first step), else 1."""
     from pixelrl.envs.recording import EpisodeDataset
 
     examples = []
@@ -357,6 +369,7 @@ def sft_examples(roots: list[Path], spec: AgentSpec, codec) -> list[dict[str, An
                     "instruction": goal_text(frames[-1], spec.task),
                     "history": spec.prompt.history(actions[:t], codec),
                     "target": codec.render(target_run(actions, t, spec.max_repeat)),
+                    "weight": inflection_weight if t == 0 or actions[t] != actions[t - 1] else 1.0,
                 })  # fmt: skip
     if not examples:
         raise ConfigError(f"no demonstration steps in {[str(r) for r in roots]}")
@@ -386,7 +399,7 @@ def run_sft(cfg: Config) -> dict[str, Any]:
     held_out = HeldOut(cfg, spec)
     codec = codec_for(spec, held_out.envs[0])
     policy = load_policy(cfg, codec)
-    examples = sft_examples(roots, spec, codec)
+    examples = sft_examples(roots, spec, codec, float(cfg.sft.inflection_weight))
     steps = int(cfg.sft.steps)
     held_out.maybe(run, policy, 0, steps)
 
@@ -396,7 +409,7 @@ def run_sft(cfg: Config) -> dict[str, Any]:
 
     sft_loop(policy, examples, steps, int(cfg.sft.batch_size), float(cfg.sft.lr),
              float(cfg.sft.weight_decay), int(cfg.seed), "vlm-sft", bool(cfg.train.progress),
-             after_step)  # fmt: skip
+             after_step, weights=[e["weight"] for e in examples])  # fmt: skip
     save_agent(policy, spec, run.dir / "model")
     run.write("success")
     return {"run_dir": str(run.dir), "examples": len(examples), "eval": run.evals}

@@ -73,7 +73,15 @@ def run(args: argparse.Namespace) -> int:
     elif kind == "vlm":
         from pixelrl.embodied.vlm_agent import read_spec
 
+        from pixelrl.embodied.vlm_agent import TASKS
+
         spec = read_spec(path)  # AgentFileError: one line
+        if TASKS.get(args.env) != spec.task:
+            trained = [k for k, v in TASKS.items() if v == spec.task]
+            raise UsageError(
+                f"--agent vlm: {path} is a {spec.task} agent; record it in {trained[0]}, "
+                f"not {args.env}"
+            )
         if env_kwargs is None:  # the observations it learned on
             env_kwargs = dict(spec.env_kwargs)
     env = make_env(args.env, **(env_kwargs or {}))

@@ -39,21 +39,29 @@ def sft_loop(
     desc: str = "sft",
     progress: bool = True,
     after_step: Callable[[int, float], None] | None = None,
+    weights: list[float] | None = None,
 ) -> list[float]:
     """``steps`` of :func:`sft_step` with AdamW on batches drawn without replacement from
-    ``examples``; ``after_step(step, loss)`` after each (history rows, held-out evaluations).
-    Returns the losses."""
+    ``examples`` (in proportion to ``weights`` if given); ``after_step(step, loss)`` after each
+    (history rows, held-out evaluations). Returns the losses."""
     import numpy as np
     import torch
     from tqdm import tqdm
 
     opt = torch.optim.AdamW(policy.trainable_parameters(), lr=lr, weight_decay=weight_decay)
     rng = np.random.default_rng(seed)
+    p = None
+    if weights is not None:
+        p = np.asarray(weights, dtype=np.float64)
+        if len(p) != len(examples) or (p < 0).any() or p.sum() <= 0:
+            raise ValueError("weights: one non-negative number per example, not all 0")
+        p = p / p.sum()
     policy.model.train()
     losses = []
     bar = tqdm(range(steps), desc=desc, disable=not progress)
     for step in bar:
-        picked = rng.choice(len(examples), min(batch_size, len(examples)), replace=False)
+        size = min(batch_size, len(examples) if p is None else int((p > 0).sum()))
+        picked = rng.choice(len(examples), size, replace=False, p=p)
         losses.append(sft_step(policy, opt, [examples[i] for i in picked]))
         bar.set_postfix_str(f"loss={losses[-1]:.3f}", refresh=False)
         if after_step is not None:

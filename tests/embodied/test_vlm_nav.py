@@ -149,7 +149,7 @@ def sft_run(tmp_path_factory):
     run = tmp_path_factory.mktemp("vlm_sft") / "run"
     env = "env.kwargs=" + json.dumps(ENV)
     argv = ["train", "embodied/vlm-sft", f"train.output_dir={run}", env, "data.episodes=6",
-            "sft.steps=60", "sft.batch_size=16", "sft.lr=3e-3", "eval.episodes=1",
+            "sft.steps=60", "sft.batch_size=16", "sft.lr=3e-3", "sft.inflection_weight=3.2", "eval.episodes=1",
             "eval.interval=0", "train.progress=false", "env.eval_kwargs={scene_seed: 7, num_scenes: 1}",
             *TINY]  # fmt: skip
     assert main(argv) == 0

@@ -101,6 +101,19 @@ CASES = [
     ("bench-episode-source-option",
      ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "stop",
       "--env-option", "apartment={rooms: [1, 2]}"], "'apartment'"),
+    # the navigation VLM agent (issue 21)
+    ("bench-vlm-agent-missing",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "vlm", "runs/nope"],
+     "no such agent folder: runs/nope"),
+    ("bench-vlm-not-an-agent",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "vlm", "{data}/demos"],
+     "is not a navigation VLM agent"),
+    ("train-vlm-unknown-model", ["train", "embodied/vlm-sft", "model=tiny-gpt5",
+                                 "train.output_dir=run"], "unknown tiny model 'tiny-gpt5'"),
+    ("train-vlm-steps-zero", ["train", "embodied/vlm-sft", "sft.steps=0", "train.output_dir=run"],
+     "sft.steps must be > 0, got 0"),
+    ("train-vlm-not-nav", ["train", "embodied/vlm-sft", "env.id=pixelrl/Desktop-ClickButton-v0",
+                           "train.output_dir=run"], "not a navigation task"),
     ("eval-nothing-to-do", ["eval", "--policy", "p"], "--grounding"),
 ]  # fmt: skip
 

@@ -1,0 +1,94 @@
+"""Navigation VLM agents on the same held-out episodes, with paired tests.
+
+    .venv/bin/python bench/vlm_nav_paired.py RUN_A/model RUN_B/model [--episodes 200] [--envs 8]
+
+Each agent folder (``pixelrl train embodied/vlm-sft`` / ``vlm-grpo``'s ``RUN/model``) plays the
+held-out starts its recipe evaluates on (the run's ``env.eval_kwargs`` scenes, seeds from
+``EVAL_SEED_BASE``), greedy answers, ``--envs`` episodes batched per ``generate`` (the recipe's
+own evaluation, :func:`pixelrl.embodied.vlm_train.play`). Every agent sees the same episodes, so
+the comparison is paired: the table gives Success (Wilson 95% CI), SPL (t 95% CI) and the parse
+rate per agent, then each agent against the first: the Success difference with McNemar's exact
+test (episodes one agent solves and the other does not) and the SPL difference with a paired t
+test. ``--csv`` writes the per-episode rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("agents", nargs="+", help="agent folders (RUN/model)")
+    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--csv", default=None)
+    args = parser.parse_args()
+
+    from scipy import stats
+
+    from pixelrl.embodied import vlm_train as vt
+    from pixelrl.embodied.vlm_agent import load_agent
+
+    seeds = [vt.EVAL_SEED_BASE + k for k in range(args.episodes)]
+    results: dict[str, list[dict]] = {}
+    for folder in args.agents:
+        run = Path(folder).parent
+        cfg = vt.config_for(run / "config.yaml", ["train.progress=false"])
+        envs = [vt.make_env(cfg, "eval") for _ in range(args.envs)]
+        nav = envs[0].unwrapped.cfg
+        agent = load_agent(folder, nav.forward_step, nav.turn_degrees)
+        episodes = []
+        for s in range(0, len(seeds), len(envs)):
+            chunk = seeds[s : s + len(envs)]
+            episodes += vt.play(agent.policy, agent.spec, envs[: len(chunk)], chunk, sample=False)
+            print(f"\r{run.name}: {len(episodes)}/{len(seeds)} episodes", end="", flush=True)
+        print()
+        results[run.name] = [
+            {**e["measures"], "parsed": np.mean([t["completion"].parsed for t in e["turns"]])}
+            for e in episodes
+        ]
+        for env in envs:
+            env.close()
+
+    print(
+        f"\n{'agent':<22}{'success':>9}{'95% CI':>16}{'SPL':>8}{'95% CI':>16}{'parsed':>8}{'n':>5}"
+    )
+    for name, rows in results.items():
+        s = np.array([r["success"] for r in rows])
+        spl = np.array([r["spl"] for r in rows])
+        lo, hi = vt.wilson(s.sum(), len(s))
+        half = stats.t.ppf(0.975, len(spl) - 1) * spl.std(ddof=1) / math.sqrt(len(spl))
+        print(f"{name:<22}{s.mean():>9.3f}{f'[{lo:.3f}, {hi:.3f}]':>16}{spl.mean():>8.3f}"
+              f"{f'[{max(0, spl.mean() - half):.3f}, {spl.mean() + half:.3f}]':>16}"
+              f"{np.mean([r['parsed'] for r in rows]):>8.2f}{len(rows):>5}")  # fmt: skip
+    names = list(results)
+    base = results[names[0]]
+    for name in names[1:]:
+        rows = results[name]
+        a = np.array([r["success"] for r in base], bool)
+        b = np.array([r["success"] for r in rows], bool)
+        only_b, only_a = int((b & ~a).sum()), int((a & ~b).sum())
+        p_success = stats.binomtest(only_b, only_b + only_a, 0.5).pvalue if only_a + only_b else 1.0
+        d_spl = np.array([r["spl"] for r in rows]) - np.array([r["spl"] for r in base])
+        p_spl = stats.ttest_1samp(d_spl, 0.0).pvalue if d_spl.std() > 0 else 1.0
+        print(f"\n{name} - {names[0]}: success {b.mean() - a.mean():+.3f} (solved only by "
+              f"{name}: {only_b}, only by {names[0]}: {only_a}; McNemar exact p = {p_success:.2g}); "
+              f"SPL {d_spl.mean():+.3f} (paired t p = {p_spl:.2g})")  # fmt: skip
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["agent", "episode", "seed", "success", "spl", "num_steps", "parsed"])
+            for name, rows in results.items():
+                for k, r in enumerate(rows):
+                    writer.writerow([name, k, seeds[k], r["success"], r["spl"], r["num_steps"],
+                                     round(r["parsed"], 3)])  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
