@@ -71,9 +71,7 @@ def run(args: argparse.Namespace) -> int:
         if env_kwargs is None and trained_on.get("id") == args.env:
             env_kwargs = dict(trained_on.get("kwargs") or {})  # the observations it learned on
     elif kind == "vlm":
-        from pixelrl.embodied.vlm_agent import read_spec
-
-        from pixelrl.embodied.vlm_agent import TASKS
+        from pixelrl.embodied.vlm_agent import TASKS, read_spec
 
         spec = read_spec(path)  # AgentFileError: one line
         if TASKS.get(args.env) != spec.task:
