@@ -89,10 +89,11 @@ def test_short_pointnav_run_beats_random_and_benchmarks(tmp_path, capsys):
 
 def test_cli_train_errors_name_the_key(capsys):
     assert main(["train", "embodied/pointnav", "env.kwargs.widht=32"]) == 2
-    out = capsys.readouterr().out
-    assert "'env.kwargs.widht'" in out and "did you mean 'env.kwargs.width'" in out
+    err = capsys.readouterr().err  # user mistakes: one line on stderr (pixelrl.cli)
+    assert err.startswith("pixelrl train: error: ")
+    assert "'env.kwargs.widht'" in err and "did you mean 'env.kwargs.width'" in err
     assert main(["train", "embodied/pointnav", "ppo.entropy=0.1"]) == 2
-    assert "did you mean 'ppo.entropy_coef'" in capsys.readouterr().out
+    assert "did you mean 'ppo.entropy_coef'" in capsys.readouterr().err
     assert main(["train", "--print-config", "embodied/pointnav", "ppo.lr=1e-4"]) == 0
     assert "lr: 0.0001" in capsys.readouterr().out
 
