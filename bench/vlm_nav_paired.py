@@ -34,6 +34,7 @@ def main() -> None:
 
     from pixelrl.embodied import vlm_train as vt
     from pixelrl.embodied.vlm_agent import load_agent
+    from pixelrl.gui_agent.evaluate import wilson_interval
 
     seeds = [vt.EVAL_SEED_BASE + k for k in range(args.episodes)]
     results: dict[str, list[dict]] = {}
@@ -62,10 +63,10 @@ def main() -> None:
     for name, rows in results.items():
         s = np.array([r["success"] for r in rows])
         spl = np.array([r["spl"] for r in rows])
-        lo, hi = vt.wilson(s.sum(), len(s))
+        lo, hi = wilson_interval(int(s.sum()), len(s))
         half = stats.t.ppf(0.975, len(spl) - 1) * spl.std(ddof=1) / math.sqrt(len(spl))
         print(f"{name:<22}{s.mean():>9.3f}{f'[{lo:.3f}, {hi:.3f}]':>16}{spl.mean():>8.3f}"
-              f"{f'[{max(0, spl.mean() - half):.3f}, {spl.mean() + half:.3f}]':>16}"
+              f"{f'[{max(0, spl.mean() - half):.3f}, {min(1, spl.mean() + half):.3f}]':>16}"
               f"{np.mean([r['parsed'] for r in rows]):>8.2f}{len(rows):>5}")  # fmt: skip
     names = list(results)
     base = results[names[0]]

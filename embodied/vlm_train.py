@@ -37,6 +37,7 @@ import numpy as np
 from pixelrl.config import Config, ConfigError, check_ranges, load_config
 from pixelrl.embodied.vlm_agent import TASKS, AgentSpec, NavPrompt, VLMNavAgent, goal_text
 from pixelrl.envs.nav.tasks import IDLE
+from pixelrl.gui_agent.evaluate import wilson_interval
 from pixelrl.rl.grpo import RECIPE_DEFAULTS as GRPO_DEFAULTS
 from pixelrl.run_folder import Run, recipe_config
 
@@ -263,15 +264,6 @@ def play(policy, spec: AgentSpec, envs: list, seeds: list[int], sample: bool, te
 MEASURES = ("success", "spl", "softspl", "distance_to_goal", "num_steps")
 
 
-def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 0.0
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, float(centre - half)), min(1.0, float(centre + half))
-
-
 def evaluate(policy, spec: AgentSpec, envs: list, seeds: list[int]) -> dict[str, float]:
     """Greedy episodes from ``seeds`` (held-out starts), ``len(envs)`` at a time."""
     was_training = policy.model.training
@@ -282,7 +274,7 @@ def evaluate(policy, spec: AgentSpec, envs: list, seeds: list[int]) -> dict[str,
         episodes += play(policy, spec, envs[: len(chunk)], chunk, sample=False)
     policy.model.train(was_training)
     success = [e["measures"]["success"] for e in episodes]
-    low, high = wilson(sum(success), len(success))
+    low, high = wilson_interval(int(sum(success)), len(success))
     parsed = [t["completion"].parsed for e in episodes for t in e["turns"]]
     return {
         "success": float(np.mean(success)), "ci_low": low, "ci_high": high,

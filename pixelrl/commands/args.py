@@ -14,7 +14,8 @@ import math
 from typing import Any
 
 
-def _number(text: str, kind: type) -> int | float:
+def _number(text: str, kind: type, minimum: float, inclusive: bool) -> int | float:
+    """``kind(text)``, finite and ``>= minimum`` (``> minimum`` unless ``inclusive``)."""
     try:
         value = kind(text)
     except ValueError:
@@ -23,28 +24,23 @@ def _number(text: str, kind: type) -> int | float:
         ) from None
     if isinstance(value, float) and not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    if value < minimum or (value == minimum and not inclusive):
+        raise argparse.ArgumentTypeError(
+            f"must be {'>=' if inclusive else '>'} {minimum}, got {text}"
+        )
     return value
 
 
 def positive_int(text: str) -> int:
-    value = _number(text, int)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
+    return _number(text, int, 0, inclusive=False)
 
 
 def non_negative_int(text: str) -> int:
-    value = _number(text, int)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
+    return _number(text, int, 0, inclusive=True)
 
 
 def positive_float(text: str) -> float:
-    value = _number(text, float)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
+    return _number(text, float, 0, inclusive=False)
 
 
 def env_id(text: str) -> str:
