@@ -134,6 +134,11 @@ def _drawn_episode(
     )
 
 
+class NoEpisodeError(RuntimeError):
+    """A scene where no episode satisfies the rules (too small or too cluttered for the distances
+    asked, or no reachable goal): the simulator then draws the episode in another scene."""
+
+
 def generate_pointnav_episode(
     grid,
     rng: np.random.Generator,
@@ -179,7 +184,7 @@ def generate_pointnav_episode(
             continue
         info = {"geodesic_distance": dist, "euclidean_distance": euclid}
         return _drawn_episode(rng, scene_id, episode_id, start, [NavGoal(goal)], info)
-    raise RuntimeError(
+    raise NoEpisodeError(
         f"no PointNav episode satisfying {rules} found in scene {scene_id!r} after {rules.max_tries} tries"
     )
 
@@ -218,7 +223,7 @@ def _pointnav_episode_from_goal(
         euclid = float(np.hypot(*(goal - start)[[0, 2]]))
         info = {"geodesic_distance": dist, "euclidean_distance": euclid, "geodesic": "grid"}
         return _drawn_episode(rng, scene_id, episode_id, start, [NavGoal(goal)], info)
-    raise RuntimeError(
+    raise NoEpisodeError(
         f"no PointNav episode satisfying {rules} found in scene {scene_id!r} after {rules.max_tries // 100} goals"
     )
 
@@ -251,7 +256,7 @@ def generate_objectnav_episode(
                 NavGoal(inst.center, None, inst.instance_id, inst.category, vp)
             )
     if not by_category:
-        raise RuntimeError(
+        raise NoEpisodeError(
             f"scene {scene_id!r} has no reachable ObjectNav goal (category {category})"
         )
     categories = sorted(by_category)
@@ -279,7 +284,7 @@ def generate_objectnav_episode(
                 continue
             info = {"geodesic_distance": dist, "euclidean_distance": euclid}
             return _drawn_episode(rng, scene_id, episode_id, start, goals, info, cat)
-    raise RuntimeError(f"no ObjectNav episode satisfying {rules} found in scene {scene_id!r}")
+    raise NoEpisodeError(f"no ObjectNav episode satisfying {rules} found in scene {scene_id!r}")
 
 
 # ----------------------------------------------------------------------------- json.gz I/O

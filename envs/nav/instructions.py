@@ -40,6 +40,7 @@ from pixelrl.envs.nav.dataset import (
     Instruction,
     NavEpisode,
     NavGoal,
+    NoEpisodeError,
 )
 from pixelrl.envs.nav.geometry import polar_goal, yaw_to_quaternion
 
@@ -84,7 +85,7 @@ def instruction_observation(text: str) -> str:
     return "".join(c for c in text if c in TEXT_CHARSET)[:MAX_INSTRUCTION_LENGTH]
 
 
-class NoRouteError(RuntimeError):
+class NoRouteError(NoEpisodeError):
     """An apartment without any route that the instruction rules allow."""
 
 

@@ -33,6 +33,7 @@ from pixelrl.envs.nav.dataset import (
     EpisodeFileError,
     EpisodeRules,
     NavEpisode,
+    NoEpisodeError,
     generate_objectnav_episode,
     generate_pointnav_episode,
     load_episodes,
@@ -41,7 +42,6 @@ from pixelrl.envs.nav.dataset import (
 )
 from pixelrl.envs.nav.instructions import (
     InstructionRules,
-    NoRouteError,
     dataset_success_distance,
     generate_instructnav_episode,
     instruction_space,
@@ -297,16 +297,7 @@ class NavSim:
             episode = self.episodes[index % len(self.episodes)]
         if episode is None:
             k = int(rng.integers(len(self.scenes)))
-            grid = self.grid(k)
-            eid = str(int(rng.integers(2**31)))
-            if self.cfg.task == "pointnav":
-                episode = generate_pointnav_episode(grid, rng, self.scene_ids[k], eid, self.rules)
-                if self.rules.starts_per_goal > 1:
-                    episode.info["goal_uses"] = 1
-            elif self.cfg.task == "instructnav":
-                episode = self._instructnav_episode(rng, k, eid)
-            else:
-                episode = generate_objectnav_episode(grid, rng, self.scene_ids[k], eid, self.rules)
+            episode = self._generated_episode(rng, k, str(int(rng.integers(2**31))))
         if episode.scene_id not in self.scene_index:
             raise ValueError(
                 f"episode {episode.episode_id!r} names scene {episode.scene_id!r}, which is not loaded"
@@ -319,26 +310,42 @@ class NavSim:
             self.cfg, grid, field, episode, k, start_distance=stored_geodesic(episode)
         )
 
-    def _instructnav_episode(self, rng: np.random.Generator, k: int, eid: str) -> NavEpisode:
-        """An InstructNav episode in scene ``k``, or in the first of the other scenes (in a
-        random order) whose apartment has a route the instruction rules allow."""
-        others = [int(j) for j in rng.permutation(len(self.scenes)) if j != k]
-        for j in [k] + others:
-            try:
-                return generate_instructnav_episode(
-                    self.grid(j),
-                    rng,
-                    self.scene_ids[j],
-                    eid,
-                    self.rules,
-                    self.instruction_rules,
-                    self.cfg.success_radius,
-                )
-            except NoRouteError as e:
-                error = e
-        if len(self.scenes) == 1:
-            raise error
-        raise NoRouteError(f"none of the {len(self.scenes)} scenes has a route: {error}")
+    def _generated_episode(self, rng: np.random.Generator, k: int, eid: str) -> NavEpisode:
+        """An episode of the task in scene ``k``, or, where that apartment has none the rules
+        allow (a small or cluttered one: no start far enough from any goal, no route the
+        instruction rules allow), in the first of the other scenes in a random order."""
+        try:
+            return self._episode_in(rng, k, eid)
+        except NoEpisodeError as e:
+            if len(self.scenes) == 1:
+                raise
+            error = e
+        for j in rng.permutation(len(self.scenes)):
+            if j != k:
+                try:
+                    return self._episode_in(rng, int(j), eid)
+                except NoEpisodeError as e:
+                    error = e
+        raise NoEpisodeError(f"none of the {len(self.scenes)} scenes has an episode: {error}")
+
+    def _episode_in(self, rng: np.random.Generator, k: int, eid: str) -> NavEpisode:
+        grid, scene_id = self.grid(k), self.scene_ids[k]
+        if self.cfg.task == "pointnav":
+            episode = generate_pointnav_episode(grid, rng, scene_id, eid, self.rules)
+            if self.rules.starts_per_goal > 1:
+                episode.info["goal_uses"] = 1
+            return episode
+        if self.cfg.task == "instructnav":
+            return generate_instructnav_episode(
+                grid,
+                rng,
+                scene_id,
+                eid,
+                self.rules,
+                self.instruction_rules,
+                self.cfg.success_radius,
+            )
+        return generate_objectnav_episode(grid, rng, scene_id, eid, self.rules)
 
     def _keeps_goal(self, previous: NavEpisodeState | None) -> bool:
         return (

@@ -203,3 +203,27 @@ def test_generate_dataset_then_evaluate_objectnav(tmp_path):
         assert info["episode_id"] == ep.episode_id
         assert OBJECTNAV_CATEGORIES[int(obs["objectgoal"][0])] == ep.object_category
         assert info["distance_to_goal"] == pytest.approx(ep.info["geodesic_distance"], rel=0.02)
+
+
+# A 1-2-room apartment (held-out seed 100013, clutter 0.5) where no object is 1 m of walking from
+# any start: an env over several scenes must draw the episode elsewhere, not crash at reset.
+HOSTLESS = {"task": "objectnav", "apartment": {"rooms": [1, 2], "clutter": 0.5},
+            "episode_rules": {"min_geodesic": 1.0, "max_geodesic": 5.0, "min_ratio": 1.0}}  # fmt: skip
+
+
+def test_a_scene_without_an_episode_is_skipped_not_a_crash():
+    from pixelrl.envs.nav.config import NavConfig
+    from pixelrl.envs.nav.dataset import NoEpisodeError
+    from pixelrl.envs.nav.sim import NavSim
+
+    def sim(**options):
+        return NavSim(NavConfig.from_options(env_id="t", width=8, height=8, **HOSTLESS, **options))
+
+    alone = sim(num_scenes=1, scene_seed=100013)
+    with pytest.raises(NoEpisodeError, match="no ObjectNav episode"):
+        alone.new_episode(np.random.default_rng(0))
+    several = sim(num_scenes=3, scene_seed=100012)
+    bad = apartment_scene_id(100013, HOSTLESS["apartment"])
+    assert bad in several.scene_ids
+    scenes = {several.new_episode(np.random.default_rng(s)).episode.scene_id for s in range(12)}
+    assert bad not in scenes and len(scenes) == 2
