@@ -5,20 +5,28 @@ An :class:`Action` is what a GUI agent does in one step. Its kinds follow OSWorl
 
     move(x, y)            click(x, y)          double_click(x, y)     right_click(x, y)
     drag(x, y, x2, y2)    scroll(x, y, dx, dy) type(text)             key(key)
-    hotkey(keys)          wait()               done()                 fail()
+    hotkey(keys)          key_down(key)        key_up(key)            wait()
+    done()                fail()
 
 Coordinates are absolute screen pixels (origin top-left, x right, y down). ``scroll`` counts
-wheel notches: ``dy > 0`` scrolls down (content moves up), ``dx > 0`` scrolls right. A ``type``
-text may end in ``"\\n"``, which presses enter after typing (UI-TARS' convention).
+wheel notches: ``dy > 0`` scrolls down (content moves up), ``dx > 0`` scrolls right; a scroll
+with no point turns the wheel wherever the pointer is. A ``type`` text is any printable Unicode
+(tabs and newlines too) and may end in ``"\\n"``, which presses enter after typing (UI-TARS'
+convention). ``key_down``/``key_up`` hold and release one key (the backends that cannot hold a
+key refuse them).
 
 Codecs, all in this module:
 
-- coordinates: :func:`to_relative1000` / :func:`from_relative1000` (UI-TARS v1, 0-1000) and
-  :func:`to_unit` / :func:`from_unit` (0-1 floats);
-- action text: :func:`parse_action` reads pyautogui calls (``pyautogui.click(x=120, y=45)``) and
-  UI-TARS calls (``click(start_box='(120,45)')``); :func:`to_pyautogui` and :func:`to_uitars`
-  write them. Parsing uses :mod:`ast` with a whitelist of calls and literal argument types and
-  never evaluates anything; any other text raises :class:`ActionParseError` saying what is wrong;
+- coordinates (:mod:`pixelrl.envs.coordinates`): ``pixels``, ``relative1000`` (UI-TARS-1.0),
+  ``unit`` (0-1) and ``smart_resize`` (pixels of the model's resized image: Qwen2.5-VL,
+  UI-TARS-1.5); :func:`to_relative1000` / :func:`from_relative1000` and :func:`to_unit` /
+  :func:`from_unit` for single points;
+- action text: :func:`parse_action` reads pyautogui calls (``pyautogui.click(x=120, y=45)``,
+  OSWorld's and the ``ui-tars`` package's generated code) and UI-TARS calls
+  (``click(start_box='(120,45)')``, ``click(point='<point>120 45</point>')``, every form the
+  official ``ui-tars`` parser reads); :func:`to_pyautogui` and :func:`to_uitars` write them.
+  Parsing uses :mod:`ast` with a whitelist of calls and literal argument types and never
+  evaluates anything; any other text raises :class:`ActionParseError` saying what is wrong;
 - Gymnasium: :func:`action_space` builds the ``Dict`` space a PPO policy samples from, and
   :meth:`Action.to_sample` / :meth:`Action.from_sample` convert both ways.
 """
@@ -33,6 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pixelrl.envs.coordinates import CoordinateSpace, coordinate_space
+
 KINDS: tuple[str, ...] = (
     "move",
     "click",
@@ -46,8 +56,13 @@ KINDS: tuple[str, ...] = (
     "wait",
     "done",
     "fail",
+    # held keys, after the first twelve: a kind's index (action space, recordings) never changes
+    "key_down",
+    "key_up",
 )
 POINTER_KINDS = frozenset({"move", "click", "double_click", "right_click", "drag", "scroll"})
+# Kinds that name one key in ``keys``.
+ONE_KEY_KINDS = frozenset({"key", "key_down", "key_up"})
 
 MODIFIER_KEYS: tuple[str, ...] = ("ctrl", "shift", "alt", "win")
 # The key vocabulary, in pyautogui's names. Modifiers first: a hotkey lists its keys in this order.
@@ -74,6 +89,8 @@ KEY_NAMES: tuple[str, ...] = (
     + tuple(string.ascii_lowercase)
     + tuple(string.digits)
     + tuple("`-=[]\\;',./")
+    # after the first set, so that older key indices keep their meaning
+    + ("capslock", "printscreen", "numlock", "scrolllock", "pause", "apps")
 )
 _KEY_INDEX = {k: i for i, k in enumerate(KEY_NAMES)}
 KEY_ALIASES: dict[str, str] = {
@@ -106,13 +123,30 @@ KEY_ALIASES: dict[str, str] = {
     " ": "space",
     "\n": "enter",
     "\t": "tab",
+    "caps_lock": "capslock",
+    "prtsc": "printscreen",
+    "prtscr": "printscreen",
+    "prntscrn": "printscreen",
+    "print": "printscreen",
+    "print_screen": "printscreen",
+    "num_lock": "numlock",
+    "scroll_lock": "scrolllock",
+    "break": "pause",
+    "menu": "apps",
 }
 
-# Characters a `type` action and an observation's instruction may hold.
+# Characters of an observation's instruction, and of the Gymnasium action space's text (what a
+# sampling policy types); a `type` Action itself holds any printable Unicode (typeable_text).
 TEXT_CHARSET: str = "".join(c for c in string.printable if c not in "\r\x0b\x0c")
-MAX_TEXT_LENGTH = 256
-# What parse_action reads at most: agent output is untrusted, and ast.parse of a huge text is slow.
-MAX_ACTION_TEXT_LENGTH = 4096
+# Longest text in the Gymnasium action space (what a PPO policy samples).
+SAMPLE_TEXT_LENGTH = 256
+# Longest `type` text by default: an option (validate, parse_action, the envs' max_text_length),
+# generous enough for a paragraph or a short file; agents that need more raise it.
+DEFAULT_MAX_TEXT_LENGTH = 8192
+# What parse_action reads at most beyond twice the longest text (quotes, escapes, a Thought, the
+# official generated code's docstring): agent output is untrusted and ast.parse of a huge text
+# is slow.
+MAX_ACTION_TEXT_OVERHEAD = 16384
 # Wheel notches of one UI-TARS scroll (its text names a direction, not an amount).
 UITARS_SCROLL_NOTCHES = 5
 MAX_SCROLL = 50
@@ -175,7 +209,9 @@ class Action:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _as_pixel(value, name))
-        if self.kind in POINTER_KINDS and (self.x is None or self.y is None):
+        if self.kind == "scroll" and self.x is None and self.y is None:
+            pass  # at the current pointer (UI-TARS' scroll(direction=...) with no point)
+        elif self.kind in POINTER_KINDS and (self.x is None or self.y is None):
             raise ActionError(f"{self.kind} needs x and y")
         if self.kind == "drag" and (self.x2 is None or self.y2 is None):
             raise ActionError("drag needs x2 and y2 (where the drag ends)")
@@ -184,14 +220,13 @@ class Action:
         if self.kind == "type":
             if not isinstance(self.text, str) or not self.text:
                 raise ActionError("type needs a non-empty text")
-            if len(self.text) > MAX_TEXT_LENGTH:
-                raise ActionError(
-                    f"text too long: {len(self.text)} characters (at most {MAX_TEXT_LENGTH})"
-                )
-            bad = sorted(set(self.text) - set(TEXT_CHARSET))
+            bad = sorted({c for c in self.text if not typeable(c)})
             if bad:
-                raise ActionError(f"text holds characters that cannot be typed: {bad!r}")
-        if self.kind == "key":
+                raise ActionError(
+                    f"text holds characters that cannot be typed (control characters): "
+                    f"{_short(bad)}"
+                )
+        if self.kind in ONE_KEY_KINDS:
             if len(self.keys) != 1:
                 raise ActionError(f"key needs exactly one key, got {self.keys!r}")
             object.__setattr__(self, "keys", (normalize_key(self.keys[0]),))
@@ -222,7 +257,8 @@ class Action:
         return cls("drag", x, y, x2, y2)
 
     @classmethod
-    def scroll(cls, x: int, y: int, dx: int = 0, dy: int = 0) -> Action:
+    def scroll(cls, x: int | None, y: int | None, dx: int = 0, dy: int = 0) -> Action:
+        """``x, y = None, None`` scrolls wherever the pointer is."""
         return cls("scroll", x, y, dx=int(dx), dy=int(dy))
 
     @classmethod
@@ -236,6 +272,14 @@ class Action:
     @classmethod
     def hotkey(cls, *keys: str) -> Action:
         return cls("hotkey", keys=tuple(keys))
+
+    @classmethod
+    def key_down(cls, key: str) -> Action:
+        return cls("key_down", keys=(key,))
+
+    @classmethod
+    def key_up(cls, key: str) -> Action:
+        return cls("key_up", keys=(key,))
 
     @classmethod
     def wait(cls) -> Action:
@@ -254,8 +298,21 @@ class Action:
     def point(self) -> tuple[int, int] | None:
         return None if self.x is None else (self.x, self.y)
 
-    def validate(self, screen_size: tuple[int, int]) -> Action:
-        """Return self, or raise :class:`ActionError` if a coordinate lies off a W×H screen."""
+    def check_text_length(self, max_text_length: int = DEFAULT_MAX_TEXT_LENGTH) -> Action:
+        """Return self, or raise :class:`ActionError` if the text is over ``max_text_length``."""
+        if len(self.text) > max_text_length:
+            raise ActionError(
+                f"text too long: {len(self.text)} characters (at most {max_text_length}; "
+                f"the max_text_length option allows more)"
+            )
+        return self
+
+    def validate(
+        self, screen_size: tuple[int, int], max_text_length: int = DEFAULT_MAX_TEXT_LENGTH
+    ) -> Action:
+        """Return self, or raise :class:`ActionError` if a coordinate lies off a W×H screen or a
+        ``type`` text is longer than ``max_text_length`` characters."""
+        self.check_text_length(max_text_length)
         width, height = screen_size
         for xn, yn in (("x", "y"), ("x2", "y2")):
             x, y = getattr(self, xn), getattr(self, yn)
@@ -272,7 +329,13 @@ class Action:
 
     # -- Gymnasium ----------------------------------------------------------------------------
     def to_sample(self) -> dict[str, np.ndarray | int | str]:
-        """This action as an element of :func:`action_space` (unused fields are zero)."""
+        """This action as an element of :func:`action_space` (unused fields are zero).
+
+        A scroll at the pointer has none (the space's scroll has a point): ActionError. A text
+        longer than the space's or outside its charset gives a sample the space does not
+        contain (the env still takes it)."""
+        if self.kind == "scroll" and self.x is None:
+            raise ActionError("a scroll at the current pointer has no action-space sample")
         chord = np.zeros(len(KEY_NAMES), dtype=np.int8)
         for k in self.keys:
             chord[_KEY_INDEX[k]] = 1
@@ -282,7 +345,7 @@ class Action:
             "point2": np.array([self.x2 or 0, self.y2 or 0], dtype=np.int32),
             "scroll": np.array([self.dx, self.dy], dtype=np.int32),
             "text": self.text,
-            "key": _KEY_INDEX[self.keys[0]] if self.kind == "key" else 0,
+            "key": _KEY_INDEX[self.keys[0]] if self.kind in ONE_KEY_KINDS else 0,
             "hotkey": chord,
         }
 
@@ -318,13 +381,18 @@ class Action:
         if kind == "type":
             text = str(sample["text"])
             return cls(kind, text=text) if text else cls("wait")
-        if kind == "key":
+        if kind in ONE_KEY_KINDS:
             return cls(kind, keys=(KEY_NAMES[int(sample["key"])],))
         if kind == "hotkey":
             chord = np.asarray(sample["hotkey"]).reshape(-1)
             keys = tuple(KEY_NAMES[i] for i in np.flatnonzero(chord))
             return cls(kind, keys=keys) if keys else cls("wait")
         return cls(kind)
+
+
+def typeable(char: str) -> bool:
+    """Whether a ``type`` action may hold ``char``: printable Unicode, tab or newline."""
+    return char.isprintable() or char in "\t\n"
 
 
 def _as_pixel(value: object, name: str) -> int:
@@ -361,25 +429,30 @@ def action_space(screen_size: tuple[int, int]):
             "point": spaces.Box(low=0, high=high, shape=(2,), dtype=np.int32),
             "point2": spaces.Box(low=0, high=high, shape=(2,), dtype=np.int32),
             "scroll": spaces.Box(low=-10, high=10, shape=(2,), dtype=np.int32),
-            "text": spaces.Text(max_length=MAX_TEXT_LENGTH, min_length=0, charset=TEXT_CHARSET),
+            "text": spaces.Text(max_length=SAMPLE_TEXT_LENGTH, min_length=0, charset=TEXT_CHARSET),
             "key": spaces.Discrete(len(KEY_NAMES)),
             "hotkey": spaces.MultiBinary(len(KEY_NAMES)),
         }
     )
 
 
-def as_action(action: Action | dict | str, screen_size: tuple[int, int]) -> Action:
+def as_action(
+    action: Action | dict | str,
+    screen_size: tuple[int, int],
+    coordinates: str | CoordinateSpace | None = None,
+    max_text_length: int = DEFAULT_MAX_TEXT_LENGTH,
+) -> Action:
     """What a GUI env's ``step`` accepts, as a validated :class:`Action`.
 
     An :class:`Action`, an element of :func:`action_space` (a dict) or action text (pyautogui or
-    UI-TARS syntax, pixel coordinates for pyautogui, 0-1000 for UI-TARS).
+    UI-TARS syntax, read in ``coordinates``: by default pixels for pyautogui, 0-1000 for UI-TARS).
     """
     if isinstance(action, Action):
-        return action.validate(screen_size)
+        return action.validate(screen_size, max_text_length)
     if isinstance(action, dict):
-        return Action.from_sample(action).validate(screen_size)
+        return Action.from_sample(action).validate(screen_size, max_text_length)
     if isinstance(action, str):
-        return parse_action(action, screen_size)
+        return parse_action(action, screen_size, coordinates, max_text_length)
     raise ActionError(
         f"a GUI action is an Action, an action-space dict or action text, got {type(action).__name__}"
     )
@@ -393,68 +466,45 @@ def to_relative1000(x: float, y: float, screen_size: tuple[int, int]) -> tuple[i
     it, so pixels -> 0-1000 -> pixels is exact on screens up to 1000 px and within
     ceil(W/1000) - 1 pixels beyond.
     """
-    width, height = screen_size
-    rx = min(int(np.ceil(x * 1000 / width - 1e-9)), 1000)
-    ry = min(int(np.ceil(y * 1000 / height - 1e-9)), 1000)
-    return rx, ry
+    return coordinate_space("relative1000").from_pixels(x, y, screen_size)
 
 
 def from_relative1000(rx: float, ry: float, screen_size: tuple[int, int]) -> tuple[int, int]:
-    """UI-TARS v1 0..1000 coordinates -> the pixel whose area holds that point (clamped)."""
-    width, height = screen_size
-    x = min(max(int(np.floor(rx * width / 1000)), 0), width - 1)
-    y = min(max(int(np.floor(ry * height / 1000)), 0), height - 1)
-    return x, y
+    """UI-TARS v1 0..1000 coordinates -> the pixel whose area holds that point; 1000 is the
+    last pixel, beyond 0..1000 is off-screen (ActionError)."""
+    return coordinate_space("relative1000").to_pixels(rx, ry, screen_size)
 
 
 def to_unit(x: float, y: float, screen_size: tuple[int, int]) -> tuple[float, float]:
     """Pixels -> 0..1 floats (the pixel's centre)."""
-    width, height = screen_size
-    return (x + 0.5) / width, (y + 0.5) / height
+    return coordinate_space("unit").from_pixels(x, y, screen_size)
 
 
 def from_unit(ux: float, uy: float, screen_size: tuple[int, int]) -> tuple[int, int]:
-    """0..1 floats -> the pixel whose area holds that point (clamped)."""
-    width, height = screen_size
-    x = min(max(int(np.floor(ux * width)), 0), width - 1)
-    y = min(max(int(np.floor(uy * height)), 0), height - 1)
-    return x, y
-
-
-_COORDINATE_SPACES = {
-    "pixels": None,
-    "relative1000": (to_relative1000, from_relative1000),
-    "unit": (to_unit, from_unit),
-}
-
-
-def _check_space(coordinates: str) -> None:
-    if coordinates not in _COORDINATE_SPACES:
-        raise ValueError(
-            f"coordinates must be one of {', '.join(_COORDINATE_SPACES)}, got {coordinates!r}"
-        )
+    """0..1 floats -> the pixel whose area holds that point; beyond 0..1 is off-screen."""
+    return coordinate_space("unit").to_pixels(ux, uy, screen_size)
 
 
 def _to_pixels(
-    x: float, y: float, coordinates: str, screen_size: tuple[int, int] | None
+    x: float, y: float, space: CoordinateSpace, screen_size: tuple[int, int] | None
 ) -> tuple[float, float]:
     for name, value in (("x", x), ("y", y)):
         _as_pixel(value, name)  # finite and in range before any arithmetic (ActionError)
-    if coordinates == "pixels":
+    if space.kind == "pixels":
         return x, y
     if screen_size is None:
-        raise ActionParseError(f"{coordinates} coordinates need the screen size to map to pixels")
-    return _COORDINATE_SPACES[coordinates][1](x, y, screen_size)
+        raise ActionParseError(f"{space.name} coordinates need the screen size to map to pixels")
+    return space.to_pixels(x, y, screen_size)
 
 
 def _from_pixels(
-    x: int, y: int, coordinates: str, screen_size: tuple[int, int] | None
+    x: int, y: int, space: CoordinateSpace, screen_size: tuple[int, int] | None
 ) -> tuple[float, float]:
-    if coordinates == "pixels":
+    if space.kind == "pixels":
         return x, y
     if screen_size is None:
-        raise ValueError(f"{coordinates} coordinates need the screen size")
-    return _COORDINATE_SPACES[coordinates][0](x, y, screen_size)
+        raise ValueError(f"{space.name} coordinates need the screen size")
+    return space.from_pixels(x, y, screen_size)
 
 
 # -- action text: writing ---------------------------------------------------------------------
@@ -463,14 +513,16 @@ def _num(v: float) -> str:
 
 
 def to_pyautogui(
-    action: Action, coordinates: str = "pixels", screen_size: tuple[int, int] | None = None
+    action: Action,
+    coordinates: str | CoordinateSpace = "pixels",
+    screen_size: tuple[int, int] | None = None,
 ) -> str:
     """The action as pyautogui calls (OSWorld's action text). A drag is ``moveTo`` then ``dragTo``;
     ``wait``/``done``/``fail`` are OSWorld's ``WAIT``/``DONE``/``FAIL``."""
-    _check_space(coordinates)
+    space = coordinate_space(coordinates)
     a = action
     if a.point is not None:
-        px, py = (_num(v) for v in _from_pixels(a.x, a.y, coordinates, screen_size))
+        px, py = (_num(v) for v in _from_pixels(a.x, a.y, space, screen_size))
     if a.kind == "move":
         return f"pyautogui.moveTo(x={px}, y={py})"
     if a.kind == "click":
@@ -480,60 +532,93 @@ def to_pyautogui(
     if a.kind == "right_click":
         return f"pyautogui.rightClick(x={px}, y={py})"
     if a.kind == "drag":
-        qx, qy = (_num(v) for v in _from_pixels(a.x2, a.y2, coordinates, screen_size))
+        qx, qy = (_num(v) for v in _from_pixels(a.x2, a.y2, space, screen_size))
         return f"pyautogui.moveTo(x={px}, y={py}); pyautogui.dragTo(x={qx}, y={qy})"
     if a.kind == "scroll":
+        at = "" if a.point is None else f", x={px}, y={py}"
         calls = []
         # pyautogui scrolls up for positive clicks; ours scrolls down for positive dy.
         if a.dy:
-            calls.append(f"pyautogui.scroll({-a.dy}, x={px}, y={py})")
+            calls.append(f"pyautogui.scroll({-a.dy}{at})")
         if a.dx:
-            calls.append(f"pyautogui.hscroll({a.dx}, x={px}, y={py})")
+            calls.append(f"pyautogui.hscroll({a.dx}{at})")
         return "; ".join(calls)
     if a.kind == "type":
         return f"pyautogui.write({a.text!r})"
     if a.kind == "key":
         return f"pyautogui.press({a.keys[0]!r})"
+    if a.kind == "key_down":
+        return f"pyautogui.keyDown({a.keys[0]!r})"
+    if a.kind == "key_up":
+        return f"pyautogui.keyUp({a.keys[0]!r})"
     if a.kind == "hotkey":
         return "pyautogui.hotkey(" + ", ".join(repr(k) for k in a.keys) + ")"
     return a.kind.upper()
 
 
+def uitars_quote(text: str) -> str:
+    """``text`` as a single-quoted literal the way UI-TARS writes it (its prompt asks for \\',
+    \\" and \\n escapes), which both the official ``ui-tars`` parser and ours read back."""
+    out = text.replace("\\", "\\\\").replace("'", "\\'").replace('"', '\\"')
+    return "'" + out.replace("\n", "\\n").replace("\t", "\\t") + "'"
+
+
+POINT_SYNTAXES = ("start_box", "point")
+
+
 def to_uitars(
-    action: Action, screen_size: tuple[int, int] | None = None, coordinates: str = "relative1000"
+    action: Action,
+    screen_size: tuple[int, int] | None = None,
+    coordinates: str | CoordinateSpace = "relative1000",
+    point_syntax: str = "start_box",
 ) -> str:
-    """The action in UI-TARS' action text. v1 uses 0-1000 coordinates (the default, which needs
-    ``screen_size``); UI-TARS-1.5 uses pixels of the image it saw (``coordinates='pixels'``).
-    A scroll keeps only its direction (UI-TARS names no amount)."""
-    _check_space(coordinates)
+    """The action in UI-TARS' action text, as the official ``ui-tars`` parser reads it.
+
+    UI-TARS-1.0 writes 0-1000 coordinates (``relative1000``, the default; needs
+    ``screen_size``); UI-TARS-1.5 pixels of its resized image (``smart_resize``).
+    ``point_syntax``: ``start_box='(x,y)'`` (UI-TARS-1.0/1.5) or ``point='<point>x y</point>'``
+    (the ``ui-tars`` package's current prompt). A scroll keeps only its direction (UI-TARS
+    names no amount); held keys are ``keydown``/``keyup``.
+    """
+    space = coordinate_space(coordinates)
+    if point_syntax not in POINT_SYNTAXES:
+        raise ValueError(f"point_syntax must be one of {', '.join(POINT_SYNTAXES)}")
     a = action
 
-    def box(x: int, y: int) -> str:
-        bx, by = _from_pixels(x, y, coordinates, screen_size)
-        return f"'({_num(bx)},{_num(by)})'"
+    def at(x: int, y: int, start: str = "start") -> str:
+        bx, by = (_num(v) for v in _from_pixels(x, y, space, screen_size))
+        if point_syntax == "point":
+            name = "point" if start == "only" else f"{start}_point"
+            return f"{name}='<point>{bx} {by}</point>'"
+        return f"{'start' if start == 'only' else start}_box='({bx},{by})'"
 
     if a.kind == "move":
-        return f"hover(start_box={box(a.x, a.y)})"
+        return f"hover({at(a.x, a.y, 'only')})"
     if a.kind == "click":
-        return f"click(start_box={box(a.x, a.y)})"
+        return f"click({at(a.x, a.y, 'only')})"
     if a.kind == "double_click":
-        return f"left_double(start_box={box(a.x, a.y)})"
+        return f"left_double({at(a.x, a.y, 'only')})"
     if a.kind == "right_click":
-        return f"right_single(start_box={box(a.x, a.y)})"
+        return f"right_single({at(a.x, a.y, 'only')})"
     if a.kind == "drag":
-        return f"drag(start_box={box(a.x, a.y)}, end_box={box(a.x2, a.y2)})"
+        return f"drag({at(a.x, a.y)}, {at(a.x2, a.y2, 'end')})"
     if a.kind == "scroll":
         if abs(a.dy) >= abs(a.dx):
             direction = "down" if a.dy > 0 else "up"
         else:
             direction = "right" if a.dx > 0 else "left"
-        return f"scroll(start_box={box(a.x, a.y)}, direction='{direction}')"
+        where = "" if a.point is None else at(a.x, a.y, "only") + ", "
+        return f"scroll({where}direction='{direction}')"
     if a.kind == "type":
-        return f"type(content={a.text!r})"
+        return f"type(content={uitars_quote(a.text)})"
     if a.kind == "key":
-        return f"hotkey(key={a.keys[0]!r})"
+        return f"hotkey(key={uitars_quote(a.keys[0])})"
     if a.kind == "hotkey":
-        return f"hotkey(key={' '.join(a.keys)!r})"
+        return f"hotkey(key={uitars_quote(' '.join(a.keys))})"
+    if a.kind == "key_down":
+        return f"keydown(key={uitars_quote(a.keys[0])})"
+    if a.kind == "key_up":
+        return f"keyup(key={uitars_quote(a.keys[0])})"
     if a.kind == "wait":
         return "wait()"
     if a.kind == "done":
@@ -615,13 +700,74 @@ class _Call:
                 f"got {len(self.args)}"
             )
 
+    def rename(self, names: dict[str, str]) -> None:
+        """Rename keyword arguments (``point`` -> ``start_box``); both at once is an error."""
+        for old, new in names.items():
+            if old in self.kwargs:
+                if new in self.kwargs:
+                    raise ActionParseError(f"{self.name}(): give {old} or {new}, not both")
+                self.kwargs[new] = self.kwargs.pop(old)
+
 
 _NUMBER = (int, float)
-_BOX_NUMBER = r"(-?(?:\d+(?:\.\d*)?|\.\d+))"  # 12, 12., 12.5, .5 (not ".", "1.2.3")
-_BOX = re.compile(
-    rf"^\s*(?:<\|box_start\|>)?\s*[\(\[]\s*{_BOX_NUMBER}\s*,\s*{_BOX_NUMBER}\s*"
-    rf"(?:,\s*{_BOX_NUMBER}\s*,\s*{_BOX_NUMBER}\s*)?[\)\]]\s*(?:<\|box_end\|>)?\s*$"
-)
+_NUMBER_TEXT = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)")  # 12, 12., 12.5, .5 (not ".", "1.2.3")
+_TAGGED = re.compile(r"<(point|bbox)>(.*)</\1>", re.S)
+_BRACKETS = {"(": ")", "[": "]"}
+
+
+def _box_numbers(raw: str) -> list[float] | None:
+    """The numbers of a point or box string, or None if it is not one.
+
+    The official parser's forms: ``(x,y)``, ``x,y``, ``(x1,y1,x2,y2)``, ``<point>x y</point>``;
+    ours besides: ``[x,y]``, Qwen's ``<|box_start|>(x,y)<|box_end|>``, ``<bbox>x1 y1 x2 y2</bbox>``.
+    """
+    s = raw.strip().removeprefix("<|box_start|>").removesuffix("<|box_end|>").strip()
+    tagged = _TAGGED.fullmatch(s)
+    if tagged:
+        parts = re.split(r"\s*,\s*|\s+", tagged.group(2).strip())
+    else:
+        if s[:1] in _BRACKETS:
+            if s[-1:] != _BRACKETS[s[0]]:
+                return None
+            s = s[1:-1]
+        parts = s.split(",")
+    parts = [p.strip() for p in parts]
+    if len(parts) not in (2, 4) or not all(_NUMBER_TEXT.fullmatch(p) for p in parts):
+        return None
+    return [float(p) for p in parts]
+
+
+# The official parser's repair of UI-TARS text that is not valid Python: actions are separated by
+# ")\n\n", a missing ")" is added, and type(content='...') takes everything up to its last "')"
+# as the text, escaping the quotes a model left bare ("It's").
+_TYPE_CONTENT = re.compile(r"\s*type\(content='(.*)'\s*\)?\s*", re.S)
+_BARE_QUOTE = re.compile(r"(?<!\\)'")
+
+
+def _repair_uitars(part: str) -> str:
+    segments = part.split(")\n\n")
+    repaired = []
+    for i, segment in enumerate(segments):
+        if i < len(segments) - 1:
+            segment += ")"
+        typed = _TYPE_CONTENT.fullmatch(segment)
+        if typed:
+            content = _BARE_QUOTE.sub("\\\\'", typed.group(1).replace("\n", "\\n"))
+            segment = f"type(content='{content}')"
+        elif not segment.rstrip().endswith(")"):
+            segment = segment.rstrip() + ")"
+        repaired.append(segment.strip())
+    return "\n".join(repaired)
+
+
+def _parse_python(part: str) -> ast.Module:
+    try:
+        return ast.parse(part, mode="exec")
+    except (SyntaxError, ValueError) as first:
+        try:
+            return ast.parse(_repair_uitars(part), mode="exec")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            raise first from None
 
 
 def _action_tree(text: str) -> tuple[str, ast.Module]:
@@ -640,22 +786,22 @@ def _action_tree(text: str) -> tuple[str, ast.Module]:
             first_error = first_error or ActionParseError("empty action text")
             continue
         try:
-            return part, ast.parse(part, mode="exec")
+            tree = _parse_python(part)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
             first_error = first_error or ActionParseError(
                 f"action text is not a call: {e.__class__.__name__}: {_short(str(e), 200)}"
             )
+            continue
+        return part, tree
     raise first_error
 
 
-def _split_statements(text: str) -> list[_Call]:
+def _split_statements(text: str, limit: int) -> list[_Call]:
     """Parse ``text`` into calls and bare names (``DONE``), checking only the shape."""
     if not isinstance(text, str):
         raise ActionParseError(f"action text must be a string, got {type(text).__name__}")
-    if len(text) > MAX_ACTION_TEXT_LENGTH:
-        raise ActionParseError(
-            f"action text too long: {len(text)} characters (at most {MAX_ACTION_TEXT_LENGTH})"
-        )
+    if len(text) > limit:
+        raise ActionParseError(f"action text too long: {len(text)} characters (at most {limit})")
     text, tree = _action_tree(text)
     calls = []
     for stmt in tree.body:
@@ -667,6 +813,8 @@ def _split_statements(text: str) -> list[_Call]:
                 f"({_snippet(stmt, text)})"
             )
         node = stmt.value
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            continue  # a string statement: the '''Observation/Thought''' of ui-tars' code
         if isinstance(node, ast.Name):
             calls.append(_Call(node.id, [], {}))
             continue
@@ -685,31 +833,31 @@ def _split_statements(text: str) -> list[_Call]:
     return calls
 
 
-def _point(call: _Call, coords: str, screen: tuple[int, int] | None) -> tuple[float, float]:
+def _point(call: _Call, space: CoordinateSpace, screen) -> tuple[float, float]:
     x = call.arg(0, "x", types=_NUMBER)
     y = call.arg(1, "y", types=_NUMBER)
-    return _to_pixels(x, y, coords, screen)
+    return _to_pixels(x, y, space, screen)
 
 
 def _box_point(
-    call: _Call, name: str, coords: str, screen: tuple[int, int] | None
+    call: _Call, name: str, space: CoordinateSpace, screen: tuple[int, int] | None
 ) -> tuple[float, float]:
     raw = call.arg(None, name, types=(str, list))
     if isinstance(raw, list):
         values = raw
     else:
-        m = _BOX.match(raw)
-        if not m:
+        values = _box_numbers(raw)
+        if values is None:
             raise ActionParseError(
-                f"{call.name}(): {name} must look like '(x,y)', got {_short(raw)}"
+                f"{call.name}(): {name} must look like '(x,y)' or '<point>x y</point>', "
+                f"got {_short(raw)}"
             )
-        values = [float(v) for v in m.groups() if v is not None]
     numbers = all(isinstance(v, _NUMBER) and not isinstance(v, bool) for v in values)
     if len(values) not in (2, 4) or not numbers:
         raise ActionParseError(f"{call.name}(): {name} must hold 2 or 4 numbers, got {_short(raw)}")
     if len(values) == 4:  # a box: act at its centre
         values = [(values[0] + values[2]) / 2, (values[1] + values[3]) / 2]
-    return _to_pixels(values[0], values[1], coords, screen)
+    return _to_pixels(values[0], values[1], space, screen)
 
 
 _PYAUTOGUI_POINTER = {
@@ -719,6 +867,11 @@ _PYAUTOGUI_POINTER = {
     "pyautogui.doubleClick": "double_click",
     "pyautogui.rightClick": "right_click",
 }
+_PYAUTOGUI_KEYS = {
+    "pyautogui.press": "key",
+    "pyautogui.keyDown": "key_down",
+    "pyautogui.keyUp": "key_up",
+}
 _UITARS_POINTER = {
     "hover": "move",
     "mouse_move": "move",
@@ -727,10 +880,16 @@ _UITARS_POINTER = {
     "left_double": "double_click",
     "right_single": "right_click",
 }
+# UI-TARS' key calls: press is a press (the official code generator writes keyDown for it and
+# never releases the key; see tests/envs/test_uitars_oracle.py), keydown/release/keyup hold keys.
+_UITARS_KEYS = {"press": "key", "keydown": "key_down", "release": "key_up", "keyup": "key_up"}
+# UI-TARS' point arguments and the names the official parser reads them as.
+_UITARS_POINT_NAMES = {"start_point": "start_box", "end_point": "end_box", "point": "start_box"}
 _SCROLL_DIRECTIONS = {"down": (0, 1), "up": (0, -1), "right": (1, 0), "left": (-1, 0)}
+_OSWORLD_NAMES = ("WAIT", "DONE", "FAIL", "time.sleep", "pyperclip.copy")
 
 
-def _pyautogui_action(call: _Call, coords: str, screen) -> Action:
+def _pyautogui_action(call: _Call, space: CoordinateSpace, screen) -> Action:
     name = call.name
     if name in _PYAUTOGUI_POINTER:
         kind = _PYAUTOGUI_POINTER[name]
@@ -746,31 +905,36 @@ def _pyautogui_action(call: _Call, coords: str, screen) -> Action:
             kind = "double_click"
         elif clicks not in (1, 2) or (clicks == 2 and kind != "double_click"):
             raise ActionParseError(f"{name}(): clicks must be 1 (or 2 for a left click)")
-        return Action(kind, *_point(call, coords, screen))
+        return Action(kind, *_point(call, space, screen))
     if name in ("pyautogui.scroll", "pyautogui.hscroll", "pyautogui.vscroll"):
         call.check_arguments(["clicks", "x", "y"])
         clicks = call.arg(0, "clicks", types=(int,))
-        if "x" not in call.kwargs and len(call.args) < 2:
-            raise ActionParseError(f"{name}() needs x and y: where the wheel turns")
-        x, y = _to_pixels(
-            call.arg(1, "x", types=_NUMBER), call.arg(2, "y", types=_NUMBER), coords, screen
-        )
+        has_x = "x" in call.kwargs or len(call.args) >= 2
+        has_y = "y" in call.kwargs or len(call.args) >= 3
+        if has_x != has_y:
+            raise ActionParseError(f"{name}() needs both x and y, or neither (at the pointer)")
+        if has_x:
+            x, y = _to_pixels(
+                call.arg(1, "x", types=_NUMBER), call.arg(2, "y", types=_NUMBER), space, screen
+            )
+        else:
+            x = y = None  # pyautogui turns the wheel wherever the pointer is
         if name == "pyautogui.hscroll":
             return Action.scroll(x, y, dx=clicks)
         return Action.scroll(x, y, dy=-clicks)
     if name in ("pyautogui.write", "pyautogui.typewrite"):
         call.check_arguments(["message", "interval"])
         return Action.type_text(call.arg(0, "message", types=(str,)))
-    if name in ("pyautogui.press", "pyautogui.keyDown"):
-        call.check_arguments(["keys", "presses", "interval"])
-        keys = call.arg(0, "keys", types=(str, list))
+    if name in _PYAUTOGUI_KEYS:
+        call.check_arguments(["keys", "presses", "interval"] if name.endswith("press") else ["key"])
+        keys = call.arg(0, "keys" if name.endswith("press") else "key", types=(str, list))
         if isinstance(keys, list):
             if len(keys) != 1:
                 raise ActionParseError(f"{name}() presses one key per action, got {keys!r}")
             keys = keys[0]
         if call.arg(1, "presses", 1, (int,)) != 1:
             raise ActionParseError(f"{name}(): presses must be 1")
-        return Action.key(keys)
+        return Action(_PYAUTOGUI_KEYS[name], keys=(keys,))
     if name == "pyautogui.hotkey":
         if call.kwargs.keys() - {"interval"}:
             raise ActionParseError(f"{name}() takes the keys as positional strings")
@@ -787,34 +951,44 @@ def _pyautogui_action(call: _Call, coords: str, screen) -> Action:
     raise ActionParseError(f"unknown function {name!r}")
 
 
-def _uitars_action(call: _Call, coords: str, screen) -> Action:
+def _uitars_action(call: _Call, space: CoordinateSpace, screen) -> Action:
     name = call.name
+    call.rename(_UITARS_POINT_NAMES)
     if name in _UITARS_POINTER:
         call.check_arguments(["start_box"])
-        return Action(_UITARS_POINTER[name], *_box_point(call, "start_box", coords, screen))
+        return Action(_UITARS_POINTER[name], *_box_point(call, "start_box", space, screen))
     if name in ("drag", "select"):
         call.check_arguments(["start_box", "end_box"])
-        x, y = _box_point(call, "start_box", coords, screen)
-        x2, y2 = _box_point(call, "end_box", coords, screen)
+        x, y = _box_point(call, "start_box", space, screen)
+        x2, y2 = _box_point(call, "end_box", space, screen)
         return Action.drag(x, y, x2, y2)
     if name == "scroll":
         call.check_arguments(["start_box", "direction"])
-        x, y = _box_point(call, "start_box", coords, screen)
+        if "start_box" in call.kwargs:
+            x, y = _box_point(call, "start_box", space, screen)
+        else:
+            x = y = None  # the official parser: pyautogui.scroll(±5) at the pointer
         direction = call.arg(None, "direction", types=(str,)).strip().lower()
         if direction not in _SCROLL_DIRECTIONS:
             raise ActionParseError(
-                f"scroll(): direction must be up/down/left/right, got {direction!r}"
+                f"scroll(): direction must be up/down/left/right, got {_short(direction)}"
             )
         sx, sy = _SCROLL_DIRECTIONS[direction]
         return Action.scroll(x, y, dx=sx * UITARS_SCROLL_NOTCHES, dy=sy * UITARS_SCROLL_NOTCHES)
     if name == "type":
         call.check_arguments(["content"])
         return Action.type_text(call.arg(None, "content", types=(str,)))
-    if name in ("hotkey", "press"):
-        call.check_arguments(["key"])
-        keys = call.arg(None, "key", types=(str,)).split()
+    if name in ("hotkey", "press", "keydown", "release", "keyup"):
+        # the official parser reads key=, else hotkey= (hotkey) or press= (the others)
+        call.check_arguments(["key", "hotkey" if name == "hotkey" else "press"])
+        other = "hotkey" if name == "hotkey" else "press"
+        keys = call.arg(None, "key" if "key" in call.kwargs else other, types=(str,)).split()
         if not keys:
             raise ActionParseError(f"{name}(): key is empty")
+        if name in _UITARS_KEYS:
+            if len(keys) != 1:
+                raise ActionParseError(f"{name}() takes one key, got {_short(' '.join(keys))}")
+            return Action(_UITARS_KEYS[name], keys=(keys[0],))
         return Action.key(keys[0]) if len(keys) == 1 else Action.hotkey(*keys)
     if name == "wait":
         call.check_arguments([])
@@ -828,44 +1002,80 @@ def _uitars_action(call: _Call, coords: str, screen) -> Action:
     raise ActionParseError(f"unknown function {name!r}")
 
 
-def parse_actions(
-    text: str,
-    screen_size: tuple[int, int] | None = None,
-    coordinates: str | None = None,
-) -> list[Action]:
-    """Every action in ``text`` (one per call; ``moveTo`` + ``dragTo`` make one drag).
+def _is_paste(call: _Call) -> bool:
+    keys = call.args[0] if len(call.args) == 1 and isinstance(call.args[0], list) else call.args
+    return call.name == "pyautogui.hotkey" and [str(k).lower() for k in keys] == ["ctrl", "v"]
 
-    ``coordinates`` is how the text's numbers are to be read: ``"pixels"``, ``"relative1000"``
-    or ``"unit"``; by default pixels for pyautogui calls and 0-1000 for UI-TARS calls. With
-    ``screen_size`` every action is checked to lie on the screen.
-    """
-    if coordinates is not None:
-        _check_space(coordinates)
+
+def _paste(calls: list[_Call], i: int) -> tuple[Action, int]:
+    """``pyperclip.copy(s)`` + ctrl+v (+ ``time.sleep`` + enter): how the official ``ui-tars``
+    code types, read as one ``type`` action. Returns it and the index after its calls."""
+    copy = calls[i]
+    copy.check_arguments(["text"])
+    text = copy.arg(0, "text", types=(str,))
+    if i + 1 >= len(calls) or not _is_paste(calls[i + 1]):
+        raise ActionParseError("pyperclip.copy() must be followed by pyautogui.hotkey('ctrl', 'v')")
+    end = i + 2
+    if end < len(calls) and calls[end].name == "time.sleep":
+        end += 1  # the generated code's pause for the paste to land
+    press = calls[end] if end < len(calls) else None
+    if press is not None and press.name == "pyautogui.press" and press.args in (["enter"], ["\n"]):
+        end += 1  # its submit: type(content='...\n') becomes paste + enter
+        if not text.endswith("\n"):
+            text += "\n"
+    return Action.type_text(text), end
+
+
+def _actions_of(calls: list[_Call], space: CoordinateSpace | None, screen) -> list[Action]:
     actions: list[Action] = []
-    calls = _split_statements(text)
-    for i, call in enumerate(calls):
+    i = 0
+    while i < len(calls):
+        call = calls[i]
         try:
+            if call.name == "pyperclip.copy":
+                action, i = _paste(calls, i)
+                actions.append(action)
+                continue
             if call.name == "pyautogui.dragTo":
                 previous = calls[i - 1] if i else None
                 if not actions or previous is None or previous.name != "pyautogui.moveTo":
                     raise ActionParseError("pyautogui.dragTo() must follow pyautogui.moveTo()")
                 call.check_arguments(["x", "y", "duration", "button"])
                 start = actions.pop()
-                x2, y2 = _point(call, coordinates or "pixels", screen_size)
+                x2, y2 = _point(call, space or coordinate_space("pixels"), screen)
                 actions.append(Action.drag(start.x, start.y, x2, y2))
-            elif call.name.startswith("pyautogui.") or call.name in (
-                "WAIT",
-                "DONE",
-                "FAIL",
-                "time.sleep",
-            ):
-                actions.append(_pyautogui_action(call, coordinates or "pixels", screen_size))
+            elif call.name.startswith("pyautogui.") or call.name in _OSWORLD_NAMES:
+                actions.append(_pyautogui_action(call, space or coordinate_space("pixels"), screen))
             else:
-                actions.append(_uitars_action(call, coordinates or "relative1000", screen_size))
+                actions.append(
+                    _uitars_action(call, space or coordinate_space("relative1000"), screen)
+                )
         except ActionParseError:
             raise
         except ActionError as e:
             raise ActionParseError(f"{call.name}(): {e}") from None
+        i += 1
+    return actions
+
+
+def parse_actions(
+    text: str,
+    screen_size: tuple[int, int] | None = None,
+    coordinates: str | CoordinateSpace | None = None,
+    max_text_length: int = DEFAULT_MAX_TEXT_LENGTH,
+) -> list[Action]:
+    """Every action in ``text`` (one per call; ``moveTo`` + ``dragTo`` make one drag, and
+    ``pyperclip.copy`` + ctrl+v one ``type``).
+
+    ``coordinates`` is how the text's numbers are to be read (a name of
+    :mod:`pixelrl.envs.coordinates`: ``"pixels"``, ``"relative1000"``, ``"unit"``,
+    ``"smart_resize:ui-tars-1.5"``, ... or a :class:`CoordinateSpace`); by default pixels for
+    pyautogui calls and 0-1000 for UI-TARS calls. With ``screen_size`` every action is checked
+    to lie on the screen. A ``type`` text longer than ``max_text_length`` is refused.
+    """
+    space = None if coordinates is None else coordinate_space(coordinates)
+    calls = _split_statements(text, MAX_ACTION_TEXT_OVERHEAD + 2 * max_text_length)
+    actions = _actions_of(calls, space, screen_size)
     # Two scroll calls at one point (vertical + horizontal) are one scroll action.
     merged: list[Action] = []
     for a in actions:
@@ -875,25 +1085,28 @@ def parse_actions(
                 merged[-1] = Action.scroll(a.x, a.y, dx=prev.dx + a.dx, dy=prev.dy + a.dy)
                 continue
         merged.append(a)
-    if screen_size is not None:
-        for a in merged:
-            try:
-                a.validate(screen_size)
-            except ActionError as e:
-                raise ActionParseError(str(e)) from None
+    for a in merged:
+        try:
+            if screen_size is not None:
+                a.validate(screen_size, max_text_length)
+            else:
+                a.check_text_length(max_text_length)
+        except ActionError as e:
+            raise ActionParseError(str(e)) from None
     return merged
 
 
 def parse_action(
     text: str,
     screen_size: tuple[int, int] | None = None,
-    coordinates: str | None = None,
+    coordinates: str | CoordinateSpace | None = None,
+    max_text_length: int = DEFAULT_MAX_TEXT_LENGTH,
 ) -> Action:
     """Exactly one :class:`Action` from agent text, or :class:`ActionParseError`.
 
-    See :func:`parse_actions` for the accepted syntax and ``coordinates``.
+    See :func:`parse_actions` for the accepted syntax, ``coordinates`` and ``max_text_length``.
     """
-    actions = parse_actions(text, screen_size, coordinates)
+    actions = parse_actions(text, screen_size, coordinates, max_text_length)
     if len(actions) != 1:
         raise ActionParseError(f"expected one action, found {len(actions)}")
     return actions[0]

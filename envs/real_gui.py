@@ -22,7 +22,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pixelrl.envs.actions import Action, action_space, as_action
+from pixelrl.envs.actions import DEFAULT_MAX_TEXT_LENGTH, Action, action_space, as_action
+from pixelrl.envs.coordinates import CoordinateSpace, coordinate_space
 from pixelrl.envs.gui import a11y_to_text, observation_space
 
 
@@ -48,6 +49,8 @@ class RealGuiEnv(gymnasium.Env):
         max_steps: int,
         a11y_text: bool = False,
         render_mode: str | None = None,
+        coordinates: str | CoordinateSpace | None = None,
+        max_text_length: int = DEFAULT_MAX_TEXT_LENGTH,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
@@ -57,6 +60,9 @@ class RealGuiEnv(gymnasium.Env):
         self.max_steps = int(max_steps)
         self.a11y_text = bool(a11y_text)
         self.render_mode = render_mode
+        # how step() reads action text (see pixelrl.envs.desktop.DesktopEnv)
+        self.coordinates = None if coordinates is None else coordinate_space(coordinates)
+        self.max_text_length = int(max_text_length)
         self.observation_space = observation_space(self.screen_size, self.a11y_text)
         self.action_space = action_space(self.screen_size)
         self._instruction: str | None = None
@@ -70,6 +76,9 @@ class RealGuiEnv(gymnasium.Env):
 
     def _act(self, action: Action) -> Outcome:
         raise NotImplementedError
+
+    def _check_supported(self, action: Action) -> None:
+        """Raise ActionError for an action this backend cannot do (before anything happens)."""
 
     def _screenshot(self) -> np.ndarray:
         raise NotImplementedError
@@ -106,7 +115,9 @@ class RealGuiEnv(gymnasium.Env):
     def step(self, action: Action | dict | str):
         if self._instruction is None:
             raise RuntimeError(f"{type(self).__name__}: call reset() before step()")
-        action = as_action(action, self.screen_size)  # bad input: ActionError, nothing done
+        # bad input: ActionError, nothing done
+        action = as_action(action, self.screen_size, self.coordinates, self.max_text_length)
+        self._check_supported(action)
         if self._episode_over:
             raise RuntimeError(f"{type(self).__name__}: the episode is over; call reset()")
         self._steps += 1

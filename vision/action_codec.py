@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from pixelrl.envs.actions import Action, to_pyautogui, to_uitars
+from pixelrl.envs.coordinates import CoordinateSpace, coordinate_space
 
 
 class ActionCodec(Protocol):
@@ -36,20 +37,23 @@ class GUIActionCodec:
     """GUI actions as UI-TARS calls (``click(start_box='(x,y)')``) or pyautogui calls.
 
     ``coordinates``: how numbers in the text are read and written (``None``: pyautogui in
-    pixels, UI-TARS in 0-1000, the defaults of :func:`pixelrl.envs.actions.parse_action`; or
-    ``"pixels"``, ``"relative1000"``, ``"unit"``)."""
+    pixels, UI-TARS in 0-1000, the defaults of :func:`pixelrl.envs.actions.parse_action`; or a
+    space of :mod:`pixelrl.envs.coordinates`: ``"pixels"``, ``"relative1000"``, ``"unit"``,
+    ``"smart_resize:ui-tars-1.5"``, ``"smart_resize:qwen2.5-vl"``, ...)."""
 
     # The GUI policies' prompt line (unchanged since the first GUI recipes: models trained with
     # it keep their prompt).
     answer_hint = "Answer with one action, e.g. click(start_box='(x,y)') with x, y in 0-1000."
 
-    def __init__(self, action_format: str = "uitars", coordinates: str | None = None) -> None:
+    def __init__(
+        self, action_format: str = "uitars", coordinates: str | CoordinateSpace | None = None
+    ) -> None:
         if action_format not in ("uitars", "pyautogui"):
             raise ValueError(
                 f"action_format must be 'uitars' or 'pyautogui', got {action_format!r}"
             )
         self.action_format = action_format
-        self.coordinates = coordinates
+        self.coordinates = None if coordinates is None else coordinate_space(coordinates)
 
     @property
     def noop(self) -> Action:
@@ -64,8 +68,5 @@ class GUIActionCodec:
 
     def render(self, action: Action, screen_size: tuple[int, int] | None = None) -> str:
         if self.action_format == "uitars":
-            coords = (
-                "relative1000" if self.coordinates in (None, "relative1000") else self.coordinates
-            )
-            return to_uitars(action, screen_size, coords)
+            return to_uitars(action, screen_size, self.coordinates or "relative1000")
         return to_pyautogui(action, self.coordinates or "pixels", screen_size)

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from pixelrl.envs.actions import Action, to_pyautogui, to_uitars
+from pixelrl.envs.coordinates import coordinates_for_model
 from pixelrl.vision.action_codec import ActionCodec, GUIActionCodec
 
 __all__ = [
@@ -111,9 +112,11 @@ class VLMPolicy:
 
     ``codec`` is the action language (:mod:`pixelrl.vision.action_codec`); without one it is
     the GUI codec of ``action_format`` (``uitars`` or ``pyautogui``) and ``coordinates`` (how
-    the numbers in GUI action text are read: ``None``, pyautogui calls in pixels and UI-TARS
-    calls in 0-1000, the defaults of :func:`pixelrl.envs.actions.parse_action`; or
-    ``"pixels"``, ``"relative1000"``, ``"unit"``). ``history_length`` recent actions go into
+    the numbers in GUI action text are read: a space of :mod:`pixelrl.envs.coordinates`,
+    ``"pixels"``, ``"relative1000"``, ``"unit"``, ``"smart_resize:ui-tars-1.5"``, ...; ``None``:
+    the one the model's family answers in when its name says (UI-TARS-1.5 and Qwen2.5-VL:
+    pixels of their resized image; UI-TARS-1.0 and Qwen2-VL: 0-1000), else pyautogui calls
+    in pixels and UI-TARS calls in 0-1000). ``history_length`` recent actions go into
     the prompt. ``prompt_template`` is formatted with ``instruction``, ``history`` and ``hint``
     (the codec's answer hint). ``share_prompts`` (default) runs a prompt that a batch repeats
     once; ``False`` runs every row, the same numbers more slowly.
@@ -137,6 +140,8 @@ class VLMPolicy:
         self.processor = processor
         self.tokenizer = processor.tokenizer
         self.family = family or _family_of(model)
+        if coordinates is None and codec is None and action_format == "uitars":
+            coordinates = coordinates_for_model(_model_name(model))
         self.coordinates = coordinates
         self.history_length = history_length
         self.prompt_template = prompt_template
@@ -602,6 +607,12 @@ def _placeholder_token_ids(model, processor) -> set[int]:
     ids.discard(tok.eos_token_id)
     ids.discard(tok.pad_token_id)
     return ids
+
+
+def _model_name(model) -> str:
+    """The hub id or path a model was loaded from ("" for one built from a config)."""
+    name = getattr(model, "name_or_path", None) or getattr(model.config, "_name_or_path", "")
+    return str(name or "")
 
 
 def _family_of(model) -> str:

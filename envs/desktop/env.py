@@ -7,7 +7,14 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pixelrl.envs.actions import Action, ActionError, action_space, as_action
+from pixelrl.envs.actions import (
+    DEFAULT_MAX_TEXT_LENGTH,
+    Action,
+    ActionError,
+    action_space,
+    as_action,
+)
+from pixelrl.envs.coordinates import CoordinateSpace, coordinate_space
 from pixelrl.envs.desktop.screen import Desktop
 from pixelrl.envs.desktop.tasks import FAMILIES, Task, expert_plan
 from pixelrl.envs.desktop.theme import check_screen_size, make_theme
@@ -32,6 +39,12 @@ class DesktopEnv(gymnasium.Env):
             and a failed one 0.
         a11y_text: add the accessibility tree as text (``obs["a11y_text"]``).
         render_mode: None or ``"rgb_array"`` (the screenshot).
+        coordinates: how ``step`` reads the numbers in action text (a space of
+            :mod:`pixelrl.envs.coordinates`: ``"pixels"``, ``"relative1000"``, ``"unit"``,
+            ``"smart_resize:ui-tars-1.5"``, ...); default: pixels for pyautogui calls, 0-1000 for
+            UI-TARS calls.
+        max_text_length: the longest text a ``type`` action may hold (default 8192 characters;
+            any printable Unicode types).
 
     Observation: ``screenshot`` (H×W×3 uint8), ``instruction`` (and ``a11y_text``).
     Action: an :class:`~pixelrl.envs.actions.Action`, an element of ``action_space`` (a dict) or action
@@ -65,6 +78,8 @@ class DesktopEnv(gymnasium.Env):
         reward: str = "sparse",
         a11y_text: bool = False,
         render_mode: str | None = None,
+        coordinates: str | CoordinateSpace | None = None,
+        max_text_length: int = DEFAULT_MAX_TEXT_LENGTH,
     ) -> None:
         self.families = FAMILIES
         self.family = family if family == "mixed" else _family_name(family)
@@ -78,6 +93,11 @@ class DesktopEnv(gymnasium.Env):
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.max_steps = max_steps
+        # how step() reads action text: the coordinate space and the longest text it types
+        self.coordinates = None if coordinates is None else coordinate_space(coordinates)
+        if not isinstance(max_text_length, (int, np.integer)) or max_text_length < 1:
+            raise ValueError(f"max_text_length must be a positive int, got {max_text_length!r}")
+        self.max_text_length = int(max_text_length)
         self.reward_kind = reward
         self.a11y_text = bool(a11y_text)
         self.render_mode = render_mode
@@ -123,7 +143,8 @@ class DesktopEnv(gymnasium.Env):
             raise RuntimeError("call reset() before step()")
         if self._over:
             raise RuntimeError("the episode is over (terminated or truncated): call reset()")
-        act = as_action(action, self.screen_size)  # ActionError: nothing changes
+        # ActionError: nothing changes
+        act = as_action(action, self.screen_size, self.coordinates, self.max_text_length)
         desktop, task = self.desktop, self.task
         self.steps += 1
         desktop.events.clear()

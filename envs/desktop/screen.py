@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pixelrl.envs.actions import Action
+from pixelrl.envs.actions import MODIFIER_KEYS, Action
 from pixelrl.envs.desktop import render
 from pixelrl.envs.desktop.render import Canvas, Rect, contains, intersect, text_width, union
 from pixelrl.envs.desktop.theme import Theme
@@ -41,6 +41,10 @@ class Desktop(Widget):
         self.popup: Popup | None = None
         self.focus: Widget | None = None
         self.events: list[tuple[str, Widget, Any]] = []
+        # Where the pointer is (a scroll with no point turns the wheel there; X servers start it
+        # at the centre) and the keys held down by key_down actions (modifiers join later keys).
+        self.pointer: tuple[int, int] = (theme.width // 2, theme.height // 2)
+        self.held: list[str] = []
         self.taskbar = Taskbar(
             "taskbar", (0, theme.height - theme.taskbar_height, theme.width, theme.height)
         )
@@ -227,7 +231,18 @@ class Desktop(Widget):
     def dispatch(self, action: Action) -> None:
         """Apply one validated :class:`Action`; what happened is appended to ``events``."""
         kind = action.kind
-        if kind in ("click", "double_click", "right_click", "drag"):
+        if action.point is not None:
+            self.pointer = (action.x2, action.y2) if kind == "drag" else action.point
+        if kind == "key_down":
+            key = action.keys[0]
+            if key not in MODIFIER_KEYS:
+                self._press(key)  # a held key types once (no auto-repeat)
+            if key not in self.held:
+                self.held.append(key)
+        elif kind == "key_up":
+            if action.keys[0] in self.held:
+                self.held.remove(action.keys[0])
+        elif kind in ("click", "double_click", "right_click", "drag"):
             x, y = action.x, action.y
             if self.popup is not None and not contains(self.popup.rect, x, y):
                 self.close_popup()
@@ -252,7 +267,7 @@ class Desktop(Widget):
             else:
                 target.drag(x, y, action.x2, action.y2)
         elif kind == "scroll":
-            target = self.hit(action.x, action.y)
+            target = self.hit(*self.pointer)
             while target is not None and not target.scroll(action.dx, action.dy):
                 target = target.parent
         elif kind == "type":
@@ -266,11 +281,22 @@ class Desktop(Widget):
                 if submit:
                     self.key("enter")
         elif kind == "key":
-            self.key(action.keys[0])
+            self._press(action.keys[0])
         elif kind == "hotkey":
-            if self.focus is not None:
-                self.focus.hotkey(action.keys)
+            self._chord(action.keys)
         # move, wait, done, fail change nothing on screen
+
+    def _press(self, key: str) -> None:
+        """One key press, a chord with the modifiers held down by key_down."""
+        held = [k for k in self.held if k in MODIFIER_KEYS and k != key]
+        if held:
+            self._chord((*held, key))
+        else:
+            self.key(key)
+
+    def _chord(self, keys: tuple[str, ...]) -> None:
+        if self.focus is not None:
+            self.focus.hotkey(Action.hotkey(*keys).keys)
 
     def key(self, key: str) -> None:
         if key == "escape" and self.popup is not None:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from pixelrl.envs.actions import MODIFIER_KEYS, TEXT_CHARSET, Action
+from pixelrl.envs.actions import MODIFIER_KEYS, TEXT_CHARSET, Action, ActionError
 from pixelrl.envs.gui import MAX_INSTRUCTION_LENGTH, a11y_element
 from pixelrl.envs.real_gui import Outcome, RealGuiEnv
 from pixelrl.envs.web.browser import find_chrome, find_chromedriver, quit_chrome, start_chrome
@@ -194,6 +194,13 @@ class MiniWoBEnv(RealGuiEnv):
         instruction = "".join(c for c in utterance if c in TEXT_CHARSET)[:MAX_INSTRUCTION_LENGTH]
         fields = [list(f) for f in obs[0]["fields"]]
         return instruction, {"task": self.task, "fields": fields, "page_seed": page_seed}
+
+    def _check_supported(self, action: Action) -> None:
+        # miniwob's actions press keys but cannot hold one, and a wheel turn needs a point
+        if action.kind in ("key_down", "key_up"):
+            raise ActionError(f"the MiniWoB backend cannot hold keys ({action.kind})")
+        if action.kind == "scroll" and action.point is None:
+            raise ActionError("the MiniWoB backend scrolls at a point: give the scroll x and y")
 
     def _act(self, action: Action) -> Outcome:
         from miniwob import selenium_actions as sa

@@ -23,6 +23,7 @@ script's argument; a pipe would copy 3 MB a frame) and answers ``{"ok": true, "w
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 
@@ -60,9 +61,17 @@ def perform(pyautogui, a: dict) -> None:
         if a.get("dx"):
             pyautogui.hscroll(int(a["dx"]), x=x, y=y)
     elif kind == "type":
-        pyautogui.write(a["text"], interval=0)
+        if a["text"].isascii():
+            pyautogui.write(a["text"], interval=0)
+        else:
+            # pyautogui types ASCII only; xdotool maps any character to a spare keycode
+            subprocess.run(["xdotool", "type", "--delay", "0", "--", a["text"]], check=True)
     elif kind == "key":
         pyautogui.press(_key(a["keys"][0]))
+    elif kind == "key_down":
+        pyautogui.keyDown(_key(a["keys"][0]))
+    elif kind == "key_up":
+        pyautogui.keyUp(_key(a["keys"][0]))
     elif kind == "hotkey":
         pyautogui.hotkey(*[_key(k) for k in a["keys"]])
     elif kind in ("wait", "done", "fail"):

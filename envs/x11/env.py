@@ -37,7 +37,7 @@ from pixelrl.envs.x11.tasks import APPS_DIR, X11Task, check, get_result, resolve
 from pixelrl.envs.x11.windows import Windows
 
 # Actions the actuator performs; wait/done/fail happen here.
-INPUT_KINDS = POINTER_KINDS | {"type", "key", "hotkey"}
+INPUT_KINDS = POINTER_KINDS | {"type", "key", "hotkey", "key_down", "key_up"}
 # Time limit of the env's own requests to the actuator (screenshots, parking the pointer).
 SERVICE_TIMEOUT_S = 20.0
 

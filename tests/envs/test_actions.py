@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pixelrl.envs.actions import (
+    DEFAULT_MAX_TEXT_LENGTH,
     KEY_NAMES,
     KINDS,
-    MAX_TEXT_LENGTH,
     MODIFIER_KEYS,
     TEXT_CHARSET,
     Action,
@@ -41,7 +41,7 @@ _keys = st.sampled_from(KEY_NAMES)
 
 
 @st.composite
-def actions(draw, screen=SCREEN, scroll_steps=None):
+def actions(draw, screen=SCREEN, scroll_steps=None, pointer_scroll=True):
     kind = draw(st.sampled_from(KINDS))
     if kind in ("move", "click", "double_click", "right_click"):
         return Action(kind, *draw(_points(screen)))
@@ -57,7 +57,11 @@ def actions(draw, screen=SCREEN, scroll_steps=None):
             )
         else:
             dx, dy = draw(st.tuples(st.integers(-10, 10), st.integers(-10, 10)).filter(any))
+        if pointer_scroll and draw(st.booleans()):
+            x = y = None  # at the current pointer
         return Action.scroll(x, y, dx, dy)
+    if kind in ("key_down", "key_up"):
+        return Action(kind, keys=(draw(_keys),))
     if kind == "type":
         return Action.type_text(draw(_texts))
     if kind == "key":
@@ -112,7 +116,7 @@ def test_unit_round_trip_exact(point):
 
 
 @settings(max_examples=300, deadline=None)
-@given(actions())
+@given(actions(pointer_scroll=False))
 def test_action_space_round_trip(action):
     sample = action.to_sample()
     assert action_space(SCREEN).contains(sample)
@@ -227,17 +231,18 @@ def test_parse_actions_reads_a_script():
         ("pyautogui.click(1, 2, foo=3)", "unknown argument"),
         ("pyautogui.click(1, 2, button='side')", "unknown button"),
         ("pyautogui.press('notakey')", "unknown key"),
-        ("pyautogui.write('" + "a" * (MAX_TEXT_LENGTH + 1) + "')", "text too long"),
+        ("pyautogui.write('" + "a" * (DEFAULT_MAX_TEXT_LENGTH + 1) + "')", "text too long"),
         ("pyautogui.write('')", "non-empty text"),
         ("pyautogui.dragTo(3, 4)", "must follow pyautogui.moveTo"),
-        ("pyautogui.scroll(3)", "needs x and y"),
+        ("pyautogui.scroll(3, x=4)", "both x and y, or neither"),
         ("click(start_box='here')", "must look like"),
         ("scroll(start_box='(1,1)', direction='sideways')", "direction must be"),
         ("click(start_box='(1,1)', button='left')", "unknown argument"),
         ("", "empty action text"),
-        ("click(", "not a call"),
+        ("click(", "missing its argument 'start_box'"),  # ")" added, as ui-tars does
+        ("click(start_box=", "not a call"),
         ("(" * 500 + ")" * 500, "not a call"),
-        ("a" * 5000, "action text too long"),
+        ("a" * 40000, "action text too long"),
         ("pyautogui.click(nan, 1)", "literal"),
         ("pyautogui.click(float('nan'), 1)", "literal"),
         ("pyautogui.click(1e400, 1)", "finite"),
@@ -262,7 +267,8 @@ def test_non_string_input_is_rejected():
         (lambda: Action.scroll(1, 1), "non-zero"),
         (lambda: Action.key("ctrl+c"), "unknown key"),
         (lambda: Action.hotkey(), "at least one key"),
-        (lambda: Action.type_text("caf\u00e9"), "cannot be typed"),
+        (lambda: Action.type_text("a\x00b"), "cannot be typed"),
+        (lambda: Action.type_text("a\rb"), "cannot be typed"),
         (lambda: Action.click(True, 1), "must be a number"),
         (
             lambda: Action.click(1, 1).validate((1, 1)) and Action.click(1, 1).validate((1, 1)),
