@@ -64,8 +64,10 @@ def perform(pyautogui, a: dict) -> None:
         if a["text"].isascii():
             pyautogui.write(a["text"], interval=0)
         else:
-            # pyautogui types ASCII only; xdotool maps any character to a spare keycode
-            subprocess.run(["xdotool", "type", "--delay", "0", "--", a["text"]], check=True)
+            # pyautogui types ASCII only; xdotool maps any character to a spare keycode. Its
+            # default 12 ms between keys: with none, apps read the remapped keycode after
+            # xdotool has restored it and lose CJK characters (measured with Tk on Xvfb).
+            subprocess.run(["xdotool", "type", "--delay", "12", "--", a["text"]], check=True)
     elif kind == "key":
         pyautogui.press(_key(a["keys"][0]))
     elif kind == "key_down":
