@@ -50,6 +50,9 @@ DEFAULTS: dict[str, Any] = {
     "tokenizer": {"vocab_size": 600, "screens": 0},
     "init": "",  # a model folder to start from (overrides model's weights)
     "action_format": "uitars",
+    # how action text's numbers map to pixels (pixelrl.envs.coordinates: relative1000,
+    # smart_resize:ui-tars-1.5, ...); "": the released model's own when known, else the defaults
+    "coordinates": "",
     "lora": {"enabled": False, "r": 16, "alpha": 32, "dropout": 0.0},
     "env": {
         "id": "pixelrl/Desktop-ClickButton-v0",
@@ -135,6 +138,14 @@ def load_policy(cfg: Config):
     torch.manual_seed(int(cfg.seed))
     source = str(cfg.init or cfg.model)
     extra = {}
+    if cfg.coordinates:
+        from pixelrl.envs.coordinates import coordinate_space
+
+        try:
+            coordinate_space(str(cfg.coordinates))
+        except ValueError as e:
+            raise ConfigError(f"coordinates: {e}") from None
+        extra["coordinates"] = str(cfg.coordinates)
     if source.startswith("tiny-"):
         for key in ("text_size", "vision_size"):
             if getattr(cfg, key):

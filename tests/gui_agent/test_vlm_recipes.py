@@ -320,3 +320,39 @@ def test_train_takes_a_vlm_recipe_yaml_file(capsys, tmp_path):
     assert main(["train", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("pixelrl train: error: ") and "not valid YAML" in err
+
+
+def test_the_recipe_coordinates_reach_the_policy_codec():
+    from pixelrl.config import ConfigError
+    from pixelrl.envs.coordinates import coordinate_space
+    from pixelrl.gui_agent.train_vlm import config_for, load_policy
+    from pixelrl.recipes import get_recipe
+
+    config = get_recipe("gui/grounding-grpo").config
+    cfg = config_for(config, ["coordinates=smart_resize:ui-tars-1.5", "model=tiny-qwen2_5_vl"])
+    policy = load_policy(cfg)
+    assert policy.codec.coordinates == coordinate_space("smart_resize:ui-tars-1.5")
+    assert policy.action_text(Action.click(160, 120), SCREEN) == "click(start_box='(168,126)')"
+    with pytest.raises(ConfigError, match="coordinates: unknown smart_resize preset"):
+        load_policy(config_for(config, ["coordinates=smart_resize:nope"]))
+
+
+def test_a_released_model_name_sets_its_coordinate_space(policy):
+    from pixelrl.vision.vlm import VLMPolicy
+
+    saved = policy.model.config._name_or_path
+    try:
+        policy.model.config._name_or_path = "ByteDance-Seed/UI-TARS-1.5-7B"
+        ui_tars = VLMPolicy(policy.model, policy.processor)
+        assert ui_tars.coordinates == "smart_resize:ui-tars-1.5"
+        assert ui_tars.parse("Action: click(start_box='(168,126)')", SCREEN)[0] == Action.click(
+            160, 120
+        )
+        policy.model.config._name_or_path = "Qwen/Qwen2-VL-2B-Instruct"
+        assert VLMPolicy(policy.model, policy.processor).coordinates == "relative1000"
+        # a model of ours (no released name) keeps the defaults; an explicit choice wins
+        policy.model.config._name_or_path = ""
+        assert VLMPolicy(policy.model, policy.processor).coordinates is None
+        assert VLMPolicy(policy.model, policy.processor, coordinates="unit").coordinates == "unit"
+    finally:
+        policy.model.config._name_or_path = saved
