@@ -201,6 +201,9 @@ class MiniWoBEnv(RealGuiEnv):
             raise ActionError(f"the MiniWoB backend cannot hold keys ({action.kind})")
         if action.kind == "scroll" and action.point is None:
             raise ActionError("the MiniWoB backend scrolls at a point: give the scroll x and y")
+        if any(ord(c) > 0xFFFF for c in action.text):
+            # ChromeDriver's send_keys takes the Basic Multilingual Plane only
+            raise ActionError("the MiniWoB backend types no characters beyond U+FFFF (emoji)")
 
     def _act(self, action: Action) -> Outcome:
         from miniwob import selenium_actions as sa

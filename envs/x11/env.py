@@ -88,6 +88,7 @@ class XDesktopEnv(RealGuiEnv):
         self.display: XDisplay | None = None
         self._windows: Windows | None = None
         self._actuator: Actuator | None = None
+        self._held: list[str] = []  # keys held by key_down, released before the next episode
         self._apps: list[ChildProcess] = []
         self._workdir: str | None = None
         self._start_display()  # fail early (no Xvfb, refused display) and learn the screen size
@@ -171,6 +172,10 @@ class XDesktopEnv(RealGuiEnv):
         # would otherwise make the first screenshot depend on where the last episode ended.
         width, height = self.display.size
         self._actuator.perform({"kind": "move", "x": width - 2, "y": height - 2}, SERVICE_TIMEOUT_S)
+        while self._held:  # a key the last episode left held would change this one's input
+            self._actuator.perform(
+                {"kind": "key_up", "keys": [self._held.pop()]}, SERVICE_TIMEOUT_S
+            )
         env = dict(os.environ, DISPLAY=self.display.name)
         variables = self._variables()
         for i, step in enumerate(self.task.config):
@@ -217,6 +222,10 @@ class XDesktopEnv(RealGuiEnv):
                 # mid-way through the action, so the episode ends here (truncated).
                 self._actuator = Actuator(self.display.name, self.display.size)
                 return Outcome(truncated=True, info={"error": str(e)})
+            if reply["ok"] and action.kind == "key_down" and action.keys[0] not in self._held:
+                self._held.append(action.keys[0])
+            elif reply["ok"] and action.kind == "key_up" and action.keys[0] in self._held:
+                self._held.remove(action.keys[0])
             if not reply["ok"]:
                 info["error"] = f"{reply['type']}: {reply['error']}"
                 if reply["type"] == "FailSafeException":

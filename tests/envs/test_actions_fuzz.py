@@ -17,9 +17,11 @@ FUNCTIONS = [
     "pyautogui.scroll", "pyautogui.hscroll", "pyautogui.write", "pyautogui.typewrite",
     "pyautogui.press", "pyautogui.hotkey", "click", "left_double", "right_single", "drag",
     "scroll", "type", "hotkey", "press", "wait", "finished", "call_user", "DONE", "os.system",
+    "keydown", "release", "keyup", "pyautogui.keyDown", "pyautogui.keyUp", "pyperclip.copy",
 ]  # fmt: skip
 ARGUMENTS = ["x", "y", "clicks", "button", "message", "keys", "start_box", "end_box",
-             "direction", "content", "key", "interval", ""]  # fmt: skip
+             "direction", "content", "key", "interval", "point", "start_point", "end_point",
+             ""]  # fmt: skip
 HOSTILE_NUMBERS = [
     "1e999", "-1e999", "1e300", "123456789012345678901234567890", "-0", ".", "-.", "1.", ".5",
     "1.2.3", "1e", "0x10", "nan", "inf", "1_000", "9" * 300, "True", "None",
@@ -37,6 +39,8 @@ number = st.one_of(
 )
 box = st.one_of(
     st.tuples(number, number).map(lambda p: f"'({p[0]},{p[1]})'"),
+    st.tuples(number, number).map(lambda p: f"'<point>{p[0]} {p[1]}</point>'"),
+    st.tuples(number, number).map(lambda p: f"'{p[0]},{p[1]}'"),
     st.tuples(number, number).map(lambda p: f"[{p[0]}, {p[1]}]"),
     st.tuples(number, number, number, number).map(lambda p: "'[" + ",".join(map(str, p)) + "]'"),
 )

@@ -51,3 +51,15 @@ def test_unicode_text_and_held_shift_reach_a_tk_entry(tmp_path):
         env.step(Action.key("b"))
         env.step(Action.click(170, 248))  # Submit
         assert json.loads(out.read_text())["name"] == "Caf\u00e9 \u5317\u4eac Ab"
+
+
+def test_a_key_left_held_is_released_before_the_next_episode(tmp_path):
+    out = tmp_path / "form.json"
+    with XDesktopEnv(form_task(out), screen_size=(800, 600)) as env:
+        env.reset(seed=0)
+        env.step(Action.key_down("shift"))  # never released by the agent
+        env.reset(seed=0)
+        env.step(Action.click(280, 35))
+        env.step(Action.key("b"))
+        env.step(Action.click(170, 248))
+        assert json.loads(out.read_text())["name"] == "b"
