@@ -54,6 +54,15 @@ class GUIActionCodec:
             )
         self.action_format = action_format
         self.coordinates = None if coordinates is None else coordinate_space(coordinates)
+        if action_format == "uitars" and self.coordinates is not None:
+            # say which numbers a point takes; 0-1000 keeps the class's line (trained prompts)
+            units = {"pixels": "screen pixels", "unit": "0-1",
+                     "smart_resize": "pixels of the image you see"}  # fmt: skip
+            if self.coordinates.kind in units:
+                self.answer_hint = (
+                    "Answer with one action, e.g. click(start_box='(x,y)') with x, y in "
+                    f"{units[self.coordinates.kind]}."
+                )
 
     @property
     def noop(self) -> Action:

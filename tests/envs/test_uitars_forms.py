@@ -122,7 +122,10 @@ def test_model_families_know_their_space():
 
 
 def test_codec_reads_and_writes_its_space():
+    assert "0-1000" in GUIActionCodec("uitars").answer_hint
+    assert "0-1000" in GUIActionCodec("uitars", "relative1000").answer_hint
     codec = GUIActionCodec("uitars", "smart_resize:ui-tars-1.5")
+    assert "pixels of the image you see" in codec.answer_hint
     assert codec.render(Action.click(640, 400), S) == "click(start_box='(644,406)')"
     assert codec.parse("Thought: ok\nAction: click(start_box='(644,406)')", S) == (
         Action.click(640, 400),
