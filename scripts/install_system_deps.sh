@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, on Debian/Ubuntu, the system programs pixelrl's real backends and tests drive:
 # Xvfb and xdotool (X11 desktop), Chromium and its driver (MiniWoB++), Tk (test apps), x11-apps
-# (xedit, xcalc: real applications of the X11 tasks).
+# (xedit, xcalc: real applications of the X11 tasks), xterm (the terminal of the OSWorld-schema
+# tasks) and bubblewrap (the sandbox every task command runs in).
 # Does nothing when they are all present; uses sudo when not root; elsewhere says what to install.
 set -euo pipefail
 
@@ -14,6 +15,8 @@ command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v wish >/dev/null 2>&1 || missing+=(tk)
 command -v xedit >/dev/null 2>&1 || missing+=(x11-apps)  # xedit and xcalc for the X11 tasks
 [ -d /usr/share/fonts/X11/misc ] || missing+=(xfonts-base)   # core X fonts for xedit/xcalc
+command -v xterm >/dev/null 2>&1 || missing+=(xterm)          # the terminal of the OSWorld-schema tasks
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)     # the sandbox of task commands
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then

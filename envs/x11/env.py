@@ -12,6 +12,14 @@ existing display instead pass ``display=":0", allow_existing_display=True``.
 
 Processes: Xvfb, the apps and the actuator each run in their own process group and are killed on
 ``close``, when ``step``/``reset`` raise (a crash or Ctrl-C), and at interpreter exit.
+
+Task files are untrusted: every step, app and getter command of a task runs in the episode's
+sandbox (:mod:`pixelrl.envs.x11.sandbox`: bubblewrap, no network, read-only system, private home
+and /tmp, only this env's display, never as root). Only the env's own code (Xvfb, the actuator,
+window titles, the clipboard reader) runs outside it. Tasks in OSWorld's schema run their steps,
+``postconfig`` and metrics as :mod:`pixelrl.envs.x11.osworld` describes; they are evaluated when
+the agent says ``done`` or at the step limit (like OSWorld), not after every step, and an
+``infeasible`` task is solved by ``fail``.
 """
 
 from __future__ import annotations
@@ -19,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,8 +38,10 @@ from pixelrl.envs.actions import POINTER_KINDS, Action
 from pixelrl.envs.gui import a11y_element
 from pixelrl.envs.processes import ChildProcess
 from pixelrl.envs.real_gui import Outcome, RealGuiEnv
+from pixelrl.envs.x11 import osworld
 from pixelrl.envs.x11.actuator import ActionTimeout, Actuator
 from pixelrl.envs.x11.display import XDisplay
+from pixelrl.envs.x11.sandbox import Sandbox
 from pixelrl.envs.x11.tasks import APPS_DIR, X11Task, check, get_result, resolve_task, substitute
 from pixelrl.envs.x11.windows import Windows
 
@@ -56,7 +65,8 @@ class XDesktopEnv(RealGuiEnv):
         settle_s: wait after an action before looking; then the env looks until two
             screenshots agree (at most ``settle_max_s``), so slow redraws are not half-seen.
         check_every_step: run the evaluator after every step (ends the episode on success);
-            False evaluates only on ``done`` or at the step limit, like OSWorld.
+            False evaluates only on ``done`` or at the step limit, like OSWorld. Default: True
+            for pixelrl's own tasks, False for OSWorld's (their postconfig must run once).
         window_timeout_s: how long a launched app may take to map its window.
     """
 
@@ -72,7 +82,7 @@ class XDesktopEnv(RealGuiEnv):
         action_timeout_s: float = 10.0,
         settle_s: float = 0.05,
         settle_max_s: float = 1.0,
-        check_every_step: bool = True,
+        check_every_step: bool | None = None,
         window_timeout_s: float = 15.0,
         a11y_text: bool = False,
         render_mode: str | None = None,
@@ -90,7 +100,11 @@ class XDesktopEnv(RealGuiEnv):
         self._actuator: Actuator | None = None
         self._held: list[str] = []  # keys held by key_down, released before the next episode
         self._apps: list[ChildProcess] = []
+        self._sandbox: Sandbox | None = None
+        self._episode_dir: str | None = None
         self._workdir: str | None = None
+        self.setup_errors: list[str] = []
+        self._last_failed = False
         self._start_display()  # fail early (no Xvfb, refused display) and learn the screen size
         super().__init__(
             self.display.size,
@@ -101,6 +115,8 @@ class XDesktopEnv(RealGuiEnv):
         self.action_timeout_s = float(action_timeout_s)
         self.settle_s = float(settle_s)
         self.settle_max_s = float(settle_max_s)
+        if check_every_step is None:
+            check_every_step = self.task.schema != "osworld"
         self.check_every_step = bool(check_every_step)
         self.window_timeout_s = float(window_timeout_s)
 
@@ -121,12 +137,16 @@ class XDesktopEnv(RealGuiEnv):
             self._actuator = Actuator(self.display.name, self.display.size)
 
     def _stop_apps(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()  # every app and command of the task lives in it
+            self._sandbox = None
         for app in reversed(self._apps):
             app.kill(grace_s=1.0)
         self._apps = []
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
+        if self._episode_dir is not None:
+            shutil.rmtree(self._episode_dir, ignore_errors=True)
+            self._episode_dir = None
+        self._workdir = None
 
     def _shutdown(self) -> None:
         self._stop_apps()
@@ -142,8 +162,14 @@ class XDesktopEnv(RealGuiEnv):
 
     @property
     def workdir(self) -> str | None:
-        """This episode's work folder (``{workdir}`` in the task file)."""
+        """This episode's work folder (``{workdir}`` in the task file): the sandbox's home,
+        ``/home/user`` inside and this same path both inside and on the host."""
         return self._workdir
+
+    @property
+    def sandbox(self) -> Sandbox | None:
+        """This episode's sandbox (where the task's commands run)."""
+        return self._sandbox
 
     @property
     def processes(self) -> list[ChildProcess]:
@@ -167,7 +193,12 @@ class XDesktopEnv(RealGuiEnv):
     def _begin(self, seed: int | None, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self._stop_apps()
         self._ensure_running()
-        self._workdir = tempfile.mkdtemp(prefix="pixelrl-x11-")
+        self._episode_dir = tempfile.mkdtemp(prefix="pixelrl-x11-")
+        self._sandbox = Sandbox(self.display.name, self._episode_dir)
+        self._apps = [self._sandbox.process]
+        self._workdir = self._sandbox.home
+        self._last_failed = False
+        self.setup_errors = []
         # Park the pointer off the apps (next to, not in, a fail-safe corner): hover highlights
         # would otherwise make the first screenshot depend on where the last episode ended.
         width, height = self.display.size
@@ -176,37 +207,40 @@ class XDesktopEnv(RealGuiEnv):
             self._actuator.perform(
                 {"kind": "key_up", "keys": [self._held.pop()]}, SERVICE_TIMEOUT_S
             )
-        env = dict(os.environ, DISPLAY=self.display.name)
+        if self.task.schema == "osworld":
+            osworld.seed_home(self._sandbox)
+            for step in substitute(self.task.config, self._variables()):
+                error = osworld.run_step(step, self._sandbox, self._windows, self.window_timeout_s)
+                if error:  # OSWorld logs a failed step and goes on; so do we, in info
+                    self.setup_errors.append(error)
+            self._settle()
+            info = {"task": self.task.id, "display": self.display.name}
+            if self.setup_errors:
+                info["setup_errors"] = list(self.setup_errors)
+            return self.task.instruction, info
         variables = self._variables()
         for i, step in enumerate(self.task.config):
             step = substitute(step, variables)
             kind = step["type"]
             where = f"{self.task.path}: config[{i}]"
             if kind == "write_file":
-                path = step["path"]
-                os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(step.get("content", ""))
+                self._sandbox.write(step["path"], step.get("content", "").encode("utf-8"))
             elif kind == "sleep":
                 time.sleep(float(step.get("seconds", 0.1)))
             elif kind == "command":
-                run = subprocess.run(
-                    step["command"], env=env, cwd=self._workdir, capture_output=True, timeout=30
-                )
-                if run.returncode != 0:
+                rc, _, err = self._sandbox.run(step["command"], timeout_s=30.0)
+                if rc != 0:
                     raise RuntimeError(
-                        f"{where}: command {step['command']} failed ({run.returncode}): "
-                        f"{run.stderr.decode(errors='replace')[-500:]}"
+                        f"{where}: command {step['command']} failed ({rc}): {err[-500:]}"
                     )
             elif kind == "launch":
                 try:
-                    app = ChildProcess(step["command"], env=env, cwd=self._workdir)
+                    self._sandbox.launch(step["command"])
                 except FileNotFoundError:
                     raise RuntimeError(
                         f"{where}: cannot launch {step['command'][0]!r}: not installed "
                         "(see scripts/install_system_deps.sh)"
                     ) from None
-                self._apps.append(app)
                 if step.get("window"):
                     self._windows.wait_for(step["window"], timeout_s=self.window_timeout_s)
         self._settle()
@@ -236,17 +270,36 @@ class XDesktopEnv(RealGuiEnv):
             time.sleep(max(self.settle_s, 0.5))
         last_step = self._steps >= self.max_steps
         if action.kind == "fail":
+            if self.task.schema == "osworld":  # an infeasible task is solved by saying so
+                self._last_failed = True
+                reward = self.score()
+                return Outcome(reward=reward, terminated=True, success=reward >= 1.0, info=info)
             return Outcome(terminated=True, info=info)
         if action.kind == "done" or self.check_every_step or last_step:
-            success = self.evaluate()
+            reward = self.score()
+            success = reward >= 1.0
             terminated = success or action.kind == "done"
-            return Outcome(reward=float(success), terminated=terminated, success=success, info=info)
+            return Outcome(reward=reward, terminated=terminated, success=success, info=info)
         return Outcome(info=info)
+
+    def score(self) -> float:
+        """The task's score on the desktop as it is now: 0 or 1 for pixelrl's tasks; OSWorld's
+        metric (some, like fuzzy_match, lie between) after running its ``postconfig``."""
+        if self.task.schema != "osworld":
+            return float(self.evaluate())
+        ev = substitute(self.task.evaluator, self._variables())
+        for step in ev["postconfig"]:
+            error = osworld.run_step(step, self._sandbox, self._windows, self.window_timeout_s)
+            if error:
+                self.setup_errors.append(f"postconfig: {error}")
+        return osworld.score(ev, self._sandbox, last_action_failed=self._last_failed)
 
     def evaluate(self) -> bool:
         """Run the task's evaluator (getter + checker) on the desktop as it is now."""
+        if self.task.schema == "osworld":
+            return self.score() >= 1.0
         ev = substitute(self.task.evaluator, self._variables())
-        result = get_result(ev["result"], self.display.name, self._windows)
+        result = get_result(ev["result"], self.display.name, self._windows, self._sandbox)
         return check(ev["func"], result, ev["expected"], ev)
 
     # -- looking ------------------------------------------------------------------------------

@@ -29,6 +29,12 @@ Getters (``result.type``): ``file`` (``path``; text, or None when missing), ``wi
 stdout). Checkers (``func``): ``exact_match``, ``contains``, ``regex_match``, ``number_match``
 (``tolerance``), ``json_match`` (every key of ``expected`` has that value). A getter that finds
 nothing (None) fails every checker.
+
+Task files in OSWorld's own schema (UUID ids, ``parameters``, ``related_apps``, getters as
+``expected``, ``postconfig``, ``options``) load as they are: see :mod:`pixelrl.envs.x11.osworld`.
+What of them cannot run here is refused at load (:class:`UnsupportedTaskError`, every part
+listed). Every command of a task, either schema, runs in the episode's sandbox
+(:mod:`pixelrl.envs.x11.sandbox`), never on the host.
 """
 
 from __future__ import annotations
@@ -72,6 +78,15 @@ class TaskError(ValueError):
     """A task file that does not follow the schema; the message names the file and field."""
 
 
+class UnsupportedTaskError(TaskError):
+    """An OSWorld task that needs what we cannot do here; ``refusals`` lists every part
+    (:class:`~pixelrl.envs.x11.osworld.Refusal`: where, reason key, text)."""
+
+    def __init__(self, message: str, refusals: list) -> None:
+        super().__init__(message)
+        self.refusals = refusals
+
+
 @dataclass(frozen=True)
 class X11Task:
     """One parsed task file (see the module doc for the fields)."""
@@ -83,6 +98,8 @@ class X11Task:
     max_steps: int = DEFAULT_MAX_STEPS
     solution: list[str] = field(default_factory=list)
     path: str = ""
+    schema: str = "pixelrl"  # or "osworld": steps and evaluator as pixelrl.envs.x11.osworld reads
+    related_apps: list[str] = field(default_factory=list)
 
 
 def _require(cond: bool, where: str, message: str) -> None:
@@ -98,8 +115,53 @@ def _check_command(value: Any, where: str) -> None:
     )
 
 
+def parse_osworld_task(data: Any, source: str = "<task>") -> X11Task:
+    """An OSWorld task dict as an :class:`X11Task` (``schema="osworld"``), or
+    :class:`UnsupportedTaskError` naming every part that cannot run here."""
+    from pixelrl.envs.x11 import osworld
+
+    norm, refusals = osworld.check_osworld(data, source)
+    if refusals:
+        raise UnsupportedTaskError(osworld.format_refusals(source, refusals), refusals)
+    max_steps = data.get("max_steps", DEFAULT_MAX_STEPS)
+    _require(
+        isinstance(max_steps, int) and max_steps >= 1,
+        f"{source}: max_steps",
+        "must be an integer >= 1",
+    )
+    solution = data.get("solution", [])
+    _require(
+        isinstance(solution, list) and all(isinstance(s, str) for s in solution),
+        f"{source}: solution",
+        "must be a list of action texts",
+    )
+    _require(
+        len(data["instruction"]) <= MAX_INSTRUCTION_LENGTH,
+        f"{source}: instruction",
+        f"is longer than {MAX_INSTRUCTION_LENGTH} characters",
+    )
+    apps = data.get("related_apps", [])
+    return X11Task(
+        id=data["id"],
+        instruction=data["instruction"],
+        config=norm["config"],
+        evaluator=norm["evaluator"],
+        max_steps=max_steps,
+        solution=solution,
+        path=source,
+        schema="osworld",
+        related_apps=[str(a) for a in apps] if isinstance(apps, list) else [],
+    )
+
+
 def parse_task(data: Any, source: str = "<task>") -> X11Task:
-    """Validate a task dict and return it as an :class:`X11Task`, or :class:`TaskError`."""
+    """Validate a task dict and return it as an :class:`X11Task`, or :class:`TaskError`.
+
+    A dict in OSWorld's schema goes to :func:`parse_osworld_task`."""
+    from pixelrl.envs.x11.osworld import looks_like_osworld
+
+    if looks_like_osworld(data):
+        return parse_osworld_task(data, source)
     _require(isinstance(data, dict), source, "a task is a JSON object")
     for key in ("id", "instruction", "config", "evaluator"):
         _require(key in data, source, f"missing field {key!r}")
@@ -176,6 +238,19 @@ def parse_task(data: Any, source: str = "<task>") -> X11Task:
             f"{source}: evaluator.expected",
             "json_match expects an object",
         )
+    else:
+        _require(
+            isinstance(ev["expected"], (str, int, float)) and not isinstance(ev["expected"], bool),
+            f"{source}: evaluator.expected",
+            f"{ev['func']} expects a string or a number",
+        )
+    if ev["func"] == "number_match":
+        try:
+            float(ev["expected"])
+        except ValueError:
+            raise TaskError(
+                f"{source}: evaluator.expected: number_match expects a number"
+            ) from None
     max_steps = data.get("max_steps", DEFAULT_MAX_STEPS)
     _require(
         isinstance(max_steps, int) and max_steps >= 1,
@@ -260,15 +335,18 @@ else:
 
 
 def get_result(
-    getter: dict[str, Any], display_name: str, windows, timeout_s: float = 10.0
+    getter: dict[str, Any], display_name: str, windows, sandbox, timeout_s: float = 10.0
 ) -> str | None:
-    """What ``getter`` reads off the desktop now, as text; None when there is nothing to read."""
+    """What ``getter`` reads off the desktop now, as text; None when there is nothing to read.
+
+    The task's paths and commands are read and run inside ``sandbox`` (a
+    :class:`~pixelrl.envs.x11.sandbox.Sandbox`), never on the host."""
     kind = getter["type"]
-    env = dict(os.environ, DISPLAY=display_name)
     if kind == "file":
+        data = sandbox.read(getter["path"])
         try:
-            return Path(getter["path"]).read_text(encoding="utf-8")
-        except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
+            return None if data is None else data.decode("utf-8")
+        except UnicodeDecodeError:
             return None
     if kind == "window_title":
         regex = re.compile(getter["pattern"])
@@ -276,24 +354,19 @@ def get_result(
             if regex.search(w.title):
                 return w.title
         return None
-    if kind == "clipboard":
+    if kind == "clipboard":  # our own reader, on the host: it only talks to the env's display
         selection = getter.get("selection", "clipboard").upper()
         run = subprocess.run(
             [sys.executable, "-c", _CLIPBOARD_READER, selection],
-            env=env,
+            env=dict(os.environ, DISPLAY=display_name),
             capture_output=True,
             timeout=timeout_s,
             text=True,
         )
         return run.stdout if run.returncode == 0 else None
     if kind == "command":
-        try:
-            run = subprocess.run(
-                getter["command"], env=env, capture_output=True, timeout=timeout_s, text=True
-            )
-        except (FileNotFoundError, subprocess.TimeoutExpired):
-            return None
-        return run.stdout
+        rc, out, _ = sandbox.run(getter["command"], timeout_s=timeout_s)
+        return None if rc is None else out
     raise TaskError(f"unknown getter type {kind!r}")
 
 

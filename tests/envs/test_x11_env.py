@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -90,8 +91,8 @@ def test_every_task_is_solved_by_its_script_and_failed_by_a_wrong_one(path):
 
 
 def test_click_tk_button_and_type_into_entry(tmp_path):
-    """Through the env: type into a Tk Entry, click a Tk Button; the app writes what it got."""
-    out = tmp_path / "form.json"
+    """Through the env: type into a Tk Entry, click a Tk Button; the app writes what it got
+    (into the episode's work folder: the app runs in the sandbox, which sees no other folder)."""
     task = parse_task(
         {
             "id": "FormProbe",
@@ -99,7 +100,7 @@ def test_click_tk_button_and_type_into_entry(tmp_path):
             "config": [
                 {
                     "type": "launch",
-                    "command": ["{python}", "{apps}/form.py", "--out", str(out)],
+                    "command": ["{python}", "{apps}/form.py", "--out", "{workdir}/form.json"],
                     "window": "^sign-up form",
                 }
             ],
@@ -112,6 +113,7 @@ def test_click_tk_button_and_type_into_entry(tmp_path):
     )
     with pixelrl.envs.x11.env.XDesktopEnv(task, screen_size=(800, 600)) as env:
         obs, info = env.reset(seed=0)
+        out = Path(env.workdir) / "form.json"
         assert obs["screenshot"].shape == (600, 800, 3)
         assert [e["name"] for e in info["a11y"]] == ["sign-up form"]
         before = obs["screenshot"].copy()
@@ -162,23 +164,22 @@ def test_bad_actions_are_refused_and_limits_apply():
 
 
 @needs_x11_apps
-def test_scroll_drag_keys_and_hotkeys_reach_the_app(tmp_path):
+def test_scroll_drag_keys_and_hotkeys_reach_the_app():
     """xedit: typing, Enter via key, select-all-free editing with hotkeys, then save."""
-    path = tmp_path / "keys.txt"
-    path.write_text("")
     task = parse_task(
         {
             "id": "KeysProbe",
             "instruction": "probe",
             "config": [
+                {"type": "write_file", "path": "{workdir}/keys.txt", "content": ""},
                 {
                     "type": "launch",
-                    "command": ["xedit", "-geometry", "640x480+0+0", str(path)],
+                    "command": ["xedit", "-geometry", "640x480+0+0", "{workdir}/keys.txt"],
                     "window": "^xedit",
-                }
+                },
             ],
             "evaluator": {
-                "result": {"type": "file", "path": str(path)},
+                "result": {"type": "file", "path": "{workdir}/keys.txt"},
                 "func": "exact_match",
                 "expected": "ab\ncd",
             },
@@ -188,6 +189,7 @@ def test_scroll_drag_keys_and_hotkeys_reach_the_app(tmp_path):
         task, screen_size=(800, 600), check_every_step=False
     ) as env:
         env.reset(seed=0)
+        path = Path(env.workdir) / "keys.txt"
         for action in [
             Action.click(300, 250),
             Action.type_text("abX"),

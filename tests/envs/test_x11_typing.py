@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def form_task(out) -> object:
+def form_task() -> object:
+    # The app runs in the env's sandbox, which sees no host folder: it writes into {workdir}.
     return parse_task(
         {
             "id": "UnicodeProbe",
@@ -26,7 +28,7 @@ def form_task(out) -> object:
             "config": [
                 {
                     "type": "launch",
-                    "command": ["{python}", "{apps}/form.py", "--out", str(out)],
+                    "command": ["{python}", "{apps}/form.py", "--out", "{workdir}/form.json"],
                     "window": "^sign-up form",
                 }
             ],
@@ -39,10 +41,10 @@ def form_task(out) -> object:
     )
 
 
-def test_unicode_text_and_held_shift_reach_a_tk_entry(tmp_path):
-    out = tmp_path / "form.json"
-    with XDesktopEnv(form_task(out), screen_size=(800, 600)) as env:
+def test_unicode_text_and_held_shift_reach_a_tk_entry():
+    with XDesktopEnv(form_task(), screen_size=(800, 600)) as env:
         env.reset(seed=0)
+        out = Path(env.workdir) / "form.json"
         env.step(Action.click(280, 35))  # the Name entry
         env.step("type(content='Caf\u00e9 \u5317\u4eac ')")
         env.step(Action.key_down("shift"))
@@ -53,12 +55,12 @@ def test_unicode_text_and_held_shift_reach_a_tk_entry(tmp_path):
         assert json.loads(out.read_text())["name"] == "Caf\u00e9 \u5317\u4eac Ab"
 
 
-def test_a_key_left_held_is_released_before_the_next_episode(tmp_path):
-    out = tmp_path / "form.json"
-    with XDesktopEnv(form_task(out), screen_size=(800, 600)) as env:
+def test_a_key_left_held_is_released_before_the_next_episode():
+    with XDesktopEnv(form_task(), screen_size=(800, 600)) as env:
         env.reset(seed=0)
         env.step(Action.key_down("shift"))  # never released by the agent
         env.reset(seed=0)
+        out = Path(env.workdir) / "form.json"
         env.step(Action.click(280, 35))
         env.step(Action.key("b"))
         env.step(Action.click(170, 248))
