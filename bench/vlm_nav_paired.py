@@ -1,6 +1,7 @@
 """Navigation VLM agents on the same held-out episodes, with paired tests.
 
     .venv/bin/python bench/vlm_nav_paired.py RUN_A/model RUN_B/model [--episodes 200] [--envs 8]
+    .venv/bin/python bench/vlm_nav_paired.py RUN/model random forward-only checkpoint=RESNET_RUN
 
 Each agent folder (``pixelrl train embodied/vlm-sft`` / ``vlm-grpo``'s ``RUN/model``) plays the
 held-out starts its recipe evaluates on (the run's ``env.eval_kwargs`` scenes, seeds from
@@ -10,6 +11,11 @@ the comparison is paired: the table gives Success (Wilson 95% CI), SPL (t 95% CI
 rate per agent, then each agent against the first: the Success difference with McNemar's exact
 test (episodes one agent solves and the other does not) and the SPL difference with a paired t
 test. ``--csv`` writes the per-episode rows.
+
+Besides agent folders: ``random`` and ``forward-only`` (habitat's baselines) and
+``checkpoint=PATH`` (a ResNet+GRU run of ``pixelrl train``, sampled actions as habitat evaluates;
+it must have been trained on the same env options) play the same episodes in the first VLM
+agent's env, one action per step.
 """
 
 from __future__ import annotations
@@ -24,7 +30,9 @@ import numpy as np
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("agents", nargs="+", help="agent folders (RUN/model)")
+    parser.add_argument(
+        "agents", nargs="+", help="agent folders (RUN/model), random, forward-only, checkpoint=PATH"
+    )
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--envs", type=int, default=8)
     parser.add_argument("--csv", default=None)
@@ -38,12 +46,21 @@ def main() -> None:
 
     seeds = [vt.EVAL_SEED_BASE + k for k in range(args.episodes)]
     results: dict[str, list[dict]] = {}
-    for folder in args.agents:
-        run = Path(folder).parent
+    eval_cfg = None  # the first VLM agent's run config: the baselines play in its env
+    for name in args.agents:
+        if name in ("random", "forward-only") or name.startswith("checkpoint="):
+            if eval_cfg is None:
+                parser.error(f"{name}: name a VLM agent folder first (its env is the baselines')")
+            env = vt.make_env(eval_cfg, "eval")
+            results[name.split("/")[-1]] = play_baseline(name, env, seeds)
+            env.close()
+            continue
+        run = Path(name).parent
         cfg = vt.config_for(run / "config.yaml", ["train.progress=false"])
+        eval_cfg = eval_cfg or cfg
         envs = [vt.make_env(cfg, "eval") for _ in range(args.envs)]
         nav = envs[0].unwrapped.cfg
-        agent = load_agent(folder, nav.forward_step, nav.turn_degrees)
+        agent = load_agent(name, nav.forward_step, nav.turn_degrees)
         episodes = []
         for s in range(0, len(seeds), len(envs)):
             chunk = seeds[s : s + len(envs)]
@@ -89,6 +106,33 @@ def main() -> None:
                 for k, r in enumerate(rows):
                     writer.writerow([name, k, seeds[k], r["success"], r["spl"], r["num_steps"],
                                      round(r["parsed"], 3)])  # fmt: skip
+
+
+def play_baseline(name: str, env, seeds: list[int]) -> list[dict]:
+    """``random``, ``forward-only`` or ``checkpoint=PATH`` on ``seeds`` in ``env``: the measures
+    of each episode (``parsed`` is 1: these agents answer with action ids)."""
+    from pixelrl.embodied.agents import ForwardOnlyAgent, PolicyAgent, RandomAgent
+    from pixelrl.embodied.vlm_train import MEASURES
+
+    if name == "random":
+        agent = RandomAgent(seed=0)
+    elif name == "forward-only":
+        agent = ForwardOnlyAgent()
+    else:
+        path = name.split("=", 1)[1]
+        agent = PolicyAgent.from_checkpoint(path, env.observation_space, env.action_space, seed=0)
+    rows = []
+    for k, seed in enumerate(seeds):
+        agent.reset()
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(agent.act(obs))
+            done = terminated or truncated
+        rows.append({**{m: float(info[m]) for m in MEASURES}, "parsed": 1.0})
+        print(f"\r{name}: {k + 1}/{len(seeds)} episodes", end="", flush=True)
+    print()
+    return rows
 
 
 if __name__ == "__main__":

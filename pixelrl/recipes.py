@@ -79,6 +79,9 @@ register_recipe(
     "embodied/pointnav-rgbd", "embodied/configs/pointnav_rgbd.yaml", "pixelrl.embodied.task"
 )
 register_recipe("embodied/objectnav", "embodied/configs/objectnav.yaml", "pixelrl.embodied.task")
+register_recipe(
+    "embodied/objectnav-small", "embodied/configs/objectnav_small.yaml", "pixelrl.embodied.task"
+)
 register_recipe("embodied/vlm-sft", "embodied/configs/vlm_sft.yaml", "pixelrl.embodied.vlm_train")
 register_recipe("embodied/vlm-grpo", "embodied/configs/vlm_grpo.yaml", "pixelrl.embodied.vlm_train")
 register_recipe("gui/ppo", "gui_agent/configs/ppo.yaml", "pixelrl.gui_agent.ppo_task")
