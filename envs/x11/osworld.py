@@ -47,8 +47,12 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from pixelrl.assets import ASSETS_DIR
+
+OSWORLD_TASK_DIR = ASSETS_DIR / "osworld_tasks"  # the shipped OSWorld-schema tasks
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 STEP_TYPES = ("execute", "command", "launch", "open", "activate_window", "sleep")
 GETTER_TYPES = ("vm_command_line", "vm_command_error", "vm_file", "rule")
@@ -86,6 +90,18 @@ WHY_NOT = {
     "vm_terminal_output": "reads the GNOME terminal's text (accessibility tree)",
     "accessibility_tree": "needs an accessibility tree (AT-SPI)",
 }
+# Commands that read or change what only OSWorld's Ubuntu GNOME VM has: here they would answer
+# with defaults (gsettings' memory backend says lock-enabled is true), so a task would be
+# "solved" by doing nothing. Refused at load instead.
+NEEDS_DESKTOP = {
+    "gsettings": "needs GNOME settings (gsettings/dconf)",
+    "dconf": "needs GNOME settings (gsettings/dconf)",
+    "pactl": "needs a sound server (PulseAudio)",
+    "pulseaudio": "needs a sound server (PulseAudio)",
+    "timedatectl": "needs systemd",
+    "systemctl": "needs systemd",
+}
+_WORDS = re.compile(r"[\w.-]+")
 _SUDO = re.compile(r"(^|[\s;&|(`])sudo(\s|$)")
 _URL = re.compile(r"\bhttps?://")
 
@@ -172,6 +188,9 @@ def _check_command(where: str, step: dict[str, Any], refusals: list[Refusal]) ->
         refusals.append(
             Refusal(where, "needs root (sudo)", "runs sudo; the sandbox never runs as root")
         )
+    for word in sorted(set(_WORDS.findall(text)) & set(NEEDS_DESKTOP)):
+        why = NEEDS_DESKTOP[word]
+        refusals.append(Refusal(where, why.split(" (")[0], f"runs {word}: {why}"))
     if _URL.search(text):
         refusals.append(
             Refusal(where, "needs network", "fetches a URL; the sandbox has no network")
@@ -578,8 +597,6 @@ class Verdict:
 
 def survey(folder: str | os.PathLike) -> list[Verdict]:
     """Every ``*.json`` under ``folder`` (recursively, sorted), loaded or refused with reasons."""
-    from pathlib import Path
-
     from pixelrl.envs.x11.tasks import TaskError, UnsupportedTaskError, load_task
 
     verdicts = []

@@ -156,6 +156,7 @@ def test_the_wheel_installs_one_top_level_package_with_its_files(built):
         "pixelrl/assets/fonts/DejaVuSans.ttf",
         "pixelrl/assets/x11_tasks/TkCopyCode.json",
         "pixelrl/assets/x11_apps/counter.py",
+        "pixelrl/assets/osworld_tasks/3afc3774-7402-52c2-95d7-12380292844b.json",
     ):
         assert required in names, required
     # Every folder of ours that is a package is in the wheel (pyproject lists them by hand).

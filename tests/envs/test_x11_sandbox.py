@@ -1,0 +1,126 @@
+"""The sandbox of task commands (bubblewrap): a task's ``execute`` step cannot write outside it,
+reach another X display or the network, or run as root; its own display works; and every
+process it starts ends with the episode. Real Xvfb, real bwrap, no mocks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+
+import pytest
+
+from pixelrl.envs.actions import Action
+from pixelrl.envs.x11.display import XDisplay
+from pixelrl.envs.x11.env import XDesktopEnv
+from pixelrl.envs.x11.sandbox import NOBODY, bwrap_argv
+from pixelrl.envs.x11.tasks import APPS_DIR, parse_task
+
+MISSING = [p for p in ("Xvfb", "xdotool", "bwrap") if shutil.which(p) is None]
+pytestmark = pytest.mark.skipif(
+    bool(MISSING), reason=f"needs {MISSING}: run scripts/install_system_deps.sh"
+)
+
+
+def execute(command: str) -> dict:
+    return {"type": "execute", "parameters": {"command": command, "shell": True}}
+
+
+def hostile_task(outside: str, other_display: str, port: int) -> dict:
+    return {
+        "id": "sandbox-probe",
+        "snapshot": "os",
+        "instruction": "Nothing to do.",
+        "source": "pixelrl test",
+        "config": [
+            execute(f"touch {outside}/pwned"),  # a host folder (under the host's /tmp)
+            execute("echo x > /etc/pixelrl-pwned"),
+            execute("touch {apps}/pwned"),  # visible inside, read-only
+            execute("touch /var/tmp/pixelrl-pwned"),
+            execute(f"DISPLAY={other_display} xdotool getmouselocation && touch ~/reached-display"),
+            execute(
+                "python -c \"import socket; socket.create_connection(('127.0.0.1', "
+                f'{port}), timeout=2)" && touch ~/reached-network'
+            ),
+            execute("ls /root > ~/root.txt; ls /home > ~/home.txt"),
+            execute("xdotool getmouselocation && touch ~/own-display"),  # the env's own: works
+            execute("id -u > ~/uid.txt; (nohup sleep 4321 >/dev/null 2>&1 &)"),
+        ],
+        "evaluator": {
+            "func": "check_include_exclude",
+            "result": {"type": "vm_command_line", "command": "ls -a ~", "shell": True},
+            "expected": {
+                "type": "rule",
+                "rules": {"include": ["own-display", "uid.txt"], "exclude": ["reached"]},
+            },
+        },
+    }
+
+
+def sleepers() -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[:2] == [b"sleep", b"4321"]:
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_an_execute_step_cannot_leave_the_sandbox(tmp_path):
+    outside = tmp_path / "host"
+    outside.mkdir()
+    outside.chmod(0o777)  # writable by anyone on the host: only the sandbox can stop the write
+    other = XDisplay(size=(320, 240))  # another display on this machine
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    try:
+        task = parse_task(hostile_task(str(outside), other.name, listener.getsockname()[1]))
+        with XDesktopEnv(task, screen_size=(640, 480)) as env:
+            _, info = env.reset(seed=0)
+            home = env.workdir
+            # Every escape failed (its step said so) and the sandbox's own display worked.
+            assert len(info["setup_errors"]) == 6, info["setup_errors"]
+            assert {"Desktop", "home.txt", "own-display", "root.txt"} <= set(os.listdir(home))
+            assert not [n for n in os.listdir(home) if n.startswith("reached")]
+            assert open(os.path.join(home, "root.txt")).read() == ""  # /root is empty inside
+            assert open(os.path.join(home, "home.txt")).read() == "user\n"
+            uid = int(open(os.path.join(home, "uid.txt")).read())
+            assert uid == (NOBODY if os.geteuid() == 0 else os.geteuid()) and uid != 0
+            assert sleepers(), "the background process of the step should run until the end"
+            _, reward, terminated, _, info = env.step(Action.done())
+            assert (reward, terminated) == (1.0, True)
+        assert list(outside.iterdir()) == []
+        assert not os.path.exists("/etc/pixelrl-pwned")
+        assert not os.path.exists(APPS_DIR / "pwned")
+        assert not os.path.exists("/var/tmp/pixelrl-pwned")
+        assert sleepers() == [], "a process the task started outlived the episode"
+        assert not os.path.exists(home)  # the episode's home is gone too
+    finally:
+        other.close()
+        listener.close()
+
+
+def test_the_sandbox_command_line_hides_host_folders_and_drops_root():
+    argv = bwrap_argv("/tmp/e/home", "/tmp/e/tmp", ":5", [], root=True)
+    text = " ".join(argv)
+    for part in [
+        "--unshare-net",
+        "--unshare-pid",
+        "--ro-bind / /",
+        "--tmpfs /root",
+        "--tmpfs /home",
+        "--tmpfs /run",
+        "--bind /tmp/e/tmp /tmp",
+        "--bind /tmp/e/home /home/user",
+        "--clearenv",
+        "--setenv DISPLAY :5",
+        f"--reuid {NOBODY} --regid {NOBODY} --clear-groups",
+        "--no-new-privs",
+    ]:
+        assert part in text, part
+    user = " ".join(bwrap_argv("/tmp/e/home", "/tmp/e/tmp", ":5", [], root=False))
+    assert "--unshare-user" in user and "setpriv" not in user
