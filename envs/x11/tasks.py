@@ -100,6 +100,7 @@ class X11Task:
     path: str = ""
     schema: str = "pixelrl"  # or "osworld": steps and evaluator as pixelrl.envs.x11.osworld reads
     related_apps: list[str] = field(default_factory=list)
+    source: str = ""  # OSWorld's "source" (where the task came from)
 
 
 def _require(cond: bool, where: str, message: str) -> None:
@@ -115,14 +116,8 @@ def _check_command(value: Any, where: str) -> None:
     )
 
 
-def parse_osworld_task(data: Any, source: str = "<task>") -> X11Task:
-    """An OSWorld task dict as an :class:`X11Task` (``schema="osworld"``), or
-    :class:`UnsupportedTaskError` naming every part that cannot run here."""
-    from pixelrl.envs.x11 import osworld
-
-    norm, refusals = osworld.check_osworld(data, source)
-    if refusals:
-        raise UnsupportedTaskError(osworld.format_refusals(source, refusals), refusals)
+def _limit_and_solution(data: dict[str, Any], source: str) -> tuple[int, list[str]]:
+    """The optional ``max_steps`` and ``solution`` fields both schemas share, checked."""
     max_steps = data.get("max_steps", DEFAULT_MAX_STEPS)
     _require(
         isinstance(max_steps, int) and max_steps >= 1,
@@ -135,6 +130,18 @@ def parse_osworld_task(data: Any, source: str = "<task>") -> X11Task:
         f"{source}: solution",
         "must be a list of action texts",
     )
+    return max_steps, solution
+
+
+def parse_osworld_task(data: Any, source: str = "<task>") -> X11Task:
+    """An OSWorld task dict as an :class:`X11Task` (``schema="osworld"``), or
+    :class:`UnsupportedTaskError` naming every part that cannot run here."""
+    from pixelrl.envs.x11 import osworld
+
+    norm, refusals = osworld.check_osworld(data, source)
+    if refusals:
+        raise UnsupportedTaskError(osworld.format_refusals(source, refusals), refusals)
+    max_steps, solution = _limit_and_solution(data, source)
     _require(
         len(data["instruction"]) <= MAX_INSTRUCTION_LENGTH,
         f"{source}: instruction",
@@ -150,6 +157,7 @@ def parse_osworld_task(data: Any, source: str = "<task>") -> X11Task:
         solution=solution,
         path=source,
         schema="osworld",
+        source=str(data.get("source", "")),
         related_apps=[str(a) for a in apps] if isinstance(apps, list) else [],
     )
 
@@ -251,18 +259,7 @@ def parse_task(data: Any, source: str = "<task>") -> X11Task:
             raise TaskError(
                 f"{source}: evaluator.expected: number_match expects a number"
             ) from None
-    max_steps = data.get("max_steps", DEFAULT_MAX_STEPS)
-    _require(
-        isinstance(max_steps, int) and max_steps >= 1,
-        f"{source}: max_steps",
-        "must be an integer >= 1",
-    )
-    solution = data.get("solution", [])
-    _require(
-        isinstance(solution, list) and all(isinstance(s, str) for s in solution),
-        f"{source}: solution",
-        "must be a list of action texts",
-    )
+    max_steps, solution = _limit_and_solution(data, source)
     return X11Task(
         id=data["id"],
         instruction=data["instruction"],
