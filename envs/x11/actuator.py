@@ -61,10 +61,11 @@ def perform(pyautogui, a: dict) -> None:
         if a.get("dx"):
             pyautogui.hscroll(int(a["dx"]), x=x, y=y)
     elif kind == "type":
-        if a["text"].isascii():
+        if a["text"].isascii() and "<" not in a["text"]:
             pyautogui.write(a["text"], interval=0)
         else:
-            # pyautogui types ASCII only; xdotool maps any character to a spare keycode. Its
+            # pyautogui types ASCII only, and '<' as '>' (it holds shift for '<', whose keysym
+            # sits on the 102nd key, where shift gives '>'); xdotool maps any character to a spare keycode. Its
             # default 12 ms between keys: with none, apps read the remapped keycode after
             # xdotool has restored it and lose CJK characters (measured with Tk on Xvfb).
             subprocess.run(["xdotool", "type", "--delay", "12", "--", a["text"]], check=True)

@@ -55,6 +55,17 @@ def test_unicode_text_and_held_shift_reach_a_tk_entry():
         assert json.loads(out.read_text())["name"] == "Caf\u00e9 \u5317\u4eac Ab"
 
 
+def test_angle_brackets_are_typed_as_themselves():
+    # pyautogui alone typed '<' as '>' (shift on the key that carries less/greater).
+    with XDesktopEnv(form_task(), screen_size=(800, 600)) as env:
+        env.reset(seed=0)
+        out = Path(env.workdir) / "form.json"
+        env.step(Action.click(280, 35))
+        env.step(Action.type_text("a<b>c <= 2"))
+        env.step(Action.click(170, 248))
+        assert json.loads(out.read_text())["name"] == "a<b>c <= 2"
+
+
 def test_a_key_left_held_is_released_before_the_next_episode():
     with XDesktopEnv(form_task(), screen_size=(800, 600)) as env:
         env.reset(seed=0)
