@@ -11,6 +11,8 @@ shared simulator, one renderer call renders every env); other backends (habitat-
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -74,6 +76,13 @@ def _native_vector_env(
     return NavVectorEnv(
         num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP, task=task, **kwargs
     )
+
+
+def make_env_fn(cfg: Config, split: str) -> Callable[[], gym.Env]:
+    """A picklable factory of one navigation env (``envs.backend=ray``: each actor calls it)."""
+    from pixelrl.envs.remote import make_registered
+
+    return partial(make_registered, cfg.env.id, env_kwargs(cfg, split))
 
 
 def make_envs(cfg: Config, num_envs: int, seed: int, split: str) -> gym.vector.VectorEnv:

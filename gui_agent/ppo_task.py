@@ -3,7 +3,8 @@
 ``make_envs`` builds ``env.num_envs`` copies of ``env.id`` (``pixelrl/Desktop-ClickButton-v0``...)
 with ``env.kwargs``, each wrapped in :class:`~pixelrl.gui_agent.pointer_env.SplitSeeds` (training draws
 even seeds, evaluation odd ones: held-out layouts) and :class:`~pixelrl.gui_agent.pointer_env.PointerEnv`.
-``make_policy`` builds the :class:`~pixelrl.gui_agent.pointer_policy.PointerPolicy`.
+``make_policy`` builds the :class:`~pixelrl.gui_agent.pointer_policy.PointerPolicy`;
+``make_env_fn`` is one env's factory (the Ray backend's actors call it).
 
 The ``policy:`` section of the recipe holds the spec the env and policy share (``image_size``,
 ``cell``, ``offsets``, ``kinds``, ``keys``, ``max_words``, ``buckets``), the network's options
@@ -17,7 +18,8 @@ nothing to type, else ``click``, ``type``, ``key``.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, partial
 from typing import Any
 
 import gymnasium as gym
@@ -78,12 +80,16 @@ def make_env(env_id: str, spec: PointerSpec, split: str = "train", **kwargs: Any
     return PointerEnv(SplitSeeds(gym.make(env_id, **kwargs), split), spec)
 
 
+def make_env_fn(cfg, split: str) -> Callable[[], PointerEnv]:
+    """A picklable factory of one wrapped env: what each vector slot holds, here or in a Ray
+    actor (``envs.backend=ray``)."""
+    return partial(make_env, cfg.env.id, pointer_spec(cfg), split, **env_kwargs(cfg, split))
+
+
 def make_envs(cfg, num_envs: int, seed: int, split: str) -> gym.vector.VectorEnv:
-    spec = pointer_spec(cfg)
-    kwargs = env_kwargs(cfg, split)
+    env_fn = make_env_fn(cfg, split)
     return gym.vector.SyncVectorEnv(
-        [lambda: make_env(cfg.env.id, spec, split, **kwargs) for _ in range(num_envs)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        [env_fn] * num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
     )
 
 

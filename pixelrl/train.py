@@ -46,6 +46,20 @@ DEFAULTS: dict[str, Any] = {
         "kwargs": {},  # passed to the env (training scenes)
         "eval_kwargs": {},  # overrides of kwargs for evaluation (held-out scenes)
     },
+    # Where the envs run: in this process (sync) or in Ray actors (ray: pixelrl.envs.remote), one
+    # actor per `per_worker` envs; `num_workers: 0` takes env.num_envs (train.eval_num_envs for
+    # evaluation) rounded up to whole workers. PPO's rollout storage has a fixed width, so a worker
+    # taken out after `max_failures` faults in a row stops the run with a clear error.
+    "envs": {
+        "backend": "sync",  # sync | ray
+        "num_workers": 0,
+        "per_worker": 1,
+        "step_timeout": 60.0,  # seconds a step may take before its worker is replaced
+        "max_failures": 3,
+        "address": "",  # "" -> RAY_ADDRESS, else a local cluster; "auto" joins a running one
+        "num_cpus": 0,  # the local cluster's CPUs (0: Ray counts them)
+        "resources_per_worker": {},  # Ray actor options ({}: none held), e.g. {num_cpus: 1}
+    },
     "policy": {},
     "ppo": PPOConfig().to_dict(),
     "imitation": ImitationConfig().to_dict(),  # behaviour-cloning warm start (updates: 0 = none)
@@ -75,10 +89,12 @@ DEFAULTS: dict[str, Any] = {
 
 # Settings a run needs > 0 / >= 0, checked when the config is built (before any env exists).
 POSITIVE = (
-    "env.num_envs", "train.total_frames", "train.eval_num_envs", "ppo.num_steps", "ppo.epochs",
+    "env.num_envs", "envs.per_worker", "envs.step_timeout", "envs.max_failures",
+    "train.total_frames", "train.eval_num_envs", "ppo.num_steps", "ppo.epochs",
     "ppo.num_minibatches", "ppo.lr", "imitation.epochs", "imitation.num_minibatches", "imitation.lr",
 )  # fmt: skip
 NON_NEGATIVE = (
+    "envs.num_workers", "envs.num_cpus",
     "train.time_limit_minutes", "train.checkpoint_interval", "train.eval_interval",
     "train.eval_episodes", "imitation.updates", "ppo.critic_warmup_updates",
 )  # fmt: skip
@@ -91,12 +107,49 @@ def check_config(cfg: Config) -> None:
     from pixelrl.envs.registry import unknown_env_message
 
     check_ranges(cfg, POSITIVE, NON_NEGATIVE)
+    if cfg.envs.backend not in ("sync", "ray"):
+        raise ConfigError(f"envs.backend must be sync or ray, got {cfg.envs.backend!r}")
     # Only ids shaped like gymnasium's (``ns/Name-v0``) are looked up: a task module may build
     # its envs itself from any name (the tests' toy recipe uses ``toy``).
     gym_shaped = bool(cfg.env.id) and re.search(r"/|-v\d+$", str(cfg.env.id)) is not None
     problem = unknown_env_message(cfg.env.id) if gym_shaped else None
     if problem:
         raise ConfigError(f"env.id: {problem}")
+
+
+def make_vector_envs(task: Any, cfg: Config, num_envs: int, seed: int, split: str) -> Any:
+    """The recipe's vector env for ``split``, where ``envs.backend`` says (see DEFAULTS).
+
+    ``ray`` needs the task module's ``make_env_fn(cfg, split)``: a picklable factory of one
+    env, what each actor calls ``per_worker`` times.
+    """
+    opts = cfg.envs
+    if opts.backend == "sync":
+        return task.make_envs(cfg, num_envs, seed, split)
+    make_env_fn = getattr(task, "make_env_fn", None)
+    if make_env_fn is None:
+        raise ConfigError(
+            f"envs.backend=ray: recipe {cfg.recipe!r} cannot run its envs in Ray actors "
+            "(its task module defines no make_env_fn); use envs.backend=sync"
+        )
+    from pixelrl.envs.remote import RayVectorEnv
+
+    per_worker = int(opts.per_worker)
+    workers = int(opts.num_workers) if split == "train" else 0
+    workers = workers or -(-num_envs // per_worker)
+    resources = opts.resources_per_worker
+    resources = resources.to_dict() if hasattr(resources, "to_dict") else dict(resources or {})
+    return RayVectorEnv(
+        make_env_fn(cfg, split),
+        workers,
+        per_worker,
+        step_timeout=float(opts.step_timeout),
+        max_failures=int(opts.max_failures),
+        min_envs=workers * per_worker,  # the rollout storage cannot shrink
+        resources_per_worker=resources or None,
+        address=str(opts.address) or None,
+        num_cpus=int(opts.num_cpus) or None,
+    )
 
 
 # Measures shown in the progress bar and plotted, matched loosely against episode info keys.
@@ -194,7 +247,7 @@ class Trainer:
         self.device = torch.device(cfg.device)
 
         self.task = get_recipe(cfg.recipe).load_task()
-        self.envs = self.task.make_envs(cfg, int(cfg.env.num_envs), rank_seed, "train")
+        self.envs = make_vector_envs(self.task, cfg, int(cfg.env.num_envs), rank_seed, "train")
         self.policy = self.task.make_policy(
             cfg, self.envs.single_observation_space, self.envs.single_action_space
         ).to(self.device)
@@ -317,8 +370,8 @@ class Trainer:
         from pixelrl.rl.collect import run_episodes
 
         cfg = self.cfg.train
-        envs = self.task.make_envs(
-            self.cfg, int(cfg.eval_num_envs), int(self.cfg.seed) + 10_000, "eval"
+        envs = make_vector_envs(
+            self.task, self.cfg, int(cfg.eval_num_envs), int(self.cfg.seed) + 10_000, "eval"
         )
         try:
             was_training = self.policy.training
@@ -408,6 +461,8 @@ class Trainer:
                 "steps": rollout.steps,
                 **{f"train/{k}": v for k, v in summarize(list(window)).items()},
                 **{f"loss/{k}": v for k, v in losses.items()},
+                # worker faults so far (envs.backend=ray), counted since the start
+                **{f"envs/{k}": v for k, v in getattr(self.envs, "stats", dict)().items()},
             }
             self.history.append(row)
             bar.update(frames)
@@ -522,6 +577,8 @@ class Trainer:
     @staticmethod
     def _postfix(row: dict[str, float]) -> str:
         parts = [f"fps={row['fps']:.0f}"]
+        if row.get("envs/faults"):
+            parts.append(f"faults={row['envs/faults']:.0f}")
         for name in ("success", "spl", "return"):
             if f"train/{name}" in row:
                 parts.append(f"{name}={row[f'train/{name}']:.2f}")

@@ -18,6 +18,11 @@ envs (e.g. ``pixelrl.envs.nav``'s batched ``NavVectorEnv``) keep their reset ste
 ``valid = 0`` (no weight in the PPO loss, not counted as a frame) and the observation after it
 starts the new episode (mask 0).
 
+Worker faults (``pixelrl.envs.remote``): an episode whose env worker died or hung ends truncated
+with ``info["env_fault"]``; that step never happened, so its row is not a transition (``valid =
+0``) and its reward is the value of the last real observation, which makes its advantage 0 and
+bootstraps the step before it as a time limit would; no update learns from the lost step.
+
 Time limits: an episode cut by ``truncated`` (not ``terminated``) did not really end, so its last
 reward gets ``gamma * V(final observation)`` (Pardo et al., 2018) when ``bootstrap_truncated``.
 """
@@ -91,6 +96,7 @@ class StepResult:
     valid: np.ndarray  # False where this call was only an env's reset step (NEXT_STEP)
     final_obs: np.ndarray | None  # final_obs[i]: env i's last observation (dict) where it ended
     final_info: dict[str, Any]  # vector infos holding the finished envs' measures
+    fault: np.ndarray | None = None  # True where an env worker failed: no step happened
 
 
 class AutoresetStepper:
@@ -136,7 +142,11 @@ class AutoresetStepper:
         if self.mode == "next_step":
             valid = ~self.pending
             self.pending = done.copy()
-        return StepResult(obs, rewards, terminated, truncated, valid, final_obs, final_info)
+        fault = np.zeros(len(done), dtype=bool)
+        if "env_fault" in info:
+            fault = np.asarray(info.get("_env_fault", info["env_fault"]), dtype=bool)
+            valid = valid & ~fault
+        return StepResult(obs, rewards, terminated, truncated, valid, final_obs, final_info, fault)
 
 
 @dataclass
@@ -198,7 +208,8 @@ class RolloutCollector:
             )
             self.episode_return += step.rewards * valid
             self.episode_length += valid
-            cut = np.flatnonzero(step.truncated & ~step.terminated)
+            fault = step.fault if step.fault is not None else np.zeros_like(done)
+            cut = np.flatnonzero(step.truncated & ~step.terminated & ~fault)
             if self.bootstrap_truncated and len(cut) and step.final_obs is not None:
                 last = _stack_final_obs(step.final_obs, cut, self.keys)
                 rows = torch.as_tensor(cut, device=self.device)
@@ -210,6 +221,9 @@ class RolloutCollector:
                 rewards_t = self.reward_transform(
                     rewards_t, torch.as_tensor(done, device=self.device)
                 )
+            if fault.any():  # module doc: a lost step has advantage 0
+                rows = torch.as_tensor(np.flatnonzero(fault), device=self.device)
+                rewards_t[rows] = values[rows].to(rewards_t.dtype).reshape(-1)
 
             for i in np.flatnonzero(done):
                 stats = env_info(step.final_info, int(i))
@@ -264,6 +278,9 @@ def run_episodes(
         returns += step.rewards * step.valid
         lengths += step.valid
         for i in np.flatnonzero(done):
+            if step.fault is not None and step.fault[i]:  # cut by a worker fault: no result
+                returns[i], lengths[i] = 0.0, 0
+                continue
             if finished[i] < quota and len(episodes) < num_episodes:
                 stats = env_info(step.final_info, int(i))
                 stats.update({"return": float(returns[i]), "length": float(lengths[i])})

@@ -118,6 +118,16 @@ def make_envs(cfg, num_envs: int, seed: int, split: str) -> gym.vector.VectorEnv
     return make_toy_vec_env(num_envs, **kwargs)
 
 
+def make_env_fn(cfg, split: str):
+    """One toy env's factory (``envs.backend=ray``: each Ray actor calls it)."""
+    from functools import partial
+
+    kwargs = dict(cfg.env.kwargs)
+    if split == "eval":
+        kwargs.update(cfg.env.eval_kwargs)
+    return partial(ToyPointNav, **kwargs)
+
+
 def make_policy(cfg, observation_space, action_space):
     from pixelrl.config import check_kwargs
     from pixelrl.embodied.policy import PointNavResNetPolicy

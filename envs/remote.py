@@ -1,0 +1,472 @@
+"""A Gymnasium ``VectorEnv`` whose sub-envs live in Ray actors, and survives their crashes.
+
+``RayVectorEnv("pixelrl/Desktop-ClickButton-v0", num_workers=4, per_worker=2, kwargs={...})``
+starts 4 actors holding 2 envs each (any registered id with its options, or any picklable
+``Callable[[], gym.Env]``) and steps them in parallel; observations come back batched, in worker
+order, exactly as a ``SyncVectorEnv`` of the same 8 envs with ``autoreset_mode=SAME_STEP`` (what
+every trainer here uses): a finished env is reset in the same step, its last observation and info
+in ``info["final_obs"]`` / ``info["final_info"]``; ``reset(seed=s)`` seeds env ``i`` with ``s+i``.
+
+Ray: joins the running cluster when there is one (``address="auto"``, ``RAY_ADDRESS`` or an
+``ray.init`` already made), else starts a local one (``ray.init(num_cpus=...)``).
+
+Faults: a worker whose actor dies (process killed, OOM), whose env raises, or whose step takes
+longer than ``step_timeout`` seconds is killed and replaced by a fresh actor. Its in-flight
+episodes end in that step as *truncated* with ``info["env_fault"] = True`` (and
+``info["env_fault_reason"]``): the observation returned is the fresh actor's first one, the reward
+is 0 and flagged (the step never happened), and ``final_obs`` is the last observation the episode
+really reached, so nothing stale starts the next episode. ``faults`` / ``restarts`` /
+``removed_workers`` count them. A worker that fails ``max_failures`` times in a row (its
+replacement failing to start counts) is taken out: its rows in that step end as above with
+``info["env_removed"]``, and from the next call the vector is smaller (``num_envs`` and the spaces
+shrink); below ``min_envs`` envs that raises :class:`EnvWorkerError` instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+
+
+class EnvWorkerError(RuntimeError):
+    """The Ray vector env cannot go on: too few envs left, or no worker could start."""
+
+
+def make_registered(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
+    """``gym.make(env_id, **kwargs)`` after registering the ``pixelrl/`` ids (an actor is a
+    fresh process: nothing of ours is imported there yet)."""
+    import pixelrl.envs  # noqa: F401
+
+    return gym.make(env_id, **kwargs)
+
+
+class EnvWorker:
+    """The actor's side: ``count`` envs stepped in turn, each reset in the step it ends
+    (gymnasium's ``SyncVectorEnv`` ``SAME_STEP`` logic, per env)."""
+
+    def __init__(self, env_fn: Callable[[], gym.Env], count: int) -> None:
+        self.envs = [env_fn() for _ in range(count)]
+
+    def describe(self) -> dict[str, Any]:
+        env = self.envs[0]
+        return {
+            "observation_space": env.observation_space,
+            "action_space": env.action_space,
+            "metadata": dict(env.metadata),
+            "render_mode": env.render_mode,
+        }
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def reset(
+        self, seeds: Sequence[int | None], options: dict[str, Any] | None, mask: Sequence[bool]
+    ) -> list[tuple[Any, dict[str, Any]] | None]:
+        return [
+            env.reset(seed=seed, options=options) if m else None
+            for env, seed, m in zip(self.envs, seeds, mask)
+        ]
+
+    def step(self, actions: Sequence[Any]) -> list[tuple]:
+        out = []
+        for env, action in zip(self.envs, actions):
+            obs, reward, terminated, truncated, info = env.step(action)
+            final = None
+            if terminated or truncated:
+                final = (obs, info)
+                obs, info = env.reset()
+            out.append((obs, float(reward), bool(terminated), bool(truncated), info, final))
+        return out
+
+    def call(self, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+        results = []
+        for env in self.envs:
+            attr = env.get_wrapper_attr(name)
+            results.append(attr(*args, **kwargs) if callable(attr) else attr)
+        return results
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+@dataclass
+class _Slot:
+    """One worker as the driver sees it: its actor and its fault history."""
+
+    index: int
+    count: int
+    actor: Any = None
+    failures: int = 0  # in a row; a good step clears it
+    restarts: int = 0
+    removed: bool = False
+    reasons: list[str] = field(default_factory=list)
+
+
+def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
+    """Connect to Ray: the cluster at ``address`` (or ``RAY_ADDRESS``), else a local one with
+    ``num_cpus``. True when this call started Ray (so the caller may shut it down)."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address:
+        ray.init(address=address)
+    else:
+        # no dashboard: it is a web server and a few processes nobody looks at locally
+        ray.init(num_cpus=num_cpus, include_dashboard=False)
+    return True
+
+
+class RayVectorEnv(VectorEnv):
+    """``num_workers`` Ray actors of ``per_worker`` envs each, as one vector env (module doc)."""
+
+    def __init__(
+        self,
+        env: str | Callable[[], gym.Env],
+        num_workers: int = 2,
+        per_worker: int = 1,
+        *,
+        kwargs: dict[str, Any] | None = None,
+        step_timeout: float = 60.0,
+        start_timeout: float = 300.0,
+        max_failures: int = 3,
+        min_envs: int = 1,
+        resources_per_worker: dict[str, Any] | None = None,
+        address: str | None = None,
+        num_cpus: int | None = None,
+    ) -> None:
+        import ray
+
+        if num_workers < 1 or per_worker < 1:
+            raise ValueError(
+                f"num_workers and per_worker must be >= 1, got {num_workers}, {per_worker}"
+            )
+        if max_failures < 1 or step_timeout <= 0:
+            raise ValueError("max_failures must be >= 1 and step_timeout > 0")
+        if min_envs > num_workers * per_worker:
+            raise ValueError(
+                f"min_envs={min_envs} is more than the {num_workers * per_worker} envs asked for"
+            )
+        if isinstance(env, str):
+            env_fn: Callable[[], gym.Env] = functools.partial(make_registered, env, kwargs or {})
+        elif kwargs:
+            env_fn = functools.partial(env, **kwargs)
+        else:
+            env_fn = env
+        self.env_fn = env_fn
+        self.step_timeout, self.start_timeout = float(step_timeout), float(start_timeout)
+        self.max_failures, self.min_envs = int(max_failures), int(min_envs)
+        self._owns_ray = ensure_ray(address, num_cpus)
+        # Ray's own restarts (max_restarts) would rerun the constructor behind our back and
+        # replay nothing; we replace actors ourselves so each fault is seen and counted.
+        # No resources asked by default: Ray then needs a free CPU to place an actor but holds
+        # none while it runs, so training and evaluation workers coexist on a small machine.
+        # Real desktops and browsers should ask for theirs (num_cpus, memory, {"desktop": 1}).
+        options = {"max_restarts": 0, "max_concurrency": 1, **(resources_per_worker or {})}
+        self._actor_class = ray.remote(EnvWorker).options(**options)
+
+        self.faults, self.restarts, self.removed_workers = 0, 0, 0
+        self.fault_reasons: dict[str, int] = {}
+        self._seed: int | None = None
+        self._last_obs: list[Any] = []
+        self.slots = [_Slot(i, per_worker) for i in range(num_workers)]
+        for slot in self.slots:
+            slot.actor = self._actor_class.remote(env_fn, per_worker)
+        try:
+            ref = self.slots[0].actor.describe.remote()
+            spec = ray.get(ref, timeout=self.start_timeout)
+        except ray.exceptions.GetTimeoutError as err:
+            self._kill_all()
+            # most often no room: Ray waits (silently) until a node has the resources asked for
+            raise EnvWorkerError(
+                f"no env worker started within {self.start_timeout:g} s; each asks for "
+                f"{options} and the cluster has {ray.available_resources()} free"
+            ) from err
+        except Exception as err:
+            self._kill_all()
+            raise EnvWorkerError(f"the first env worker could not start: {err}") from err
+        self.single_observation_space = spec["observation_space"]
+        self.single_action_space = spec["action_space"]
+        self.metadata = {**spec["metadata"], "autoreset_mode": AutoresetMode.SAME_STEP}
+        self.render_mode = spec["render_mode"]
+        self._resize()
+        self._last_obs = [None] * self.num_envs  # step() before reset() is the caller's error
+        self.closed = False
+
+    # ------------------------------------------------------------------ bookkeeping
+    @property
+    def live(self) -> list[_Slot]:
+        return [s for s in self.slots if not s.removed]
+
+    def _resize(self) -> None:
+        self.num_envs = sum(s.count for s in self.live)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
+    def stats(self) -> dict[str, int]:
+        """Counters to log per update: faults, actor restarts, workers taken out, envs left."""
+        return {
+            "faults": self.faults,
+            "restarts": self.restarts,
+            "removed_workers": self.removed_workers,
+            "num_envs": self.num_envs,
+        }
+
+    def _seeds(self, slot: _Slot, first: int) -> list[int | None]:
+        """Seeds for a replacement actor's envs: derived from the last reset's seed (so a run
+        stays reproducible) and the restart count (so it does not replay the lost episode)."""
+        if self._seed is None:
+            return [None] * slot.count
+        return [self._seed + first + i + 7919 * self.restarts for i in range(slot.count)]
+
+    def _kill(self, slot: _Slot) -> None:
+        import ray
+
+        if slot.actor is not None:
+            try:
+                ray.kill(slot.actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone: nothing to kill
+                pass
+            slot.actor = None
+
+    def _kill_all(self) -> None:
+        for slot in self.slots:
+            self._kill(slot)
+
+    def _fault(self, slot: _Slot, reason: str) -> None:
+        """Count a fault of ``slot`` and take it out after ``max_failures`` in a row."""
+        self.faults += 1
+        kind = reason.split(":", 1)[0]
+        self.fault_reasons[kind] = self.fault_reasons.get(kind, 0) + 1
+        slot.failures += 1
+        slot.reasons.append(reason)
+        self._kill(slot)
+        if slot.failures >= self.max_failures:
+            slot.removed = True
+            self.removed_workers += 1
+
+    def _check_enough(self) -> None:
+        left = sum(s.count for s in self.live)
+        if left < self.min_envs:
+            last = [s.reasons[-1] for s in self.slots if s.removed and s.reasons]
+            raise EnvWorkerError(
+                f"only {left} envs left, fewer than min_envs={self.min_envs}: "
+                f"{self.removed_workers} workers failed {self.max_failures} times in a row "
+                f"(last: {'; '.join(last)})"
+            )
+
+    def _call(
+        self, pairs: list[tuple[_Slot, Any]], timeout: float, clears: bool = True
+    ) -> dict[int, Any]:
+        """Wait for each slot's object ref up to ``timeout`` (in parallel); the results of those
+        that answered, and a fault for each of the others. With ``clears`` an answer ends the
+        slot's run of failures (a replacement's first reset does not: only a step it survives)."""
+        import ray
+        from ray.exceptions import RayActorError, RayError, RayTaskError
+
+        refs = [ref for _, ref in pairs]
+        if not refs:
+            return {}
+        deadline = time.monotonic() + timeout
+        try:  # the common case in one call: every worker answers in time
+            values = ray.get(refs, timeout=timeout)
+        except RayError:  # a timeout or a failure: sort the answers out one by one below
+            pass
+        else:
+            if clears:
+                for slot, _ in pairs:
+                    slot.failures = 0
+            return {slot.index: value for (slot, _), value in zip(pairs, values)}
+        left = max(0.0, deadline - time.monotonic())
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=left)
+        done = set(ready)
+        results: dict[int, Any] = {}
+        for slot, ref in pairs:
+            if ref not in done:
+                self._fault(slot, f"timeout: no answer within {timeout:g} s")
+                continue
+            try:
+                results[slot.index] = ray.get(ref)
+            except RayActorError as err:
+                self._fault(slot, f"died: {type(err).__name__}")
+            except RayTaskError as err:
+                self._fault(slot, f"error: {type(err.cause).__name__}: {err.cause}")
+            else:
+                if clears:
+                    slot.failures = 0
+        return results
+
+    def _restart(
+        self, slots: list[_Slot], starts: dict[int, int], seeds: Sequence[int | None] | None = None
+    ) -> dict[int, list]:
+        """Fresh actors for ``slots`` and their envs' first (obs, info), retrying a start that
+        fails until the slot is taken out; the slots that never came back are left out."""
+        fresh: dict[int, list] = {}
+        pending = [s for s in slots if not s.removed]
+        while pending:
+            pairs = []
+            for slot in pending:
+                slot.actor = self._actor_class.remote(self.env_fn, slot.count)
+                slot.restarts += 1
+                self.restarts += 1
+                first = starts[slot.index]
+                own = (
+                    self._seeds(slot, first)
+                    if seeds is None
+                    else list(seeds[first : first + slot.count])
+                )
+                pairs.append((slot, slot.actor.reset.remote(own, None, [True] * slot.count)))
+            fresh.update(self._call(pairs, self.start_timeout, clears=False))
+            pending = [s for s in pending if s.index not in fresh and not s.removed]
+        return fresh
+
+    def _starts(self) -> dict[int, int]:
+        """Each live slot's first row in the batch."""
+        starts, row = {}, 0
+        for slot in self.live:
+            starts[slot.index] = row
+            row += slot.count
+        return starts
+
+    # ------------------------------------------------------------------ VectorEnv API
+    def reset(
+        self,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
+        n = self.num_envs
+        if seed is None:
+            seeds: list[int | None] = [None] * n
+        elif isinstance(seed, int | np.integer):
+            seeds = [int(seed) + i for i in range(n)]
+        else:
+            seeds = list(seed)
+        if len(seeds) != n:
+            raise ValueError(f"reset: {len(seeds)} seeds for {n} envs")
+        self._seed = int(seed) if isinstance(seed, int | np.integer) else None
+        options = dict(options or {})
+        mask = np.asarray(options.pop("reset_mask", np.ones(n, dtype=bool)), dtype=bool)
+        if mask.shape != (n,):
+            raise ValueError(f"reset: reset_mask must have shape ({n},), got {mask.shape}")
+        starts = self._starts()
+        slots = [s for s in self.live if mask[starts[s.index] : starts[s.index] + s.count].any()]
+        calls = []
+        for slot in slots:
+            rows = slice(starts[slot.index], starts[slot.index] + slot.count)
+            calls.append((slot, slot.actor.reset.remote(seeds[rows], options, list(mask[rows]))))
+        results = self._call(calls, self.start_timeout)
+        # a worker that failed its reset gets a fresh actor (reset in full: nothing was running)
+        failed = [s for s, _ in calls if s.index not in results]
+        results.update(self._restart(failed, starts, seeds))
+        if len(self._last_obs) != n:
+            self._last_obs = [None] * n
+        # nothing was running on a worker taken out here: its rows go at once
+        self._drop_removed(starts)
+        starts = self._starts()
+        infos: dict[str, Any] = {}
+        for slot in self.live:
+            first = starts[slot.index]
+            for j, pair in enumerate(results.get(slot.index, [])):
+                if pair is not None:
+                    self._last_obs[first + j] = pair[0]
+                    infos = self._add_info(infos, pair[1], first + j)
+        return self._batch(self._last_obs), infos
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        n, starts = self.num_envs, self._starts()
+        per_env = list(iterate(self.action_space, actions))
+        if len(per_env) != n:
+            raise ValueError(f"step: {len(per_env)} actions for {n} envs")
+        calls = []
+        for slot in self.live:
+            rows = per_env[starts[slot.index] : starts[slot.index] + slot.count]
+            calls.append((slot, slot.actor.step.remote(rows)))
+        results = self._call(calls, self.step_timeout)
+        failed = [slot for slot, _ in calls if slot.index not in results]
+        fresh = self._restart(failed, starts)
+
+        obs = list(self._last_obs)
+        rewards = np.zeros(n, dtype=np.float64)
+        terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
+        infos: dict[str, Any] = {}
+        for slot, _ in calls:
+            first = starts[slot.index]
+            if slot.index in results:
+                for j, (o, r, term, trunc, info, final) in enumerate(results[slot.index]):
+                    i = first + j
+                    obs[i], rewards[i], terminated[i], truncated[i] = o, r, term, trunc
+                    if final is not None:
+                        infos = self._add_info(
+                            infos, {"final_obs": final[0], "final_info": final[1]}, i
+                        )
+                    infos = self._add_info(infos, info, i)
+                continue
+            # the step of this worker's envs never happened: end their episodes (module doc)
+            fault = {"env_fault": True, "env_fault_reason": slot.reasons[-1]}
+            if slot.removed:
+                fault["env_removed"] = True
+            for j in range(slot.count):
+                i = first + j
+                truncated[i] = True
+                final = {"final_obs": self._last_obs[i], "final_info": dict(fault)}
+                infos = self._add_info(infos, final, i)
+                if slot.index in fresh:
+                    obs[i], reset_info = fresh[slot.index][j]
+                    infos = self._add_info(infos, {**reset_info, **fault}, i)
+                else:  # taken out: the row is dropped from the next call on
+                    infos = self._add_info(infos, fault, i)
+        batch = self._batch(obs)
+        self._last_obs = obs
+        self._drop_removed(starts)
+        return batch, rewards, terminated, truncated, infos
+
+    def _batch(self, obs: list[Any]) -> Any:
+        out = create_empty_array(self.single_observation_space, len(obs))
+        return concatenate(self.single_observation_space, obs, out)
+
+    def _drop_removed(self, starts: dict[int, int]) -> None:
+        """After a call whose batch still held them, forget the rows of workers taken out."""
+        gone = [s for s in self.slots if s.removed and s.index in starts]
+        if not gone:
+            return
+        self._check_enough()
+        keep = np.ones(len(self._last_obs), dtype=bool)
+        for slot in gone:
+            keep[starts[slot.index] : starts[slot.index] + slot.count] = False
+        self._last_obs = [o for o, k in zip(self._last_obs, keep) if k]
+        self._resize()
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """``name`` of every sub-env (called with the arguments when it is a method)."""
+        import ray
+
+        refs = [s.actor.call.remote(name, args, kwargs) for s in self.live]
+        return tuple(x for part in ray.get(refs, timeout=self.start_timeout) for x in part)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        return self.call(name)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        import ray
+
+        live = [s for s in self.live if s.actor is not None]
+        if live:
+            # a polite close first (browsers, X servers clean up), then the kill either way
+            refs = [s.actor.close.remote() for s in live]
+            ray.wait(refs, num_returns=len(refs), timeout=min(10.0, self.step_timeout))
+        self._kill_all()
+        if self._owns_ray:
+            ray.shutdown()
