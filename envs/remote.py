@@ -68,6 +68,12 @@ class EnvWorker:
     def pid(self) -> int:
         return os.getpid()
 
+    def node_id(self) -> str:
+        """The Ray node this worker landed on (where ``resources_per_worker`` placed it)."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
     def reset(
         self, seeds: Sequence[int | None], options: dict[str, Any] | None, mask: Sequence[bool]
     ) -> list[tuple[Any, dict[str, Any]] | None]:
