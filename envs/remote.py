@@ -152,7 +152,12 @@ class RayVectorEnv(VectorEnv):
         address: str | None = None,
         num_cpus: int | None = None,
     ) -> None:
-        import ray
+        try:
+            import ray
+        except ImportError as err:  # an optional extra: say which
+            raise EnvWorkerError(
+                "the Ray backend needs ray: pip install 'pixelrl[distributed]'"
+            ) from err
 
         if num_workers < 1 or per_worker < 1:
             raise ValueError(

@@ -75,6 +75,7 @@ def test_same_batches_as_sync_vector_env_for_the_same_seeds():
             ended += int((a[2] | a[3]).sum())
         assert ended >= 4
         assert remote.stats()["faults"] == 0
+        assert remote.get_attr("screen_size") == local.get_attr("screen_size") == ((320, 240),) * 4
     finally:
         remote.close()
         local.close()
