@@ -46,7 +46,15 @@ def bare_references(path: Path) -> list[str]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if str(where) in OLD_NAME_FILES:
                 continue
-            if MODULE_PATH.match(node.value.strip()):
+            match = MODULE_PATH.match(node.value.strip())
+            # a module path names a file or folder (envs.nav.sim); a config key such as
+            # envs.num_workers (the trainer's `envs` section) names none
+            part = node.value.strip().removeprefix("-m").strip().split(".")
+            if (
+                match
+                and (REPO / part[0] / part[1].split(":")[0]).with_suffix("").exists()
+                or (match and (REPO / part[0] / (part[1].split(":")[0] + ".py")).exists())
+            ):
                 found.append(f"{where}:{node.lineno}: string {node.value!r}")
         for name in names:
             if name.split(".")[0] in BARE:
