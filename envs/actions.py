@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from gymnasium import spaces
 
 from pixelrl.envs.coordinates import CoordinateSpace, coordinate_space
 
@@ -413,17 +414,65 @@ def _short(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def action_space(screen_size: tuple[int, int]):
+class GuiActionSpace(spaces.Dict):
+    """:func:`action_space`'s ``Dict``, less the kinds and keys a backend cannot do.
+
+    Gymnasium's contract is that every element of an env's space is a valid action, so a refused
+    kind or key is neither sampled nor contained.
+    """
+
+    def __init__(
+        self,
+        subspaces: dict[str, spaces.Space],
+        refused_kinds: tuple[str, ...] = (),
+        refused_keys: tuple[str, ...] = (),
+    ):
+        super().__init__(subspaces)
+        self.refused_kinds = tuple(refused_kinds)
+        self.refused_keys = tuple(refused_keys)
+
+    def sample(self, mask=None, probability=None) -> dict:
+        if mask is not None or probability is not None:
+            return super().sample(mask=mask, probability=probability)
+        if not (self.refused_kinds or self.refused_keys):
+            return super().sample()
+        kinds = np.array([k not in self.refused_kinds for k in KINDS], dtype=np.int8)
+        keys = np.array([k not in self.refused_keys for k in KEY_NAMES], dtype=np.int8)
+        masks: dict = {name: None for name in self.spaces}
+        # MultiBinary's mask: 0 forces a 0, 2 draws the bit
+        masks.update(kind=kinds, key=keys, hotkey=np.where(keys == 1, 2, 0).astype(np.int8))
+        return super().sample(mask=masks)
+
+    def contains(self, x) -> bool:
+        if not super().contains(x):
+            return False
+        if KINDS[int(x["kind"])] in self.refused_kinds:
+            return False
+        refused = [_KEY_INDEX[k] for k in self.refused_keys]
+        return int(x["key"]) not in refused and not np.asarray(x["hotkey"])[refused].any()
+
+    def __eq__(self, other) -> bool:
+        return (
+            super().__eq__(other)
+            and getattr(other, "refused_kinds", ()) == self.refused_kinds
+            and getattr(other, "refused_keys", ()) == self.refused_keys
+        )
+
+
+def action_space(
+    screen_size: tuple[int, int],
+    refused_kinds: tuple[str, ...] = (),
+    refused_keys: tuple[str, ...] = (),
+) -> GuiActionSpace:
     """The Gymnasium ``Dict`` action space of a W×H GUI env.
 
     ``kind`` indexes :data:`KINDS`; ``point``/``point2`` are pixel (x, y); ``scroll`` is
     (dx, dy) notches; ``key`` indexes :data:`KEY_NAMES`; ``hotkey`` marks the keys of a chord.
+    ``refused_kinds``/``refused_keys``: what the backend cannot do (see :class:`GuiActionSpace`).
     """
-    from gymnasium import spaces
-
     width, height = screen_size
     high = np.array([width - 1, height - 1], dtype=np.int32)
-    return spaces.Dict(
+    return GuiActionSpace(
         {
             "kind": spaces.Discrete(len(KINDS)),
             "point": spaces.Box(low=0, high=high, shape=(2,), dtype=np.int32),
@@ -432,7 +481,9 @@ def action_space(screen_size: tuple[int, int]):
             "text": spaces.Text(max_length=SAMPLE_TEXT_LENGTH, min_length=0, charset=TEXT_CHARSET),
             "key": spaces.Discrete(len(KEY_NAMES)),
             "hotkey": spaces.MultiBinary(len(KEY_NAMES)),
-        }
+        },
+        refused_kinds,
+        refused_keys,
     )
 
 

@@ -22,7 +22,13 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pixelrl.envs.actions import DEFAULT_MAX_TEXT_LENGTH, Action, action_space, as_action
+from pixelrl.envs.actions import (
+    DEFAULT_MAX_TEXT_LENGTH,
+    Action,
+    ActionError,
+    action_space,
+    as_action,
+)
 from pixelrl.envs.coordinates import CoordinateSpace, coordinate_space
 from pixelrl.envs.gui import a11y_to_text, observation_space
 
@@ -42,6 +48,10 @@ class RealGuiEnv(gymnasium.Env):
     """Base class: a GUI env whose screen belongs to a real program (see the module doc)."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
+    # What this backend cannot do: refused at step and left out of the action space.
+    BACKEND_NAME = "GUI"
+    REFUSED_KINDS: tuple[str, ...] = ()
+    REFUSED_KEYS: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -64,7 +74,7 @@ class RealGuiEnv(gymnasium.Env):
         self.coordinates = None if coordinates is None else coordinate_space(coordinates)
         self.max_text_length = int(max_text_length)
         self.observation_space = observation_space(self.screen_size, self.a11y_text)
-        self.action_space = action_space(self.screen_size)
+        self.action_space = action_space(self.screen_size, self.REFUSED_KINDS, self.REFUSED_KEYS)
         self._instruction: str | None = None
         self._steps = 0
         self._episode_over = False
@@ -79,6 +89,11 @@ class RealGuiEnv(gymnasium.Env):
 
     def _check_supported(self, action: Action) -> None:
         """Raise ActionError for an action this backend cannot do (before anything happens)."""
+        if action.kind in self.REFUSED_KINDS:
+            raise ActionError(f"the {self.BACKEND_NAME} backend cannot do {action.kind}")
+        refused = [k for k in action.keys if k in self.REFUSED_KEYS]
+        if refused:
+            raise ActionError(f"the {self.BACKEND_NAME} backend cannot press {', '.join(refused)}")
 
     def _screenshot(self) -> np.ndarray:
         raise NotImplementedError

@@ -57,6 +57,7 @@ _SPECIAL_KEYS = {
     "pageup": "<PageUp>",
     "pagedown": "<PageDown>",
     "insert": "<Insert>",
+    "pause": "<Pause>",
     "ctrl": "<Control>",
     "shift": "<Shift>",
     "alt": "<Alt>",
@@ -95,6 +96,11 @@ class MiniWoBEnv(RealGuiEnv):
         settle_ms: pause after each action before looking (animations, timers).
         data_mode: miniwob's ``"train"`` / ``"test"`` task generation mode.
     """
+
+    BACKEND_NAME = "MiniWoB"
+    # miniwob's actions press keys but cannot hold one; WebDriver has no code for these keys
+    REFUSED_KINDS = ("key_down", "key_up")
+    REFUSED_KEYS = ("capslock", "printscreen", "numlock", "scrolllock", "apps")
 
     def __init__(
         self,
@@ -196,9 +202,8 @@ class MiniWoBEnv(RealGuiEnv):
         return instruction, {"task": self.task, "fields": fields, "page_seed": page_seed}
 
     def _check_supported(self, action: Action) -> None:
-        # miniwob's actions press keys but cannot hold one, and a wheel turn needs a point
-        if action.kind in ("key_down", "key_up"):
-            raise ActionError(f"the MiniWoB backend cannot hold keys ({action.kind})")
+        super()._check_supported(action)
+        # a wheel turn needs a point
         if action.kind == "scroll" and action.point is None:
             raise ActionError("the MiniWoB backend scrolls at a point: give the scroll x and y")
         if any(ord(c) > 0xFFFF for c in action.text):

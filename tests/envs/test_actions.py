@@ -130,6 +130,26 @@ def test_action_space_samples_decode():
         Action.from_sample(space.sample()).validate(SCREEN)
 
 
+def test_space_with_refusals_neither_samples_nor_contains_them():
+    refused_keys = ("capslock", "printscreen")
+    space = action_space(SCREEN, refused_kinds=("key_down", "key_up"), refused_keys=refused_keys)
+    space.seed(0)
+    seen = set()
+    for _ in range(2000):
+        sample = space.sample()
+        assert space.contains(sample)
+        action = Action.from_sample(sample)
+        seen.add(action.kind)
+        assert action.kind not in ("key_down", "key_up")
+        assert not set(action.keys) & set(refused_keys)
+    assert {"key", "hotkey", "click", "type"} <= seen  # the rest is still drawn
+    assert not space.contains(Action.key_down("shift").to_sample())
+    assert not space.contains(Action.key("capslock").to_sample())
+    assert not space.contains(Action.hotkey("ctrl", "printscreen").to_sample())
+    assert space.contains(Action.key("enter").to_sample())
+    assert space != action_space(SCREEN)
+
+
 @pytest.mark.parametrize(
     "patch",
     [

@@ -78,6 +78,26 @@ def test_same_seed_same_episode_and_check_env():
 
 
 @needs_browser
+def test_every_key_the_space_holds_is_pressed_through_webdriver():
+    # WebDriver takes one code point a key: a key name we cannot map must be out of the space
+    from pixelrl.envs.actions import KEY_NAMES
+
+    env = MiniWoBEnv("click-button", max_steps=1000)
+    try:
+        env.reset(seed=0)
+        pressable = [k for k in KEY_NAMES if k not in env.REFUSED_KEYS]
+        for key in pressable:
+            _, _, terminated, truncated, _ = env.step(Action.key(key))
+            if terminated or truncated:
+                env.reset(seed=0)
+        for key in env.REFUSED_KEYS:
+            with pytest.raises(ActionError, match="MiniWoB backend cannot press"):
+                env.step(Action.key(key))
+    finally:
+        env.close()
+
+
+@needs_browser
 def test_same_seed_and_actions_give_the_same_step_info():
     """a11y ids are positions in the page, not miniwob's ref counter (which runs on across
     episodes): repeating a seed and its actions repeats every info field, ending included."""
