@@ -408,7 +408,7 @@ class Trainer:
             disable=not (cfg.progress and self.dist.is_main),
         )
         last_eval: dict[str, float] = {}
-        start_update = self.update
+        start_update, start_frames = self.update, self.frames
         if self.dist.is_main and cfg.eval_at_start and not self.eval_history:
             last_eval = self._evaluate_and_log()
             if cfg.checkpoint_interval and self.update == 0:
@@ -480,7 +480,8 @@ class Trainer:
         bar.close()
 
         if self.dist.is_main:
-            if self.update > start_update or not self.eval_history:
+            # imitation alone (a time limit it used up) is training too: keep what it learned
+            if self.update > start_update or self.frames > start_frames or not self.eval_history:
                 self.save()
             if cfg.final_eval and (
                 not self.eval_history or self.eval_history[-1]["update"] != self.update
@@ -512,8 +513,12 @@ class Trainer:
         student = self.collector.policy
         self.collector.policy = TeacherForcing(self.policy, make_teacher(self.cfg, self.envs))
         train_s = cpu_s = 0.0
+        limit_s = 60 * float(self.cfg.train.time_limit_minutes)
         try:
             for k in range(self.imitation_cfg.updates):
+                # the time limit counts imitation too (a recipe's budget is all its training)
+                if limit_s > 0 and all_reduce_sum([float(train_s >= limit_s)])[0] > 0:
+                    break
                 tic, cpu_tic = time.perf_counter(), time.process_time()
                 rollout = self.collector.collect()
                 self.ppo.compute_advantages(self.storage, rollout.next_value)

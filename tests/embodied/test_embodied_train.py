@@ -126,3 +126,30 @@ def test_imitation_warm_start_learns_the_followers_actions(tmp_path):
     assert last["imitation/p_teacher>0.5"] > first["imitation/p_teacher>0.5"]
     assert result["train"]["update"] == 2 and result["train"]["frames"] == 1792
     assert result["train"]["train_minutes"] > last["train_minutes"]
+
+
+@pytest.mark.timeout(300)
+def test_a_time_limit_used_up_in_imitation_stops_it_and_the_run_keeps_a_checkpoint(tmp_path):
+    # a budgeted baseline (embodied/objectnav-small) ran all its imitation past the limit and,
+    # with no PPO update after it, saved nothing
+    from pixelrl.checkpoint import load_checkpoint
+    from pixelrl.train import Trainer, config_for
+
+    cfg = config_for(
+        "embodied/pointnav",
+        [
+            *TRIVIAL_OVERRIDES,
+            f"train.output_dir={tmp_path}",
+            "imitation.updates=50",
+            "train.total_frames=100000",
+            "train.time_limit_minutes=1e-9",  # over after the first imitation update
+            "train.eval_interval=0",
+            "train.final_eval=false",
+        ],
+    )
+    trainer = Trainer(cfg)
+    result = trainer.run()
+    assert [r["imitation_update"] for r in trainer.history] == [1]
+    assert result["train"]["update"] == 0
+    ckpt = load_checkpoint(tmp_path)
+    assert ckpt["frames"] == trainer.frames > 0
