@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.pixelrl-installed
+# The test oracle for the nav envs (tests/envs/test_habitat_oracle.py), without its dependencies:
+# the test extra has the ones it needs; see pyproject.toml for why not the others.
+HABITAT_LAB ?= habitat-lab>=0.3,<0.4
 
 .PHONY: demo test bench lint setup system-deps clean
 
@@ -13,6 +16,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[all]'
+	$(PY) -m pip install --quiet --no-deps '$(HABITAT_LAB)'
 	@touch $(STAMP)
 
 # System packages the tests drive for real (Xvfb, xdotool, Chromium + driver, Tk, x11-apps);

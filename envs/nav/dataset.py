@@ -49,6 +49,8 @@ class NavGoal:
     object_id: int | None = None
     object_category: str | None = None
     view_points: np.ndarray | None = None  # (K, 3)
+    view_rotations: np.ndarray | None = None  # (K, 4) [x, y, z, w]: facing the object
+    view_ious: np.ndarray | None = None  # (K,) habitat's ObjectViewLocation.iou
 
 
 @dataclass
@@ -283,8 +285,23 @@ def generate_objectnav_episode(
             if dist / max(euclid, 1e-9) < rules.min_ratio and euclid > 0:
                 continue
             info = {"geodesic_distance": dist, "euclidean_distance": euclid}
+            goals = [_with_view_details(grid, g) for g in goals]
             return _drawn_episode(rng, scene_id, episode_id, start, goals, info, cat)
     raise NoEpisodeError(f"no ObjectNav episode satisfying {rules} found in scene {scene_id!r}")
+
+
+def _with_view_details(grid, goal: NavGoal) -> NavGoal:
+    """The goal with its view points' rotations (facing the object) and habitat's iou."""
+    from dataclasses import replace
+
+    from pixelrl.envs.nav.viewpoints import view_ious
+
+    cache = grid.__dict__.setdefault("_view_ious", {})
+    if goal.object_id not in cache:
+        inst = next(i for i in grid.scene.goal_instances() if i.instance_id == goal.object_id)
+        cache[goal.object_id] = view_ious(grid, inst, goal.view_points)
+    rotations = facing_rotations(goal.view_points, goal.position)
+    return replace(goal, view_rotations=rotations, view_ious=cache[goal.object_id])
 
 
 # ----------------------------------------------------------------------------- json.gz I/O
@@ -293,18 +310,23 @@ def episode_to_json(ep: NavEpisode) -> dict[str, Any]:
     for g in ep.goals:
         d: dict[str, Any] = {"position": [float(v) for v in g.position], "radius": g.radius}
         if g.object_category is not None:
-            d["object_id"] = g.object_id
+            d["object_id"] = g.object_id if g.object_id is not None else f"{g.object_category}"
             d["object_category"] = g.object_category
             d["object_name"] = f"{g.object_category}_{g.object_id}"
         if g.view_points is not None:
+            rotations = g.view_rotations
+            if rotations is None:
+                rotations = facing_rotations(g.view_points, g.position)
+            ious = g.view_ious if g.view_ious is not None else [None] * len(g.view_points)
             d["view_points"] = [
                 {
                     "agent_state": {
                         "position": [float(v) for v in p],
-                        "rotation": [0.0, 0.0, 0.0, 1.0],
-                    }
+                        "rotation": [float(v) for v in q],
+                    },
+                    "iou": None if iou is None else float(iou),
                 }
-                for p in g.view_points
+                for p, q, iou in zip(g.view_points, rotations, ious)
             ]
         goals.append(d)
     out: dict[str, Any] = {
@@ -338,13 +360,44 @@ def tokenize(text: str) -> list[str]:
     return [t.strip() for t in re.split(r"([^\w-]+)", text) if t.strip()]
 
 
-def save_episodes(path: str | os.PathLike, episodes: list[NavEpisode]) -> None:
+def facing_rotations(points: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Quaternions ``(K, 4)`` [x, y, z, w] turning the agent at each of ``points`` to face
+    ``target`` (yaw only; habitat's forward is -z)."""
+    d = np.asarray(target, dtype=np.float64)[None] - np.asarray(points, dtype=np.float64)
+    return np.array([yaw_to_quaternion(math.atan2(-x, -z)) for x, z in d[:, [0, 2]]]).reshape(-1, 4)
+
+
+def default_category_ids() -> dict[str, int]:
+    """``objectgoal`` of our scenes' categories: the index in ``OBJECTNAV_CATEGORIES``."""
+    from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
+
+    return {c: k for k, c in enumerate(OBJECTNAV_CATEGORIES)}
+
+
+def save_episodes(
+    path: str | os.PathLike,
+    episodes: list[NavEpisode],
+    category_ids: dict[str, int] | None = None,
+) -> None:
     """Write habitat's gzip JSON (``{"episodes": [...]}``); instruction episodes also get
-    ``instruction_tokens`` and the file's ``instruction_vocab``, as VLN-CE's R2R files."""
+    ``instruction_tokens`` and the file's ``instruction_vocab``, as VLN-CE's R2R files.
+
+    Files with ObjectNav episodes carry habitat's ``category_to_task_category_id`` (what
+    ``objectgoal`` says for each category: ``category_ids``, by default our
+    :func:`default_category_ids`, plus any category of the episodes it lacks) and
+    ``category_to_mp3d_category_id`` (the same numbers: our scenes have no separate semantic
+    category annotation; habitat's loader needs both maps, with the same keys)."""
     data: dict[str, Any] = {
         "scene_id_format": SCENE_ID_FORMAT,
         "episodes": [episode_to_json(e) for e in episodes],
     }
+    categories = {e["object_category"] for e in data["episodes"] if "object_category" in e}
+    if categories:
+        ids = dict(category_ids or default_category_ids())
+        for c in sorted(categories - set(ids)):
+            ids[c] = max(ids.values(), default=-1) + 1
+        data["category_to_task_category_id"] = ids
+        data["category_to_mp3d_category_id"] = dict(ids)
     texts = [e["instruction"]["instruction_text"] for e in data["episodes"] if "instruction" in e]
     if texts:
         words = ["<pad>", "<unk>"] + sorted({t for text in texts for t in tokenize(text)})
@@ -361,6 +414,22 @@ def save_episodes(path: str | os.PathLike, episodes: list[NavEpisode]) -> None:
 def scene_id_format(path: str | os.PathLike) -> str | None:
     """The file's top-level ``scene_id_format`` (see :data:`SCENE_ID_FORMAT`), or None."""
     return _read_json(os.fspath(path)).get("scene_id_format")
+
+
+def load_category_ids(path: str | os.PathLike) -> dict[str, int] | None:
+    """The file's ``category_to_task_category_id`` (ObjectNav's ``objectgoal`` per category),
+    or None when it has none."""
+    path = os.fspath(path)
+    ids = _read_json(path).get("category_to_task_category_id")
+    if ids is None:
+        return None
+    if not isinstance(ids, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in ids.values()
+    ):
+        raise EpisodeFileError(
+            f"{path}: field 'category_to_task_category_id' must map category names to ints >= 0"
+        )
+    return dict(ids)
 
 
 def load_episodes(path: str | os.PathLike) -> list[NavEpisode]:
@@ -398,7 +467,7 @@ def _vec(path: str, where: str, value: Any, n: int) -> np.ndarray:
 def _goal_from_json(path: str, where: str, g: Any) -> NavGoal:
     if not isinstance(g, dict) or "position" not in g:
         raise EpisodeFileError(f"{path}: {where} must be an object with field 'position'")
-    vps = None
+    vps = rotations = view_ious = None
     if g.get("view_points"):
         try:
             pts = [vp["agent_state"]["position"] for vp in g["view_points"]]
@@ -407,12 +476,22 @@ def _goal_from_json(path: str, where: str, g: Any) -> NavGoal:
                 f"{path}: {where}.view_points[].agent_state.position missing"
             ) from e
         vps = np.stack([_vec(path, f"{where}.view_points[{k}]", p, 3) for k, p in enumerate(pts)])
+        rots = [vp["agent_state"].get("rotation") for vp in g["view_points"]]
+        if all(r is not None for r in rots):
+            rotations = np.stack(
+                [_vec(path, f"{where}.view_points[{k}].rotation", r, 4) for k, r in enumerate(rots)]
+            )
+        ious = [vp.get("iou") for vp in g["view_points"]]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in ious):
+            view_ious = np.asarray(ious, dtype=np.float64)
     return NavGoal(
         position=_vec(path, f"{where}.position", g["position"], 3),
         radius=g.get("radius"),
         object_id=g.get("object_id"),
         object_category=g.get("object_category"),
         view_points=vps,
+        view_rotations=rotations,
+        view_ious=view_ious,
     )
 
 

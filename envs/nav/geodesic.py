@@ -182,10 +182,27 @@ class GeodesicField:
             best = min(best, float(near.min()))
         return best
 
+    def visible_distance(self, point: np.ndarray) -> float | None:
+        """The exact geodesic when it is a straight line: the distance to the goal nearest
+        ``point`` (ground plane) when that goal is in line of sight (every other goal's geodesic
+        is at least its own straight distance, so no longer path can win); None otherwise."""
+        point = np.asarray(point, dtype=np.float64)
+        direct = np.hypot(self.goals[:, 0] - point[0], self.goals[:, 2] - point[2])
+        k = int(np.argmin(direct))
+        grid = self.graph.grid
+        if grid.is_navigable(point) and grid.line_of_sight(point, self.goals[k]):
+            return float(direct[k])
+        return None
+
     def exact_distance(self, point: np.ndarray) -> float:
-        """Any-angle geodesic: the length of :meth:`taut_path`, which removes the grid's
-        directional error. Slower than :meth:`distance` (tens of ms); used for episode lengths
-        (SPL's l) and point queries."""
+        """Any-angle geodesic: the straight line to a goal in plain sight
+        (:meth:`visible_distance`), else the length of :meth:`taut_path`, which removes the
+        grid's directional error. Slower than :meth:`distance` (tens of ms) when the goal is out
+        of sight; used for episode lengths (SPL's l) and the measures."""
+        if np.isfinite(self.distance(point)):
+            visible = self.visible_distance(point)
+            if visible is not None:
+                return visible
         path = self.taut_path(point)
         if len(path) < 2:
             return 0.0 if np.isfinite(self.distance(point)) else float("inf")

@@ -34,8 +34,10 @@ from pixelrl.envs.nav.dataset import (
     EpisodeRules,
     NavEpisode,
     NoEpisodeError,
+    default_category_ids,
     generate_objectnav_episode,
     generate_pointnav_episode,
+    load_category_ids,
     load_episodes,
     save_episodes,
     scene_id_format,
@@ -153,19 +155,41 @@ def scene_from_id(
         return generate_apartment(seed, apartment)
     from pixelrl.envs.nav.mesh_io import load_scene
 
-    path = scene_id
-    if not os.path.isabs(path):
-        for root in (cfg.scene_dir, base_dir):
-            if root and os.path.exists(os.path.join(root, path)):
-                path = os.path.join(root, path)
-                break
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"scene file not found: {scene_id!r}{where}")
-    return load_scene(path)
+    return load_scene(scene_path(scene_id, cfg, base_dir, context))
 
 
-def observation_space(cfg: NavConfig) -> spaces.Dict:
-    """The observation space a config describes (shared with the habitat backend)."""
+# habitat's DEFAULT_SCENE_PATH_PREFIX: its datasets name scenes from the habitat-lab checkout
+# (``data/scene_datasets/mp3d/X/X.glb``); with a scenes dir it strips this and joins the dir.
+HABITAT_SCENE_PREFIX = "data/scene_datasets/"
+
+
+def scene_path(
+    scene_id: str, cfg: NavConfig, base_dir: str | None = None, context: str = ""
+) -> str:
+    """The file a (non-procedural) scene id names, found as habitat finds it: with
+    ``scene_dir`` set, ``data/scene_datasets/`` is stripped from the id and the rest joined to
+    ``scene_dir`` (habitat's ``scenes_dir``); then the id as given, relative to ``scene_dir``
+    or to the dataset's folder (``base_dir``). Errors list where it looked."""
+    where = f" ({context})" if context else ""
+    if os.path.isabs(scene_id):
+        tried = [scene_id]
+    else:
+        tried = []
+        if cfg.scene_dir and scene_id.startswith(HABITAT_SCENE_PREFIX):
+            tried.append(os.path.join(cfg.scene_dir, scene_id[len(HABITAT_SCENE_PREFIX) :]))
+        tried += [os.path.join(root, scene_id) for root in (cfg.scene_dir, base_dir) if root]
+        tried.append(scene_id)
+    for path in tried:
+        if os.path.isfile(path):
+            return path
+    raise FileNotFoundError(
+        f"scene file not found: {scene_id!r}{where}; looked at {', '.join(map(repr, tried))}"
+    )
+
+
+def observation_space(cfg: NavConfig, category_ids: Mapping[str, int] | None = None) -> spaces.Dict:
+    """The observation space a config describes (shared with the habitat backend);
+    ``category_ids``: ObjectNav's ``objectgoal`` values (default: ``OBJECTNAV_CATEGORIES``)."""
     h, w = cfg.height, cfg.width
     obs: dict[str, spaces.Space] = {}
     if "rgb" in cfg.sensors:
@@ -186,7 +210,8 @@ def observation_space(cfg: NavConfig) -> spaces.Dict:
         if cfg.task == "instructnav":
             obs["instruction"] = instruction_space()
         else:
-            obs["objectgoal"] = spaces.Box(0, len(OBJECTNAV_CATEGORIES) - 1, (1,), np.int64)
+            high = max(category_ids.values()) if category_ids else len(OBJECTNAV_CATEGORIES) - 1
+            obs["objectgoal"] = spaces.Box(0, high, (1,), np.int64)
         obs["gps"] = spaces.Box(-np.inf, np.inf, (2,), np.float32)
         obs["compass"] = spaces.Box(-np.pi, np.pi, (1,), np.float32)
     return spaces.Dict(obs)
@@ -198,6 +223,11 @@ class NavSim:
     def __init__(self, cfg: NavConfig) -> None:
         self.cfg = cfg
         self.episodes: list[NavEpisode] | None = None
+        # ObjectNav's objectgoal per category: the dataset file's map, else ours.
+        self.category_ids: dict[str, int] | None = None
+        # SPL's l: the geodesic an episode carries is taken as ours only from our own files
+        # (our generator stored our exact geodesic); another's (habitat's navmesh) is recomputed.
+        self._trust_stored_geodesic = True
         self.rules = EpisodeRules(**cfg.episode_rules) if cfg.episode_rules else EpisodeRules()
         self.rules.validate()
         self.instruction_rules = InstructionRules.from_options(cfg.instruction_rules)
@@ -206,28 +236,41 @@ class NavSim:
             if not self.episodes:
                 raise EpisodeFileError(f"{cfg.dataset_path}: field 'episodes' is empty")
             check_procedural_ids(cfg.dataset_path, self.episodes)
+            self._trust_stored_geodesic = scene_id_format(cfg.dataset_path) == SCENE_ID_FORMAT
             base = os.path.dirname(os.path.abspath(cfg.dataset_path))
             self.scene_ids = sorted({e.scene_id for e in self.episodes})
-            self.scenes = []
+            self.scenes, self.scene_paths = [], []
             for sid in self.scene_ids:
                 first = next(i for i, e in enumerate(self.episodes) if e.scene_id == sid)
                 ctx = f"field 'scene_id' of episodes[{first}] in {cfg.dataset_path}"
+                if not sid.startswith(APARTMENT_PREFIX):
+                    self.scene_paths.append(scene_path(sid, cfg, base, ctx))
                 self.scenes.append(scene_from_id(sid, cfg, base, ctx))
             if cfg.task == "instructnav":  # judged as the file says (R2R: 3 m) unless told
                 cfg.success_distance = dataset_success_distance(
                     cfg.dataset_path, self.episodes, cfg.success_distance
                 )
             if cfg.task == "objectnav":
+                self.category_ids = load_category_ids(cfg.dataset_path)
+                known = self.category_ids or default_category_ids()
                 for i, e in enumerate(self.episodes):
                     cat = e.object_category or e.goals[0].object_category
-                    if cat not in OBJECTNAV_CATEGORIES:
+                    if cat not in known:
                         raise EpisodeFileError(
-                            f"{cfg.dataset_path}: episodes[{i}].object_category {cat!r} is not one of {OBJECTNAV_CATEGORIES}"
+                            f"{cfg.dataset_path}: episodes[{i}].object_category {cat!r} is not "
+                            f"one of {sorted(known)} (the file's category_to_task_category_id, "
+                            "or ours when it has none)"
                         )
         elif cfg.scenes:
             self.scene_ids = list(cfg.scenes)
+            self.scene_paths = [
+                scene_path(s, cfg, None, "option 'scenes'")
+                for s in self.scene_ids
+                if not s.startswith(APARTMENT_PREFIX)
+            ]
             self.scenes = [scene_from_id(s, cfg, None, "option 'scenes'") for s in self.scene_ids]
         else:
+            self.scene_paths = []
             self.scene_ids = [
                 apartment_scene_id(cfg.scene_seed + k, cfg.apartment) for k in range(cfg.num_scenes)
             ]
@@ -254,7 +297,7 @@ class NavSim:
             self.renderer = EmbreeRenderer(self.scenes, self.camera, threads=cfg.render_threads)
 
     def observation_space(self) -> spaces.Dict:
-        return observation_space(self.cfg)
+        return observation_space(self.cfg, self.category_ids)
 
     # ------------------------------------------------------------------ scenes
     def grid(self, scene_index: int) -> NavGrid:
@@ -286,10 +329,18 @@ class NavSim:
             )
             episode.info["goal_uses"] = uses
             return NavEpisodeState(
-                self.cfg, previous.grid, previous.field, episode, k, stored_geodesic(episode)
+                self.cfg,
+                previous.grid,
+                previous.field,
+                episode,
+                k,
+                stored_geodesic(episode),
+                self.category_ids,
             )
 
+        trusted = True  # an episode given, or generated here: its stored l is ours
         if episode is None and index is not None:
+            trusted = self._trust_stored_geodesic
             if self.episodes is None:
                 raise ValueError(
                     "reset option 'episode_index' needs a dataset (option 'dataset_path')"
@@ -307,7 +358,13 @@ class NavSim:
         seed_radius = 0.15 if self.cfg.task == "pointnav" else grid.cell * 0.75
         field = geodesic_graph(grid).field(episode.goal_points(), seed_radius=seed_radius)
         return NavEpisodeState(
-            self.cfg, grid, field, episode, k, start_distance=stored_geodesic(episode)
+            self.cfg,
+            grid,
+            field,
+            episode,
+            k,
+            start_distance=stored_geodesic(episode) if trusted else None,
+            category_ids=self.category_ids,
         )
 
     def _generated_episode(self, rng: np.random.Generator, k: int, eid: str) -> NavEpisode:

@@ -5,7 +5,8 @@ compass; its goal sensor is the ``instruction`` text.
 Measures (habitat's definitions): DistanceToGoal = geodesic distance to the nearest goal (view
 point for ObjectNav); Success = ``stop`` called with DistanceToGoal < success distance;
 SPL = S * l / max(l, p) with l the start's geodesic distance and p the path length walked;
-SoftSPL = max(0, 1 - d_T / l) * l / max(l, p). Reward: -(change in DistanceToGoal) + slack
+SoftSPL = max(0, 1 - d_T / l) * l / max(l, p); the distances are the exact geodesic (habitat's
+navmesh one), path length p is in 3D. Reward: -(change in the grid's geodesic distance) + slack
 (-0.01) + 2.5 on success. Actions: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right.
 """
 
@@ -47,10 +48,13 @@ class NavEpisodeState:
         episode: NavEpisode,
         scene_index: int,
         start_distance: float | None = None,
+        category_ids: dict[str, int] | None = None,
     ):
         """``start_distance``: l of SPL when already known (generated episodes and dataset
         episodes carry it in ``info.geodesic_distance``); otherwise it is computed here (the
-        any-angle search, ~10-30 ms)."""
+        any-angle search, ~10-30 ms). ``category_ids``: ObjectNav's ``objectgoal`` for each
+        category (a dataset file's ``category_to_task_category_id``; default: the index in
+        ``OBJECTNAV_CATEGORIES``)."""
         self.cfg = cfg
         self.grid = grid
         self.field = field
@@ -66,15 +70,19 @@ class NavEpisodeState:
         self.collided = False
         self.called_stop = False
         self.done = False
-        # l of SPL: the any-angle geodesic (habitat's navmesh distance); DistanceToGoal per step
-        # uses the fast grid field: the length of the grid path that l pulls taut, so in
-        # practice ~1 % (up to ~3 %) above l. DistanceToGoal at the start is therefore not l: making
-        # it l would make the first step's reward (-delta DistanceToGoal) jump by that gap, and an
-        # any-angle query per step costs 10-30 ms, so the two stay apart (l = min of both).
+        # Two distances. ``distance``: the grid field's (the search; ~1 %, up to ~3 %, above the
+        # exact one), read every step for the reward, -(change in distance), and the expert.
+        # ``measured``: DistanceToGoal as habitat reports it, the exact geodesic -- the straight
+        # line when the nearest goal is in plain sight (open floor: free), the grid's otherwise
+        # during the episode, and the exact any-angle one when the episode ends, so Success,
+        # SPL and SoftSPL are judged on the exact distance. l (SPL) is the exact geodesic from
+        # the start: the one the episode carries (``start_distance``), else computed here.
         self.distance = field.distance(self.position)
         if start_distance is None:
             start_distance = field.exact_distance(self.position)
-        self.start_distance = min(float(start_distance), self.distance)
+        self.start_distance = float(start_distance)
+        self.measured = self.start_distance if np.isfinite(self.distance) else math.inf
+        self.category_ids = category_ids
         self.path = [self.position.copy()]
 
     def step(self, action: int) -> tuple[float, bool, bool]:
@@ -96,7 +104,7 @@ class NavEpisodeState:
         elif action == MOVE_FORWARD:
             target = self.position + cfg.forward_step * forward_vector(self.yaw)
             new, self.collided = self.grid.try_step(self.position, target, cfg.allow_sliding)
-            self.path_length += float(np.linalg.norm((new - self.position)[[0, 2]]))
+            self.path_length += float(np.linalg.norm(new - self.position))  # 3D, as habitat
             self.position = new
             self.collisions += int(self.collided)
             self.path.append(new.copy())
@@ -110,6 +118,7 @@ class NavEpisodeState:
         terminated = self.called_stop
         truncated = not terminated and self.steps >= cfg.max_episode_steps
         self.done = terminated or truncated
+        self._measure()
         reward = cfg.slack_reward
         if np.isfinite(previous) and np.isfinite(self.distance):
             reward += previous - self.distance
@@ -128,25 +137,43 @@ class NavEpisodeState:
         self.collided = False
         truncated = self.steps >= self.cfg.max_episode_steps
         self.done = truncated
+        if truncated:
+            self._measure()
         return float(self.cfg.slack_reward), False, truncated
+
+    def _measure(self) -> None:
+        """DistanceToGoal after a step (see ``__init__``): exact at the end of the episode."""
+        if not np.isfinite(self.distance):
+            self.measured = math.inf
+        elif self.done:
+            self.measured = self.field.exact_distance(self.position)
+        else:
+            visible = self.field.visible_distance(self.position)
+            self.measured = self.distance if visible is None else visible
 
     @property
     def success(self) -> bool:
-        return self.called_stop and self.distance < self.cfg.success_radius
+        return self.called_stop and self.measured < self.cfg.success_radius
 
     def measures(self) -> dict[str, float]:
+        """habitat's measures under its names (``soft_spl``; ``softspl`` is kept as an alias).
+
+        l = 0 (an episode that starts on its goal, which habitat's generator never makes and
+        whose SPL habitat would divide by zero): the ratio l / max(l, p) counts as 1 and
+        SoftSPL as Success-at-the-start; ``Benchmark`` leaves such episodes out of its means."""
         start, p = self.start_distance, self.path_length
         success = float(self.success)
         ratio = start / max(start, p) if start > 0 else 1.0
         soft = (
-            max(0.0, 1.0 - self.distance / start)
+            max(0.0, 1.0 - self.measured / start)
             if start > 0
-            else float(self.distance < self.cfg.success_radius)
+            else float(self.measured < self.cfg.success_radius)
         )
         return {
-            "distance_to_goal": float(self.distance),
+            "distance_to_goal": float(self.measured),
             "success": success,
             "spl": success * ratio,
+            "soft_spl": soft * ratio,
             "softspl": soft * ratio,
             "path_length": float(p),
             "collisions": float(self.collisions),
@@ -162,7 +189,8 @@ class NavEpisodeState:
             goal: dict[str, np.ndarray | str] = {"instruction": text}
         else:
             category = self.episode.object_category or self.episode.goals[0].object_category
-            index = OBJECTNAV_CATEGORIES.index(category)
+            ids = self.category_ids
+            index = ids[category] if ids is not None else OBJECTNAV_CATEGORIES.index(category)
             goal = {"objectgoal": np.array([index], dtype=np.int64)}
         return {
             **goal,

@@ -62,3 +62,45 @@ def _visible(grid, instance: ObjectInstance, pts: np.ndarray) -> np.ndarray:
         ids[ok] = grid.scene.face_instance[prim[ok]]
         visible |= ids == instance.instance_id
     return visible
+
+
+def view_ious(
+    grid, instance: ObjectInstance, pts: np.ndarray, size: int = 24, hfov: float = 90.0
+) -> np.ndarray:
+    """habitat's ``ObjectViewLocation.iou`` at each view point ``(K,)``: the agent at the point,
+    camera at sensor height facing the object's centre (yaw only), a ``size`` x ``size`` view of
+    ``hfov`` degrees; the intersection over union of the object's pixels and the centre
+    rectangle (half the width and height). 1 when the object fills exactly that rectangle."""
+    from embreex import mesh_construction, rtcore_scene
+
+    pts = np.asarray(pts, dtype=np.float64).reshape(-1, 3)
+    if len(pts) == 0:
+        return np.zeros(0)
+    embree = grid.__dict__.get("_embree")
+    if embree is None:
+        embree = rtcore_scene.EmbreeScene()
+        mesh_construction.TriangleMesh(embree, grid.scene.triangles)
+        grid.__dict__["_embree"] = embree
+    t = np.tan(np.radians(hfov) / 2)
+    u = (np.arange(size) + 0.5) / size * 2 - 1  # -1..1 across the image
+    uu, vv = np.meshgrid(u * t, -u * t)  # right, up (rows top to bottom)
+    rect = (np.abs(uu) <= t / 2) & (np.abs(vv) <= t / 2)
+    eyes = pts.copy()
+    eyes[:, 1] += SENSOR_HEIGHT
+    to = instance.center[None] - eyes
+    yaw = np.arctan2(-to[:, 0], -to[:, 2])
+    fwd = np.stack([-np.sin(yaw), np.zeros_like(yaw), -np.cos(yaw)], 1)
+    right = np.stack([np.cos(yaw), np.zeros_like(yaw), -np.sin(yaw)], 1)
+    up = np.array([0.0, 1.0, 0.0])
+    dirs = (
+        fwd[:, None, None]
+        + uu[None, :, :, None] * right[:, None, None]
+        + vv[None, :, :, None] * up[None, None, None]
+    ).reshape(-1, 3)
+    origins = np.repeat(eyes, size * size, 0)
+    prim = embree.run(origins.astype(np.float32), dirs.astype(np.float32))
+    ids = np.where(prim >= 0, grid.scene.face_instance[np.maximum(prim, 0)], -1)
+    obj = (ids == instance.instance_id).reshape(len(pts), size, size)
+    inter = (obj & rect).sum(axis=(1, 2))
+    union = (obj | rect).sum(axis=(1, 2))
+    return inter / union
