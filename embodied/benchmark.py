@@ -9,8 +9,9 @@
     print(bench.table())                          # means with 95% confidence intervals
 
 ``evaluate`` runs the dataset's episodes in order (episode ``k`` by ``reset(options=
-{"episode_index": k})``); for each: ``agent.reset()``, then ``agent.act(obs)`` until the episode
-ends (stop or the step limit). Measures are the env's, habitat's definitions: Success, SPL,
+{"episode_index": k})``); for each, as habitat's: the env's reset, ``agent.reset()``, then
+``agent.act(obs)`` until the episode ends (stop or the step limit). An action is an index, a name
+(``"turn_left"``) or ``{"action": index or name}``. Measures are the env's, habitat's definitions: Success, SPL,
 SoftSPL, DistanceToGoal (plus path length, collisions, steps). Confidence intervals are
 Student-t intervals of the mean over episodes, cut to the range a measure can take (Success and
 SPL lie in [0, 1]). An episode that cannot be measured (its start cannot reach its goal in the
@@ -122,16 +123,19 @@ class Benchmark:
             else min(num_episodes, self.num_dataset_episodes)
         )
         self.rows, maps = [], []
+        from pixelrl.envs.nav.tasks import action_index
+
+        names = getattr(self.env.unwrapped, "action_names", None)
         for k in tqdm(range(n), desc="episodes", unit="ep", disable=not progress):
-            agent.reset()
             obs, info = self.env.reset(seed=seed if k == 0 else None, options={"episode_index": k})
+            agent.reset()  # after the env's reset, as habitat.Benchmark
             state = self.env.unwrapped.state
             reason = _unmeasurable(float(state.start_distance), info.get("distance_to_goal"))
             while reason is None:  # an episode that cannot be measured is not played
+                # habitat's forms: an index, a name, {"action": index or name}
                 action = agent.act(obs)
-                if isinstance(action, dict):  # habitat agents return {"action": a}
-                    action = action["action"]
-                obs, _, terminated, truncated, info = self.env.step(int(action))
+                action = action_index(action, names) if names else action_index(action)
+                obs, _, terminated, truncated, info = self.env.step(action)
                 if terminated or truncated:
                     break
             row = {
@@ -141,6 +145,8 @@ class Benchmark:
             }
             row["start_geodesic"] = float(state.start_distance)
             row.update({m: float(info[m]) for m in MEASURES + EXTRA if m in info})
+            if "softspl" in row:
+                row["soft_spl"] = row["softspl"]  # habitat's name, in the CSV beside ours
             if reason is None:
                 bad = [m for m in MEASURES + EXTRA if m in row and not np.isfinite(row[m])]
                 reason = f"{', '.join(bad)} not finite at the end" if bad else None
@@ -238,7 +244,10 @@ class Benchmark:
 def _unmeasurable(start_geodesic: float, distance_to_goal: float | None) -> str | None:
     """Why an episode cannot be measured from its start, or None: SPL needs a finite, positive
     start distance (l), DistanceToGoal a goal the start can reach."""
-    if not np.isfinite(start_geodesic) or start_geodesic <= 0:
+    if start_geodesic == 0:
+        # habitat's SPL divides by l; its generator never makes such an episode (min 1 m)
+        return "the episode starts on its goal (l = 0: SPL and SoftSPL are undefined)"
+    if not np.isfinite(start_geodesic) or start_geodesic < 0:
         return f"start geodesic distance {start_geodesic} (SPL needs a finite l > 0)"
     if distance_to_goal is None or not np.isfinite(distance_to_goal):
         return "the start cannot reach the goal in this scene (DistanceToGoal is infinite)"

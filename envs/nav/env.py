@@ -6,9 +6,10 @@ optionally normalised), ``semantic`` int32 HxWx1 instance ids where asked; Point
 ``objectgoal`` (index into ``OBJECTNAV_CATEGORIES``), ``gps`` ([forward, right] m from the start)
 and ``compass`` (radians from the start heading); InstructNav has ``instruction`` (``Text``, the
 route in words, see :mod:`pixelrl.envs.nav.instructions`) with ObjectNav's ``gps`` and
-``compass``. Actions ``Discrete(4)``: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right. The
-episode terminates on stop, truncates after ``max_episode_steps``. ``info`` carries the measures (distance_to_goal, success, spl, softspl,
-path_length, collisions, num_steps) plus episode_id, scene_id and collided.
+``compass``. Actions ``Discrete(4)``: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right (``step``
+also takes the name or habitat's ``{"action": name}``). The
+episode terminates on stop, truncates after ``max_episode_steps``. ``info`` carries the measures (distance_to_goal, success, spl, soft_spl
+(alias softspl), path_length, collisions, num_steps) plus episode_id, scene_id and collided.
 
 Reset options: ``{"episode_index": k}`` (dataset episode k) or ``{"episode": NavEpisode}``.
 Without options a dataset is walked in order (evaluation), or in a seeded random order with
@@ -24,7 +25,7 @@ import numpy as np
 
 from pixelrl.envs.nav.config import NavConfig
 from pixelrl.envs.nav.sim import NavSim
-from pixelrl.envs.nav.tasks import NavEpisodeState
+from pixelrl.envs.nav.tasks import ACTION_NAMES, NavEpisodeState, action_index
 
 RESET_OPTIONS = ("episode_index", "episode")
 
@@ -48,6 +49,12 @@ class NavEnv(gym.Env):
         self.state: NavEpisodeState | None = None
         self._next_index = 0
         self._last_obs: dict[str, np.ndarray] | None = None
+
+    @property
+    def action_names(self) -> tuple[str, ...]:
+        """The actions' names by index; ``step`` takes an index, a name or ``{"action": ...}``
+        (habitat's ``Env.step`` forms)."""
+        return ACTION_NAMES
 
     @property
     def episodes(self):
@@ -78,7 +85,7 @@ class NavEnv(gym.Env):
     def step(self, action):
         if self.state is None:
             raise RuntimeError("call reset() before step()")
-        reward, terminated, truncated = self.state.step(int(action))
+        reward, terminated, truncated = self.state.step(action_index(action, self.action_names))
         obs = self._observe()
         return obs, reward, terminated, truncated, self._info()
 

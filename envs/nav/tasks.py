@@ -37,6 +37,30 @@ IDLE = -1
 ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")
 
 
+def action_index(action, names: tuple[str, ...] = ACTION_NAMES) -> int:
+    """An action as habitat's ``Env.step`` takes it -- an index, a name (``"turn_left"``) or a
+    dict ``{"action": index or name, ...}`` -- as the index into ``names``; ``ValueError``
+    (one line) for anything else."""
+    if isinstance(action, dict):
+        if "action" not in action:
+            raise ValueError(
+                f"an action dict needs the key 'action' (habitat's {{'action': name}}), got keys "
+                f"{sorted(action)}"
+            )
+        action = action["action"]
+    if isinstance(action, str):
+        if action not in names:
+            raise ValueError(f"unknown action {action!r}; the env's actions: {', '.join(names)}")
+        return names.index(action)
+    if isinstance(action, np.ndarray) and action.size == 1:
+        action = action.reshape(()).item()
+    if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+        raise ValueError(
+            f"an action is an index, a name ({', '.join(names)}) or {{'action': ...}}, got {action!r}"
+        )
+    return int(action)
+
+
 class NavEpisodeState:
     """One agent inside one episode: pose, step counter and the running measures."""
 
