@@ -19,22 +19,24 @@ RENDERERS = ("raster", "embree")
 class NavConfig:
     """Options of ``pixelrl/PointNav-v0``, ``pixelrl/ObjectNav-v0`` and ``pixelrl/InstructNav-v0``.
 
-    Task: ``task`` ("pointnav" | "objectnav" | "instructnav"), ``max_episode_steps`` (500),
-    ``success_distance`` (None -> 0.2 m PointNav, 0.1 m ObjectNav, InstructNav: the goals'
-    ``radius`` in its dataset, else 1 m), reward ``slack_reward`` and ``success_reward``.
-    Sensors: ``sensors`` (subset of rgb, depth, semantic), ``width`` x ``height`` px, ``hfov``
-    degrees, ``sensor_height`` m, depth ``min_depth``/``max_depth`` m and ``normalize_depth``.
-    Actions: ``forward_step`` m, ``turn_angle`` degrees (None -> 10 PointNav, 30 ObjectNav),
-    ``allow_sliding`` along walls. Agent body: ``agent_radius``, ``agent_height``, ``max_climb``,
-    grid ``cell_size``. Episodes: ``dataset_path`` (habitat .json.gz; walked in order unless
-    ``shuffle``), ``scene_dir`` (where relative scene ids live), or generated on the fly in
-    ``scenes`` (mesh paths) or ``num_scenes`` procedural apartments from ``scene_seed`` with
-    generator knobs ``apartment`` (rooms, room_size, clutter, ...) and ``episode_rules``
-    (min_geodesic, max_geodesic, min_ratio); InstructNav adds ``instruction_rules`` (``rooms``:
-    how many rooms the described route visits, see ``instructions.InstructionRules``).
-    ``backend``: "embedded" or "habitat".
-    ``renderer`` (embedded backend): "raster" (numba z-buffer rasterizer, the fast default) or
-    "embree" (one ray per pixel); both give the same pictures. ``render_threads``: its threads.
+        Task: ``task`` ("pointnav" | "objectnav" | "instructnav"), ``max_episode_steps`` (500),
+        ``success_distance`` (None -> 0.2 m PointNav, 0.1 m ObjectNav, InstructNav: the goals'
+        ``radius`` in its dataset, else 1 m), reward ``slack_reward`` and ``success_reward``.
+        Sensors: ``sensors`` (subset of rgb, depth, semantic), ``width`` x ``height`` px, ``hfov``
+        degrees, ``sensor_height`` m, depth ``min_depth``/``max_depth`` m and ``normalize_depth``.
+        Actions: ``forward_step`` m, ``turn_angle`` degrees (None -> 10 PointNav, 30 ObjectNav),
+        ``allow_sliding`` along walls. Agent body: ``agent_radius``, ``agent_height``, ``max_climb``,
+        grid ``cell_size``. Episodes: ``dataset_path`` (habitat .json.gz; walked in order unless
+        ``shuffle``), ``scene_dir`` (where relative scene ids live, habitat's ``scenes_dir``), ``up_axis`` (scene files'
+    up: "y", "z" or a vector; default: habitat's stage / scene dataset config beside the file, else
+    y), or generated on the fly in
+        ``scenes`` (mesh paths) or ``num_scenes`` procedural apartments from ``scene_seed`` with
+        generator knobs ``apartment`` (rooms, room_size, clutter, ...) and ``episode_rules``
+        (min_geodesic, max_geodesic, min_ratio); InstructNav adds ``instruction_rules`` (``rooms``:
+        how many rooms the described route visits, see ``instructions.InstructionRules``).
+        ``backend``: "embedded" or "habitat".
+        ``renderer`` (embedded backend): "raster" (numba z-buffer rasterizer, the fast default) or
+        "embree" (one ray per pixel); both give the same pictures. ``render_threads``: its threads.
     """
 
     task: str = "pointnav"
@@ -60,6 +62,7 @@ class NavConfig:
     cell_size: float = 0.05
     dataset_path: str | None = None
     scene_dir: str | None = None
+    up_axis: str | list[float] | None = None
     shuffle: bool = False
     scenes: list[str] | None = None
     num_scenes: int = 4

@@ -1,7 +1,13 @@
 """External scenes through trimesh: .glb / .gltf / .obj / .ply in, .glb out.
 
 Scenes are read y up, like habitat (glTF is y up by definition; OBJ/PLY files are taken as
-authored for habitat). Per face we keep: the base colour (vertex/face colours or the material's
+authored for habitat), unless habitat's configs beside the file say otherwise: a
+``<name>.stage_config.json`` next to ``<name>.glb`` or the ``stages.default_attributes`` of a
+``*.scene_dataset_config.json`` in its folder or one above, whose ``up`` / ``front`` vectors
+and ``scale`` are applied as habitat applies them (the asset's up becomes +y, its front -z).
+The ``up_axis`` option (``"y"``, ``"z"``, or a vector) overrides them. A scene clearly
+thinner along x or z than along y after that (a z-up building read y up lies on its side) loads
+with a warning that says so. Per face we keep: the base colour (vertex/face colours or the material's
 base colour), the texture and UVs of textured materials (sampled at the hit's UV when
 rendering), and a semantic instance when the node or mesh name starts with a known category
 (``chair``, ``chair_3``, ``tv_monitor.001`` ...), the convention :func:`export_glb` writes.
@@ -24,8 +30,85 @@ class SceneFileError(ValueError):
     """A scene file that cannot be used; the message names the file."""
 
 
-def load_scene(path: str | os.PathLike, texture_size: int = 256) -> Scene:
-    """Load a mesh file as a :class:`Scene` (errors name the file)."""
+UP_AXES = {"y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0), "x": (1.0, 0.0, 0.0)}
+
+
+def habitat_frame(path: str) -> dict:
+    """``up``, ``front`` and ``scale`` for a scene file from habitat's configs beside it (see
+    the module docstring); empty when there are none."""
+    import json
+
+    stem = path
+    for suffix in SCENE_SUFFIXES:
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+    candidates = [(stem + ".stage_config.json", None)]
+    folder = os.path.dirname(os.path.abspath(path))
+    for _ in range(3):
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            if name.endswith(".scene_dataset_config.json"):
+                candidates.append((os.path.join(folder, name), ("stages", "default_attributes")))
+        folder = os.path.dirname(folder)
+    for config, keys in candidates:
+        if not os.path.isfile(config):
+            continue
+        try:
+            with open(config, encoding="utf-8") as f:
+                data = json.load(f)
+            for key in keys or ():
+                data = data.get(key) or {}
+        except (OSError, ValueError, AttributeError) as e:
+            raise SceneFileError(f"{config}: not a habitat config JSON ({e})") from e
+        frame = {k: data[k] for k in ("up", "front", "scale") if k in data}
+        if frame:
+            frame["config"] = config
+            return frame
+    return {}
+
+
+def _frame_rotation(up, front) -> np.ndarray:
+    """The rotation taking an asset's ``up`` to +y and its ``front`` to -z (habitat's frame)."""
+    u = np.asarray(up, dtype=np.float64)
+    u = u / np.linalg.norm(u)
+    f = np.asarray(front if front is not None else (0.0, 0.0, -1.0), dtype=np.float64)
+    if abs(float(np.dot(f / np.linalg.norm(f), u))) > 0.99:  # habitat's default front is -z
+        f = np.cross(u, (1.0, 0.0, 0.0)) if abs(u[0]) < 0.9 else np.cross(u, (0.0, 1.0, 0.0))
+    f = f - np.dot(f, u) * u
+    f = f / np.linalg.norm(f)
+    asset = np.stack([np.cross(f, u), u, f], 1)
+    world = np.stack([[1.0, 0, 0], [0, 1.0, 0], [0, 0, -1.0]], 1)
+    return world @ asset.T
+
+
+def _vector(path: str, name: str, value, n: int = 3) -> np.ndarray:
+    if isinstance(value, str):
+        if value.lower() not in UP_AXES:
+            raise SceneFileError(f"{path}: {name} must be one of {sorted(UP_AXES)} or [x, y, z], got {value!r}")  # fmt: skip
+        value = UP_AXES[value.lower()]
+    try:
+        v = np.asarray(value, dtype=np.float64).reshape(n)
+    except (TypeError, ValueError):
+        v = np.zeros(n)
+    if not np.isfinite(v).all() or np.linalg.norm(v) < 1e-9:
+        raise SceneFileError(f"{path}: {name} must be {n} numbers, not all zero, got {value!r}")
+    return v
+
+
+def sideways_axis(triangles: np.ndarray) -> str | None:
+    """The axis (``"x"`` or ``"z"``) that looks up, when it is not y: a building is lower than
+    it is wide, so its up axis is its thinnest; None when that is y (or no axis is clearly
+    thinner than y: under 0.6 of y's extent)."""
+    pts = np.asarray(triangles, dtype=np.float64).reshape(-1, 3)
+    extent = pts.max(0) - pts.min(0)
+    thin = int(extent.argmin())
+    return None if thin == 1 or extent[thin] >= 0.6 * extent[1] else "xyz"[thin]
+
+
+def load_scene(
+    path: str | os.PathLike, texture_size: int = 256, up_axis: str | list | None = None
+) -> Scene:
+    """Load a mesh file as a :class:`Scene` (errors name the file), turned into habitat's
+    frame (y up) by ``up_axis`` or habitat's configs beside it (module docstring)."""
     import trimesh
 
     path = os.fspath(path)
@@ -71,8 +154,40 @@ def load_scene(path: str | os.PathLike, texture_size: int = 256) -> Scene:
         inst.append(np.full(n, iid, np.int32))
     if not tris:
         raise SceneFileError(f"{path}: contains no triangles")
+    triangles = np.concatenate(tris)
+    frame = habitat_frame(path)
+    where = f"{path}: {frame.get('config', 'option up_axis')}"
+    if up_axis is not None:
+        frame = {"up": up_axis, "front": frame.get("front")}
+        where = f"{path}: option up_axis"
+    if "up" in frame or "front" in frame:
+        up = _vector(where, "up", frame.get("up", (0.0, 1.0, 0.0)))
+        front = frame.get("front")
+        front = None if front is None else _vector(where, "front", front)
+        rotation = _frame_rotation(up, front)
+        triangles = triangles @ rotation.T
+        for obj in instances.values():
+            corners = np.stack(np.meshgrid(*zip(obj.aabb_min, obj.aabb_max), indexing="ij"), -1)
+            corners = corners.reshape(-1, 3) @ rotation.T
+            obj.aabb_min, obj.aabb_max = corners.min(0), corners.max(0)
+    if "scale" in frame:
+        scale = _vector(where, "scale", frame["scale"]) if not np.isscalar(frame["scale"]) else np.full(3, float(frame["scale"]))  # fmt: skip
+        triangles = triangles * scale
+        for obj in instances.values():
+            lo, hi = obj.aabb_min * scale, obj.aabb_max * scale
+            obj.aabb_min, obj.aabb_max = np.minimum(lo, hi), np.maximum(lo, hi)
+    axis = sideways_axis(triangles)
+    if axis is not None:
+        import warnings
+
+        warnings.warn(
+            f"{path}: the scene looks sideways (it is thinnest along {axis}, not y, after its "
+            "frame was applied): if it was authored z up, pass up_axis='z' or give it "
+            'a habitat stage config with "up": [0, 0, 1]',
+            stacklevel=2,
+        )
     return Scene(
-        triangles=np.concatenate(tris).astype(np.float32),
+        triangles=triangles.astype(np.float32),
         face_color=np.concatenate(colors),
         face_instance=np.concatenate(inst),
         instances=instances,

@@ -155,7 +155,7 @@ def scene_from_id(
         return generate_apartment(seed, apartment)
     from pixelrl.envs.nav.mesh_io import load_scene
 
-    return load_scene(scene_path(scene_id, cfg, base_dir, context))
+    return load_scene(scene_path(scene_id, cfg, base_dir, context), up_axis=cfg.up_axis)
 
 
 # habitat's DEFAULT_SCENE_PATH_PREFIX: its datasets name scenes from the habitat-lab checkout
