@@ -67,6 +67,9 @@ DEFAULTS: dict[str, Any] = {
     "train": {
         "total_frames": 1_000_000,
         "time_limit_minutes": 0,  # > 0: also stop after this much training time (evals excluded)
+        # > 0: also stop after this much CPU time of training (evals excluded): the budget to
+        # compare runs by when other jobs share the machine (wall minutes then stretch)
+        "cpu_limit_minutes": 0,
         "output_dir": "",  # "" -> runs/<recipe>-<date-time>
         "resume": None,  # a run folder or checkpoint file
         "checkpoint_interval": 25,  # updates
@@ -95,7 +98,7 @@ POSITIVE = (
 )  # fmt: skip
 NON_NEGATIVE = (
     "envs.num_workers", "envs.num_cpus",
-    "train.time_limit_minutes", "train.checkpoint_interval", "train.eval_interval",
+    "train.time_limit_minutes", "train.cpu_limit_minutes", "train.checkpoint_interval", "train.eval_interval",
     "train.eval_episodes", "imitation.updates", "ppo.critic_warmup_updates",
 )  # fmt: skip
 
@@ -413,7 +416,6 @@ class Trainer:
             last_eval = self._evaluate_and_log()
             if cfg.checkpoint_interval and self.update == 0:
                 self.save()  # update_0.pt: the policy before any update (a warm start to compare with)
-        limit_s = 60 * float(cfg.time_limit_minutes)
         train_s = self.history[-1].get("train_minutes", 0.0) * 60 if self.history else 0.0
         cpu_s = self.history[-1].get("cpu_minutes", 0.0) * 60 if self.history else 0.0
         if self.imitation_cfg.updates > 0 and self.update == 0 and not self.history:
@@ -421,8 +423,8 @@ class Trainer:
             if self.dist.is_main and cfg.eval_interval:
                 last_eval = self._evaluate_and_log()  # the warm start alone, on held-out scenes
         while self.update < self.total_updates:
-            if limit_s > 0 and all_reduce_sum([float(train_s >= limit_s)])[0] > 0:
-                break  # any rank over its time limit stops all (they agree on the update count)
+            if self._over_budget(train_s, cpu_s):
+                break
             tic, cpu_tic = time.perf_counter(), time.process_time()
             lr = self.ppo.set_lr(self.update)
             self.tracker.begin(self.update)
@@ -497,6 +499,16 @@ class Trainer:
         train_row = self.history[-1] if self.history else {}
         return {"run_dir": str(self.run_dir), "train": train_row, "eval": last_eval}
 
+    def _over_budget(self, train_s: float, cpu_s: float) -> bool:
+        """``train.time_limit_minutes`` (wall) or ``train.cpu_limit_minutes`` used up. Any rank
+        over its limit stops all (they agree on the update count)."""
+        from pixelrl.rl.distributed import all_reduce_sum
+
+        cfg = self.cfg.train
+        wall, cpu = 60 * float(cfg.time_limit_minutes), 60 * float(cfg.cpu_limit_minutes)
+        over = (wall > 0 and train_s >= wall) or (cpu > 0 and cpu_s >= cpu)
+        return all_reduce_sum([float(over)])[0] > 0
+
     def _imitate(self, bar) -> tuple[float, float]:
         """The imitation warm start (:mod:`pixelrl.rl.imitation`): the recipe's teacher drives the
         envs, the policy learns its actions. Returns the wall and CPU seconds it took."""
@@ -513,11 +525,9 @@ class Trainer:
         student = self.collector.policy
         self.collector.policy = TeacherForcing(self.policy, make_teacher(self.cfg, self.envs))
         train_s = cpu_s = 0.0
-        limit_s = 60 * float(self.cfg.train.time_limit_minutes)
         try:
             for k in range(self.imitation_cfg.updates):
-                # the time limit counts imitation too (a recipe's budget is all its training)
-                if limit_s > 0 and all_reduce_sum([float(train_s >= limit_s)])[0] > 0:
+                if self._over_budget(train_s, cpu_s):  # the budget counts imitation too
                     break
                 tic, cpu_tic = time.perf_counter(), time.process_time()
                 rollout = self.collector.collect()

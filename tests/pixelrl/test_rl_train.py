@@ -111,6 +111,14 @@ def test_time_limit_stops_training_early_and_is_logged(tmp_path):
     assert result["train"]["train_minutes"] > 0 and result["train"]["cpu_minutes"] > 0
 
 
+def test_cpu_limit_stops_training_early(tmp_path):
+    base = [f"train.output_dir={tmp_path}", "train.total_frames=100000", "train.final_eval=false"]
+    result = Trainer(config_for(RECIPE, base + ["train.cpu_limit_minutes=1e-9"])).run()
+    assert result["train"]["update"] == 1
+    with pytest.raises(ConfigError, match="cpu_limit_minutes"):
+        config_for(RECIPE, ["train.cpu_limit_minutes=-1"])
+
+
 def test_imitation_without_a_teacher_or_with_a_wrong_key_is_a_clear_error(tmp_path):
     cfg = config_for(RECIPE, [f"train.output_dir={tmp_path}", "imitation.updates=1"])
     with pytest.raises(ConfigError, match="no teacher"):
