@@ -27,6 +27,7 @@ import re
 import time
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,12 @@ DEFAULTS: dict[str, Any] = {
     "recipe": "",
     "seed": 1,
     "device": "cpu",
-    "torch_threads": 0,  # 0 keeps torch's default
+    # Torch threads, set per phase. `torch_threads`: the learner's (PPO / imitation updates,
+    # evaluation); 0 keeps torch's default. `collect.torch_threads`: the policy's forward while
+    # collecting (one small batch a step: threads cost more than they give); 0 = torch_threads.
+    # With train.async the collector is its own process and gets collect.torch_threads (0: 1),
+    # so on 2 cores the env worker holds one core and the learner the other.
+    "torch_threads": 0,
     "env": {
         "id": "",
         "num_envs": 8,
@@ -63,9 +69,15 @@ DEFAULTS: dict[str, Any] = {
     "policy": {},
     "ppo": PPOConfig().to_dict(),
     "imitation": ImitationConfig().to_dict(),  # behaviour-cloning warm start (updates: 0 = none)
-    "collect": {"bootstrap_truncated": True},
+    "collect": {"bootstrap_truncated": True, "torch_threads": 0},
     "train": {
         "total_frames": 1_000_000,
+        # Collect the next rollout in an env worker process while the learner updates on this
+        # one (pixelrl.rl.async_collect: double buffering, the acting policy one update behind,
+        # PPO's ratio against the stored behaviour log-probs). false: one process, each rollout
+        # then its update, bit-for-bit reproducible (tests, exact reruns). Ignored with
+        # envs.backend=ray (the envs already run in actors) and with device other than cpu.
+        "async": False,
         "time_limit_minutes": 0,  # > 0: also stop after this much training time (evals excluded)
         # > 0: also stop after this much CPU time of training (evals excluded): the budget to
         # compare runs by when other jobs share the machine (wall minutes then stretch)
@@ -97,7 +109,7 @@ POSITIVE = (
     "ppo.num_minibatches", "ppo.lr", "imitation.epochs", "imitation.num_minibatches", "imitation.lr",
 )  # fmt: skip
 NON_NEGATIVE = (
-    "envs.num_workers", "envs.num_cpus",
+    "envs.num_workers", "envs.num_cpus", "torch_threads", "collect.torch_threads",
     "train.time_limit_minutes", "train.cpu_limit_minutes", "train.checkpoint_interval", "train.eval_interval",
     "train.eval_episodes", "imitation.updates", "ppo.critic_warmup_updates",
 )  # fmt: skip
@@ -112,6 +124,8 @@ def check_config(cfg: Config) -> None:
     check_ranges(cfg, POSITIVE, NON_NEGATIVE)
     if cfg.envs.backend not in ("sync", "ray"):
         raise ConfigError(f"envs.backend must be sync or ray, got {cfg.envs.backend!r}")
+    if not isinstance(cfg.train["async"], bool):
+        raise ConfigError(f"train.async must be true or false, got {cfg.train['async']!r}")
     # Only ids shaped like gymnasium's (``ns/Name-v0``) are looked up: a task module may build
     # its envs itself from any name (the tests' toy recipe uses ``toy``).
     gym_shaped = bool(cfg.env.id) and re.search(r"/|-v\d+$", str(cfg.env.id)) is not None
@@ -153,6 +167,37 @@ def make_vector_envs(task: Any, cfg: Config, num_envs: int, seed: int, split: st
         address=str(opts.address) or None,
         num_cpus=int(opts.num_cpus) or None,
     )
+
+
+@dataclass
+class TrainEnvsSpec:
+    """The training envs, policy and teacher of a recipe, built where ``train.async`` puts them:
+    in the env worker process (:mod:`pixelrl.rl.async_collect`; picklable for ``spawn``)."""
+
+    recipe: Any  # pixelrl.recipes.Recipe (not its name: tests register recipes at run time)
+    config: dict[str, Any]
+    seed: int
+
+    def _task(self) -> tuple[Any, Config]:
+        return self.recipe.load_task(), Config(self.config)
+
+    def make_envs(self) -> Any:
+        task, cfg = self._task()
+        return make_vector_envs(task, cfg, int(cfg.env.num_envs), self.seed, "train")
+
+    def make_policy(self, observation_space: Any, action_space: Any) -> Any:
+        task, cfg = self._task()
+        return task.make_policy(cfg, observation_space, action_space)
+
+    def make_teacher(self, envs: Any) -> Any:
+        task, cfg = self._task()
+        return task.make_teacher(cfg, envs)
+
+
+def uses_async_collection(cfg: Config) -> bool:
+    """``train.async``, unless the envs already run in Ray actors (``envs.backend=ray``) or the
+    learner is on a GPU (the worker's storages are shared CPU memory)."""
+    return bool(cfg.train["async"]) and cfg.envs.backend == "sync" and cfg.device == "cpu"
 
 
 # Measures shown in the progress bar and plotted, matched loosely against episode info keys.
@@ -241,16 +286,36 @@ class Trainer:
                 f"train.resume: checkpoint is from recipe {self.checkpoint.get('recipe')!r}, "
                 f"not {cfg.recipe!r}"
             )
+        # threads per phase (DEFAULTS): the learner's, and the collection's in sync mode
         if cfg.torch_threads:
             torch.set_num_threads(int(cfg.torch_threads))
+        self.learn_threads = torch.get_num_threads()
+        self.collect_threads = int(cfg.collect.torch_threads) or self.learn_threads
         keep_freed_memory()
         rank_seed = int(cfg.seed) + 1000 * self.dist.rank
         torch.manual_seed(int(cfg.seed))  # same initial weights everywhere (then broadcast)
         np.random.seed(rank_seed)
         self.device = torch.device(cfg.device)
 
-        self.task = get_recipe(cfg.recipe).load_task()
-        self.envs = make_vector_envs(self.task, cfg, int(cfg.env.num_envs), rank_seed, "train")
+        recipe = get_recipe(cfg.recipe)
+        self.task = recipe.load_task()
+        self.async_collect = uses_async_collection(cfg)
+        if self.async_collect:
+            from pixelrl.rl.async_collect import AsyncCollector, CollectOptions
+
+            self.collector = AsyncCollector(
+                TrainEnvsSpec(recipe, cfg.to_dict(), rank_seed),
+                CollectOptions(
+                    seed=rank_seed,
+                    gamma=float(cfg.ppo.gamma),
+                    bootstrap_truncated=bool(cfg.collect.bootstrap_truncated),
+                    reward_norm=bool(cfg.ppo.reward_norm),
+                    threads=int(cfg.collect.torch_threads) or 1,
+                ),
+            )
+            self.envs = self.collector.envs  # spaces, num_envs, stats(), close()
+        else:
+            self.envs = make_vector_envs(self.task, cfg, int(cfg.env.num_envs), rank_seed, "train")
         self.policy = self.task.make_policy(
             cfg, self.envs.single_observation_space, self.envs.single_action_space
         ).to(self.device)
@@ -279,15 +344,18 @@ class Trainer:
         self.reward_normalizer = (
             RewardNormalizer(num_envs, self.ppo_cfg.gamma) if self.ppo_cfg.reward_norm else None
         )
-        self.collector = RolloutCollector(
-            self.envs,
-            self.policy,
-            self.storage,
-            seed=rank_seed,
-            gamma=self.ppo_cfg.gamma,
-            bootstrap_truncated=bool(cfg.collect.bootstrap_truncated),
-            reward_transform=self.reward_normalizer,
-        )
+        if self.async_collect:
+            self.collector.start(self.policy, self.storage, self.reward_normalizer)
+        else:
+            self.collector = RolloutCollector(
+                self.envs,
+                self.policy,
+                self.storage,
+                seed=rank_seed,
+                gamma=self.ppo_cfg.gamma,
+                bootstrap_truncated=bool(cfg.collect.bootstrap_truncated),
+                reward_transform=self.reward_normalizer,
+            )
         self.tracker = RolloutTracker(cfg.distributed.sync_fraction, cfg.distributed.min_fraction)
 
         self.update, self.frames = 0, 0
@@ -425,12 +493,10 @@ class Trainer:
         while self.update < self.total_updates:
             if self._over_budget(train_s, cpu_s):
                 break
-            tic, cpu_tic = time.perf_counter(), time.process_time()
+            tic, cpu_tic = time.perf_counter(), self._cpu_time()
             lr = self.ppo.set_lr(self.update)
             self.tracker.begin(self.update)
-            rollout = self.collector.collect(
-                should_stop=lambda steps: self.tracker.should_stop(steps, ppo_cfg.num_steps)
-            )
+            rollout = self._collect("policy", "policy")
             self.tracker.mark_done()
             collect_s = time.perf_counter() - tic
 
@@ -451,14 +517,14 @@ class Trainer:
                 window.extend(episodes)
             seconds = time.perf_counter() - tic
             train_s += seconds
-            cpu_s += time.process_time() - cpu_tic
+            cpu_s += self._cpu_time() - cpu_tic
             row = {
                 "update": self.update,
                 "frames": self.frames,
                 "train_minutes": train_s / 60,  # wall time in collection + updates (no evals)
-                "cpu_minutes": cpu_s / 60,  # this process's CPU time there (all its threads)
+                "cpu_minutes": cpu_s / 60,  # CPU time there (all threads, the env worker's too)
                 "fps": frames / seconds,
-                "collect_fps": frames / max(collect_s, 1e-9),
+                "collect_fps": frames / max(collect_s, 1e-9),  # async: the wait for the rollout
                 "lr": lr,
                 "steps": rollout.steps,
                 **{f"train/{k}": v for k, v in summarize(list(window)).items()},
@@ -523,14 +589,17 @@ class Trainer:
             )
         imitation = Imitation(self.policy, self.imitation_cfg)
         student = self.collector.policy
-        self.collector.policy = TeacherForcing(self.policy, make_teacher(self.cfg, self.envs))
+        if not self.async_collect:  # the worker builds its own teacher (AsyncCollector)
+            self.collector.policy = TeacherForcing(self.policy, make_teacher(self.cfg, self.envs))
         train_s = cpu_s = 0.0
         try:
             for k in range(self.imitation_cfg.updates):
                 if self._over_budget(train_s, cpu_s):  # the budget counts imitation too
                     break
-                tic, cpu_tic = time.perf_counter(), time.process_time()
-                rollout = self.collector.collect()
+                tic, cpu_tic = time.perf_counter(), self._cpu_time()
+                last = k == self.imitation_cfg.updates - 1
+                rollout = self._collect("teacher", "policy" if last else "teacher")
+                collect_s = time.perf_counter() - tic
                 self.ppo.compute_advantages(self.storage, rollout.next_value)
                 if self.ppo.value_normalizer is not None:  # the critic learns normalised values
                     T = self.storage.step
@@ -547,7 +616,7 @@ class Trainer:
                 self.frames += frames
                 seconds = time.perf_counter() - tic
                 train_s += seconds
-                cpu_s += time.process_time() - cpu_tic
+                cpu_s += self._cpu_time() - cpu_tic
                 teacher = summarize(rollout.episodes)
                 row = {
                     "update": 0,
@@ -556,6 +625,7 @@ class Trainer:
                     "train_minutes": train_s / 60,
                     "cpu_minutes": cpu_s / 60,
                     "fps": frames / seconds,
+                    "collect_fps": frames / max(collect_s, 1e-9),  # async: the wait for it
                     **{f"imitation/{key}": v for key, v in losses.items()},
                     **{
                         f"imitation/teacher_{m}": teacher[m]
@@ -573,6 +643,32 @@ class Trainer:
         finally:
             self.collector.policy = student
         return train_s, cpu_s
+
+    def _cpu_time(self) -> float:
+        """CPU seconds of this process and, with ``train.async``, of its env worker so far."""
+        return time.process_time() + getattr(self.collector, "worker_cpu_seconds", 0.0)
+
+    def _collect(self, mode: str, next_mode: str) -> Any:
+        """One rollout into ``self.storage``: ``mode`` is ``policy`` (PPO) or ``teacher``
+        (imitation, the policy already wrapped in TeacherForcing); ``next_mode`` is what the
+        async worker prefetches while the caller learns."""
+        import torch
+
+        if self.async_collect:
+            rollout = self.collector.collect(mode, next_mode)
+            self.storage = self.collector.storage  # the buffer just filled (double buffering)
+            return rollout
+        if self.collect_threads != self.learn_threads:
+            torch.set_num_threads(self.collect_threads)
+        try:
+            if mode == "teacher":
+                return self.collector.collect()
+            return self.collector.collect(
+                should_stop=lambda steps: self.tracker.should_stop(steps, self.ppo_cfg.num_steps)
+            )
+        finally:
+            if self.collect_threads != self.learn_threads:
+                torch.set_num_threads(self.learn_threads)
 
     def _evaluate_and_log(self) -> dict[str, float]:
         minutes = self.history[-1]["train_minutes"] if self.history else 0.0

@@ -203,8 +203,14 @@ class PPO:
                 for key, value in terms.items():
                     totals[key] = totals.get(key, 0.0) + float(value.detach())
                 totals["grad_norm"] = totals.get("grad_norm", 0.0) + float(grad_norm)
+                if count == 0:  # before any step: how far the behaviour policy is behind
+                    behaviour_kl = float(terms["approx_kl"])
                 count += 1
-        return {key: value / count for key, value in totals.items()}
+        out = {key: value / count for key, value in totals.items()}
+        # 0 up to rounding when the rollout was collected with these weights; with
+        # train.async (pixelrl.rl.async_collect) the one-update policy lag
+        out["behaviour_kl"] = behaviour_kl
+        return out
 
     def _step(
         self, optimizer, loss: torch.Tensor, params: list[torch.nn.Parameter]

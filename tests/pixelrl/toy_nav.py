@@ -167,3 +167,61 @@ class NextStepVecEnv(gym.vector.VectorEnv):
 
     def step(self, actions):
         return self._inner.step(actions)
+
+
+# -- the toy in an async collector's env worker (pixelrl.rl.async_collect) --------------------
+class CrashingToyPointNav(ToyPointNav):
+    """Fails at step ``crash_at`` of the process: raises, or (``hard``) kills its own process
+    with SIGKILL, as the OOM killer or a segfault in native code would."""
+
+    steps_taken = 0
+
+    def __init__(self, crash_at: int, hard: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        self.crash_at, self.hard = crash_at, hard
+
+    def step(self, action):
+        CrashingToyPointNav.steps_taken += 1
+        if CrashingToyPointNav.steps_taken >= self.crash_at:
+            if self.hard:
+                import os
+                import signal
+
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise RuntimeError(f"toy env crashed on purpose at step {self.crash_at}")
+        return super().step(action)
+
+
+class ToySpec:
+    """What the async collector's worker builds: toy envs and the toy recipe's policy
+    (picklable: this module is importable in a ``spawn`` process, pyproject's pythonpath)."""
+
+    def __init__(self, num_envs: int = 4, crash_at: int = 0, hard: bool = False, **kwargs):
+        self.num_envs, self.crash_at, self.hard, self.kwargs = num_envs, crash_at, hard, kwargs
+
+    def make_envs(self) -> gym.vector.VectorEnv:
+        if not self.crash_at:
+            return make_toy_vec_env(self.num_envs, **self.kwargs)
+        return gym.vector.SyncVectorEnv(
+            [
+                lambda: CrashingToyPointNav(self.crash_at, self.hard, **self.kwargs)
+                for _ in range(self.num_envs)
+            ],
+            autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        )
+
+    def make_policy(self, observation_space, action_space):
+        from pixelrl.embodied.policy import PointNavResNetPolicy
+
+        return PointNavResNetPolicy(
+            observation_space,
+            action_space,
+            hidden_size=32,
+            base_planes=8,
+            ngroups=4,
+            feature_size=64,
+        )
+
+    def make_teacher(self, envs):
+        """A scripted teacher: always forward."""
+        return lambda: np.ones(envs.num_envs, dtype=np.int64)
