@@ -2,12 +2,19 @@
 
 Examples::
 
-    pixelrl train embodied/pointnav                           # the default recipe, one process
+    pixelrl train embodied/pointnav                           # the default recipe
+    pixelrl train embodied/pointnav train.async=false         # one process: exact reruns
     pixelrl train embodied/pointnav ppo.lr=1e-4 env.num_envs=4 train.total_frames=2e6
     pixelrl train embodied/pointnav train.resume=runs/embodied-pointnav-20260101-120000
     pixelrl train my_recipe.yaml                              # a YAML that names its recipe
     pixelrl train --print-config embodied/pointnav ppo.lr=1e-4   # flags go before the recipe
     torchrun --nproc-per-node 4 -m pixelrl train embodied/pointnav distributed.backend=nccl device=cuda
+
+train.async=true (the embodied PPO recipes' default) runs the envs, and the imitation teacher, in
+an env worker process that collects the next rollout while the learner updates on the last one
+(the acting policy is one update behind; PPO's ratio uses the stored behaviour log-probs).
+train.async=false collects and learns in turn in one process, reproducible bit for bit.
+torch_threads sets the learner's threads, collect.torch_threads the collecting policy's.
 """
 
 from __future__ import annotations
