@@ -421,17 +421,53 @@ def grpo_optimizer_for(policy, cfg: Config):
         raise ConfigError(str(e)) from None
 
 
+def grounding_grpo_step(
+    policy,
+    opt,
+    lr: float,
+    ref,
+    prompts,
+    gcfg,
+    reward_fn,
+    screen,
+    sigma_scale: float,
+    minibatch: int,
+) -> dict[str, float]:
+    """One step of ``gui/grounding-grpo`` on ``prompts`` (:class:`GroundingItem`\\ s): G samples
+    of each, the reward, group-normalised advantages and the update (``lr`` already set on
+    ``opt``). Returns the step's statistics and speed (:func:`pixelrl.rl.grpo.throughput`);
+    ``bench/grpo_vs_trl.py`` times this same function against TRL's ``GRPOTrainer``."""
+    from pixelrl.rl.grpo import group_advantages, synced_clock, throughput, update_in_chunks
+
+    G = gcfg.num_samples
+    policy.model.eval()
+    t_sample = synced_clock(policy)
+    groups = policy.generate(
+        [p.screenshot for p in prompts], [p.instruction for p in prompts], [[] for _ in prompts],
+        num_samples=G, temperature=gcfg.temperature, max_new_tokens=gcfg.max_new_tokens,
+        screen_size=screen,
+    )  # fmt: skip
+    t_update = synced_clock(policy)
+    policy.model.train()
+    rows, rewards = [], []
+    for prompt, samples in zip(prompts, groups):
+        texts = [s.text for s in samples]
+        rewards.extend(reward_fn(texts, [prompt.bbox] * len(samples), screen, sigma_scale))
+        rows.extend({"screenshot": prompt.screenshot, "instruction": prompt.instruction,
+                     "history": [], "completion": s} for s in samples)  # fmt: skip
+    advantages = group_advantages(rewards, group_size=G, scale_by_std=gcfg.scale_by_std)
+    stats = update_in_chunks(policy, opt, rows, advantages, ref, gcfg, minibatch)
+    t_end = synced_clock(policy)
+    parsed = float(np.mean([s.parsed for g in groups for s in g]))
+    return {"reward": float(np.mean(rewards)), "format": parsed, "lr": lr, **stats,
+            **throughput(groups, advantages, gcfg, t_update - t_sample, t_end - t_update)}  # fmt: skip
+
+
 def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
     from tqdm import tqdm
 
     from pixelrl.gui_agent.grounding import grounding_set
-    from pixelrl.rl.grpo import (
-        GRPOConfig,
-        group_advantages,
-        synced_clock,
-        throughput,
-        update_in_chunks,
-    )
+    from pixelrl.rl.grpo import GRPOConfig
 
     if cfg.grpo.reward not in GROUNDING_REWARDS:
         raise ConfigError(
@@ -449,37 +485,17 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
     reward_fn = GROUNDING_REWARDS[cfg.grpo.reward]
     opt, set_lr = grpo_optimizer_for(policy, cfg)
     rng = np.random.default_rng(int(cfg.seed))
-    G, P = gcfg.num_samples, int(cfg.grpo.prompts_per_step)
+    P = int(cfg.grpo.prompts_per_step)
     run.add_eval(0, _grounding_eval(policy, cfg, items))
     steps = int(cfg.grpo.steps)
     bar = tqdm(range(steps), desc="grounding-grpo", disable=not cfg.train.progress)
     for step in bar:
         prompts = [train_items[i] for i in rng.choice(len(train_items), P, replace=False)]
-        policy.model.eval()
-        t_sample = synced_clock(policy)
-        groups = policy.generate(
-            [p.screenshot for p in prompts], [p.instruction for p in prompts], [[] for _ in prompts],
-            num_samples=G, temperature=gcfg.temperature, max_new_tokens=gcfg.max_new_tokens,
-            screen_size=screen,
-        )  # fmt: skip
-        t_update = synced_clock(policy)
-        policy.model.train()
-        rows, rewards = [], []
-        for prompt, samples in zip(prompts, groups):
-            texts = [s.text for s in samples]
-            r = reward_fn(texts, [prompt.bbox] * len(samples), screen, float(cfg.grpo.sigma_scale))
-            rewards.extend(r)
-            rows.extend({"screenshot": prompt.screenshot, "instruction": prompt.instruction,
-                         "history": [], "completion": s} for s in samples)  # fmt: skip
-        advantages = group_advantages(rewards, group_size=G, scale_by_std=gcfg.scale_by_std)
-        lr = set_lr(step)
-        stats = update_in_chunks(policy, opt, rows, advantages, ref, gcfg, int(cfg.grpo.minibatch))
-        t_end = synced_clock(policy)
-        parsed = float(np.mean([s.parsed for g in groups for s in g]))
-        row = {"step": step + 1, "reward": float(np.mean(rewards)), "format": parsed, "lr": lr, **stats,
-               **throughput(groups, advantages, gcfg, t_update - t_sample, t_end - t_update)}  # fmt: skip
+        row = grounding_grpo_step(policy, opt, set_lr(step), ref, prompts, gcfg, reward_fn,
+                                  screen, float(cfg.grpo.sigma_scale), int(cfg.grpo.minibatch))  # fmt: skip
+        row = {"step": step + 1, **row}
         run.history.append(row)
-        bar.set_postfix_str(f"reward={row['reward']:.3f} format={parsed:.2f}", refresh=False)
+        bar.set_postfix_str(f"reward={row['reward']:.3f} format={row['format']:.2f}", refresh=False)
         if int(cfg.eval.interval) and (step + 1) % int(cfg.eval.interval) == 0 and step + 1 < steps:
             run.add_eval(step + 1, _grounding_eval(policy, cfg, items))
     run.add_eval(steps, _grounding_eval(policy, cfg, items))
