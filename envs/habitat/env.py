@@ -21,7 +21,13 @@ import gymnasium as gym
 import numpy as np
 
 from pixelrl.envs.nav.config import NavConfig
-from pixelrl.envs.nav.dataset import EpisodeRules, NavEpisode, NavGoal, load_episodes
+from pixelrl.envs.nav.dataset import (
+    EpisodeRules,
+    NavEpisode,
+    NavGoal,
+    load_category_ids,
+    load_episodes,
+)
 from pixelrl.envs.nav.geometry import (
     episodic_compass,
     episodic_gps,
@@ -95,11 +101,18 @@ class HabitatNavEnv(gym.Env):
     def __init__(self, render_mode: str | None = None, **options: Any) -> None:
         options.pop("backend", None)
         self.cfg = NavConfig.from_options(env_id="HabitatNavEnv", backend="habitat", **options)
+        if self.cfg.look_actions:
+            raise ValueError(
+                "option look_actions (look_up / look_down) runs on the embedded simulator only; "
+                "backend='habitat' has the four move and turn actions"
+            )
         self.habitat_sim = import_habitat_sim()
         self.render_mode = render_mode
         cfg = self.cfg
+        self.category_ids = None  # objectgoal per category: the dataset file's map, else ours
         if cfg.dataset_path is not None:
             self.episodes = load_episodes(cfg.dataset_path)
+            self.category_ids = load_category_ids(cfg.dataset_path)
             base = os.path.dirname(os.path.abspath(cfg.dataset_path))
         elif cfg.scenes:
             self.episodes, base = None, None
@@ -115,20 +128,15 @@ class HabitatNavEnv(gym.Env):
         from pixelrl.envs.nav.sim import observation_space
 
         # Spaces are exactly the embedded env's (no simulator needed to describe them).
-        self.observation_space = observation_space(cfg)
+        self.observation_space = observation_space(cfg, self.category_ids)
         self.action_space = gym.spaces.Discrete(4)
         self._last_obs = None
 
     # -------------------------------------------------------------- scene and episodes
     def _resolve(self, scene_id: str) -> str:
-        path = scene_id
-        if not os.path.isabs(path):
-            for root in (self.cfg.scene_dir, self._base):
-                if root and os.path.exists(os.path.join(root, path)):
-                    return os.path.join(root, path)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"scene file not found: {scene_id!r}")
-        return path
+        from pixelrl.envs.nav.sim import scene_path  # habitat's rule: the embedded env's
+
+        return scene_path(scene_id, self.cfg, self._base)
 
     def _load_scene(self, scene_id: str) -> None:
         path = self._resolve(scene_id)
@@ -271,7 +279,9 @@ class HabitatNavEnv(gym.Env):
             obs["pointgoal_with_gps_compass"] = np.array([rho, phi], np.float32)
         else:
             cat = self.episode.object_category or self.episode.goals[0].object_category
-            obs["objectgoal"] = np.array([OBJECTNAV_CATEGORIES.index(cat)], np.int64)
+            ids = self.category_ids
+            index = ids[cat] if ids is not None else OBJECTNAV_CATEGORIES.index(cat)
+            obs["objectgoal"] = np.array([index], np.int64)
             obs["gps"] = episodic_gps(self.position, self.start_position, self.start_yaw)
             obs["compass"] = episodic_compass(self.yaw, self.start_yaw)
         self._last_obs = obs
@@ -285,6 +295,7 @@ class HabitatNavEnv(gym.Env):
             "distance_to_goal": self.distance,
             "success": success,
             "spl": success * ratio,
+            "soft_spl": max(0.0, 1 - self.distance / start) * ratio if start > 0 else success,
             "softspl": max(0.0, 1 - self.distance / start) * ratio if start > 0 else success,
             "path_length": p,
             "collisions": float(self.collisions),

@@ -15,6 +15,54 @@ SENSORS = ("rgb", "depth", "semantic")
 RENDERERS = ("raster", "embree")
 
 
+# habitat-lab's benchmark configs (habitat/config/benchmark/nav/...), copied value for value onto
+# our options (with habitat's defaults from default_structured_configs.py where a file says
+# nothing: hfov 90, sensor at 1.25 m, depth 0-10 m normalised, body 1.5 m x 0.1 m, 0.25 m steps,
+# 10 degree turns, sliding on). ``preset=NAME`` sets them; options given beside it win.
+_HABITAT_DEFAULTS: dict[str, Any] = {
+    "width": 256,
+    "height": 256,
+    "hfov": 90.0,
+    "sensor_height": 1.25,
+    "sensors": ("rgb", "depth"),
+    "min_depth": 0.0,
+    "max_depth": 10.0,
+    "normalize_depth": True,
+    "forward_step": 0.25,
+    "turn_angle": 10.0,
+    "allow_sliding": True,
+    "max_episode_steps": 500,
+    "agent_radius": 0.1,
+    "agent_height": 1.5,
+}
+_HABITAT_OBJECTNAV = {
+    **_HABITAT_DEFAULTS,
+    "task": "objectnav",
+    "success_distance": 0.1,
+    "width": 640,
+    "height": 480,
+    "hfov": 79.0,
+    "sensor_height": 0.88,
+    "min_depth": 0.5,
+    "max_depth": 5.0,
+    "turn_angle": 30.0,
+    "allow_sliding": False,
+    "agent_radius": 0.18,
+    "agent_height": 0.88,
+    "look_actions": True,
+    "tilt_angle": 30.0,
+}
+PRESETS: dict[str, dict[str, Any]] = {
+    # pointnav/pointnav_gibson.yaml (also pointnav_mp3d.yaml, pointnav_hm3d.yaml: same settings)
+    "habitat-pointnav-gibson": {**_HABITAT_DEFAULTS, "task": "pointnav", "success_distance": 0.2},
+    "habitat-pointnav-mp3d": {**_HABITAT_DEFAULTS, "task": "pointnav", "success_distance": 0.2},
+    "habitat-pointnav-hm3d": {**_HABITAT_DEFAULTS, "task": "pointnav", "success_distance": 0.2},
+    # objectnav/objectnav_hm3d.yaml and objectnav_mp3d.yaml (the same settings)
+    "habitat-objectnav-hm3d": _HABITAT_OBJECTNAV,
+    "habitat-objectnav-mp3d": dict(_HABITAT_OBJECTNAV),
+}
+
+
 @dataclass
 class NavConfig:
     """Options of ``pixelrl/PointNav-v0``, ``pixelrl/ObjectNav-v0`` and ``pixelrl/InstructNav-v0``.
@@ -35,7 +83,12 @@ class NavConfig:
         (min_geodesic, max_geodesic, min_ratio); InstructNav adds ``instruction_rules`` (``rooms``:
         how many rooms the described route visits, see ``instructions.InstructionRules``).
         ``backend``: "embedded" or "habitat".
-        ``renderer`` (embedded backend): "raster" (numba z-buffer rasterizer, the fast default) or
+        ``look_actions``: add habitat's ObjectNav ``look_up`` / ``look_down`` (actions 4, 5: tilt the
+    camera by ``tilt_angle`` degrees, 30 as habitat's ObjectNav, within +-90).
+    ``preset``: habitat-lab's settings for a benchmark, named after its config file
+    (``habitat-pointnav-gibson``, ``habitat-objectnav-hm3d``, ... see ``PRESETS``); options given
+    beside it override it.
+    ``renderer`` (embedded backend): "raster" (numba z-buffer rasterizer, the fast default) or
         "embree" (one ray per pixel); both give the same pictures. ``render_threads``: its threads.
     """
 
@@ -72,6 +125,9 @@ class NavConfig:
     instruction_rules: dict[str, Any] = field(default_factory=dict)
     render_threads: int | None = None
     renderer: str = "raster"
+    look_actions: bool = False
+    tilt_angle: float = 30.0
+    preset: str | None = None
 
     @classmethod
     def from_options(cls, env_id: str = "pixelrl nav env", **options: Any) -> NavConfig:
@@ -81,6 +137,19 @@ class NavConfig:
                 raise ValueError(
                     f"unknown option {key!r} for {env_id}; valid options: {', '.join(sorted(names))}"
                 )
+        preset = options.get("preset")
+        if preset is not None:
+            if preset not in PRESETS:
+                raise ValueError(
+                    f"unknown preset {preset!r} for {env_id}; presets: {', '.join(PRESETS)}"
+                )
+            values = PRESETS[preset]
+            if "task" in options and options["task"] != values["task"]:
+                raise ValueError(
+                    f"preset {preset!r} is a {values['task']} preset, but {env_id} runs "
+                    f"{options['task']!r}"
+                )
+            options = {**values, **options}
         cfg = cls(**options)
         cfg.validate()
         return cfg

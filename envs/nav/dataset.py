@@ -4,9 +4,11 @@ File format (habitat-lab ``PointNavDatasetV1`` / ``ObjectNavDatasetV1``): a gzip
 ``{"episodes": [...]}``; each episode has ``episode_id``, ``scene_id``, ``start_position``
 ``[x, y, z]``, ``start_rotation`` ``[x, y, z, w]``, ``goals`` (``[{"position", "radius"}]`` for
 PointNav; ObjectNav goals add ``object_id``, ``object_category`` and ``view_points``
-``[{"agent_state": {"position", "rotation"}}]``), ``info.geodesic_distance`` and, for ObjectNav,
-``object_category``. ObjectNav files that keep goals in a top-level ``goals_by_category`` are read
-too. Instruction episodes (habitat-lab ``VLNDatasetV1``, VLN-CE's R2R files) add ``instruction``
+``[{"agent_state": {"position", "rotation"}, "iou"}]``, the rotation facing the object),
+``info.geodesic_distance`` and, for ObjectNav, ``object_category``; ObjectNav files carry the
+top-level ``category_to_task_category_id`` (``objectgoal``) and ``category_to_mp3d_category_id``
+that habitat's loader needs. ObjectNav files that keep goals in a top-level ``goals_by_category``
+(as habitat writes them) are read too. Instruction episodes (habitat-lab ``VLNDatasetV1``, VLN-CE's R2R files) add ``instruction``
 ``{"instruction_text", "instruction_tokens"}``, ``reference_path`` ``[[x, y, z], ...]`` and
 ``trajectory_id``; their files carry ``instruction_vocab.word_list``, which the tokens index.
 Coordinates are y up, like habitat.

@@ -6,8 +6,9 @@ optionally normalised), ``semantic`` int32 HxWx1 instance ids where asked; Point
 ``objectgoal`` (index into ``OBJECTNAV_CATEGORIES``), ``gps`` ([forward, right] m from the start)
 and ``compass`` (radians from the start heading); InstructNav has ``instruction`` (``Text``, the
 route in words, see :mod:`pixelrl.envs.nav.instructions`) with ObjectNav's ``gps`` and
-``compass``. Actions ``Discrete(4)``: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right (``step``
-also takes the name or habitat's ``{"action": name}``). The
+``compass``. Actions ``Discrete(4)``: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right, with
+``look_actions`` ``Discrete(6)``: 4 look_up, 5 look_down (``step`` also takes the name or
+habitat's ``{"action": name}``). The
 episode terminates on stop, truncates after ``max_episode_steps``. ``info`` carries the measures (distance_to_goal, success, spl, soft_spl
 (alias softspl), path_length, collisions, num_steps) plus episode_id, scene_id and collided.
 
@@ -25,7 +26,7 @@ import numpy as np
 
 from pixelrl.envs.nav.config import NavConfig
 from pixelrl.envs.nav.sim import NavSim
-from pixelrl.envs.nav.tasks import ACTION_NAMES, NavEpisodeState, action_index
+from pixelrl.envs.nav.tasks import NavEpisodeState, action_index, action_names
 
 RESET_OPTIONS = ("episode_index", "episode")
 
@@ -45,7 +46,7 @@ class NavEnv(gym.Env):
         self.render_mode = render_mode
         self.sim = NavSim(self.cfg)
         self.observation_space = self.sim.observation_space()
-        self.action_space = gym.spaces.Discrete(4)
+        self.action_space = gym.spaces.Discrete(len(action_names(self.cfg)))
         self.state: NavEpisodeState | None = None
         self._next_index = 0
         self._last_obs: dict[str, np.ndarray] | None = None
@@ -54,7 +55,7 @@ class NavEnv(gym.Env):
     def action_names(self) -> tuple[str, ...]:
         """The actions' names by index; ``step`` takes an index, a name or ``{"action": ...}``
         (habitat's ``Env.step`` forms)."""
-        return ACTION_NAMES
+        return action_names(self.cfg)
 
     @property
     def episodes(self):

@@ -10,8 +10,8 @@ texel at the hit's barycentrics). Only *how* the nearest surface of a pixel is f
 One compiled function draws a whole batch of agents (split into chunks over a few threads, the
 GIL released). Per agent, for every face of the agent's scene, it does:
 
-1. world -> camera coordinates (the inverse of the yaw rotation about +y); ``z`` is depth along
-   the optical axis;
+1. world -> camera coordinates (the inverse of the yaw rotation about +y, then of the camera's
+   tilt about its x axis); ``z`` is depth along the optical axis;
 2. frustum culling: skip a face whose three vertices lie outside one plane of the view frustum
    (near, far, left, right, top, bottom);
 3. near-plane clipping: a face that crosses ``z = NEAR`` is cut to the part in front (a triangle
@@ -48,7 +48,13 @@ except ImportError as e:  # pragma: no cover - depends on the install
         "renderer='embree' works without it"
     ) from e
 
-from pixelrl.envs.nav.renderer import CameraSpec, FaceTables, agent_inputs, draw_in_chunks
+from pixelrl.envs.nav.renderer import (
+    CameraSpec,
+    FaceTables,
+    agent_inputs,
+    camera_pitches,
+    draw_in_chunks,
+)
 from pixelrl.envs.nav.scene import Scene
 
 NEAR = 0.01  # metres; habitat-sim's sensor near plane
@@ -96,12 +102,15 @@ class RasterRenderer:
         positions: np.ndarray,
         yaws: np.ndarray,
         sensors: tuple[str, ...] = ("rgb", "depth"),
+        pitches: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
         """Render N agents. ``positions`` ``(N, 3)`` are the agents' feet in their own scene's
-        coordinates, ``yaws`` ``(N,)`` radians. Returns ``rgb`` ``(N, H, W, 3)`` uint8, ``depth``
+        coordinates, ``yaws`` ``(N,)`` radians, ``pitches`` ``(N,)`` the camera's tilt in radians
+        (up positive; default level). Returns ``rgb`` ``(N, H, W, 3)`` uint8, ``depth``
         ``(N, H, W, 1)`` float32 and ``semantic`` ``(N, H, W, 1)`` int32 for the asked sensors."""
         cam = self.camera
         scene_index, positions, yaws = agent_inputs(scene_index, positions, yaws, len(self.scenes))
+        pitches = camera_pitches(pitches, len(positions))
         n, p = len(positions), cam.width * cam.height
         eye = positions.copy()
         eye[:, 1] += cam.sensor_height
@@ -117,7 +126,7 @@ class RasterRenderer:
         tables = (t.tint, t.instance, t.tex_affine, t.tex_base, t.texels, int(t.tex_size))
 
         def draw(a: int, b: int) -> None:
-            agents = (scene_index[a:b], eye[a:b], yaws[a:b])
+            agents = (scene_index[a:b], eye[a:b], yaws[a:b], pitches[a:b])
             _render_agents(*scene, *agents, *camera, *tables, rgb[a:b], depth[a:b], semantic[a:b])
 
         draw_in_chunks(draw, n, self._threads, self._pool)
@@ -235,7 +244,22 @@ def _draw_triangle(
 
 @numba.njit(cache=True, inline="always")
 def _draw_face(
-    triangles, face, ex, ey, ez, cos_y, sin_y, width, height, focal, near, far, poly, buffers
+    triangles,
+    face,
+    ex,
+    ey,
+    ez,
+    cos_y,
+    sin_y,
+    cos_p,
+    sin_p,
+    width,
+    height,
+    focal,
+    near,
+    far,
+    poly,
+    buffers,
 ) -> None:
     """Transform, cull, clip and draw one scene face for one agent."""
     inv_z, face_buf, u_buf, v_buf = buffers
@@ -247,7 +271,9 @@ def _draw_face(
         dy = triangles[face, k, 1] - ey
         dz = triangles[face, k, 2] - ez
         x = cos_y * dx - sin_y * dz
-        z = -(sin_y * dx + cos_y * dz)  # depth along the optical axis (camera -z)
+        d = -(sin_y * dx + cos_y * dz)  # depth along the level optical axis
+        # The camera's tilt (up positive) about its x axis.
+        dy, z = cos_p * dy - sin_p * d, cos_p * d + sin_p * dy  # z: depth along camera -z
         poly[k, _X] = x
         poly[k, _Y] = dy
         poly[k, _Z] = z
@@ -295,6 +321,7 @@ def _render_agents(
     scene_index,
     eye,
     yaws,
+    pitches,
     width,
     height,
     focal,
@@ -327,11 +354,12 @@ def _render_agents(
         buffers = (inv_z, face_buf, u_buf, v_buf)
         ex, ey, ez = eye[agent, 0], eye[agent, 1], eye[agent, 2]
         cos_y, sin_y = math.cos(yaws[agent]), math.sin(yaws[agent])
+        cos_p, sin_p = math.cos(pitches[agent]), math.sin(pitches[agent])
         k = scene_index[agent]
         for f in range(face_start[k], face_start[k + 1]):
             _draw_face(
-                triangles, f, ex, ey, ez, cos_y, sin_y, width, height, focal, near, far, poly,
-                buffers,
+                triangles, f, ex, ey, ez, cos_y, sin_y, cos_p, sin_p, width, height, focal, near,
+                far, poly, buffers,
             )  # fmt: skip
         # Resolve: the FaceTables formulas (FaceTables.shade), per pixel.
         for p in range(n_pix):

@@ -182,6 +182,16 @@ def agent_inputs(
     return scene_index, positions, yaws
 
 
+def camera_pitches(pitches: np.ndarray | None, n: int) -> np.ndarray:
+    """The cameras' tilts ``(N,)`` radians (up positive), level when not given."""
+    if pitches is None:
+        return np.zeros(n, np.float64)
+    pitches = np.asarray(pitches, dtype=np.float64).reshape(-1)
+    if len(pitches) != n:
+        raise ValueError(f"render needs one pitch per position, got {len(pitches)} for {n}")
+    return pitches
+
+
 def draw_in_chunks(
     draw: Callable[[int, int], None], n: int, threads: int, pool: ThreadPoolExecutor | None
 ) -> None:
@@ -248,12 +258,15 @@ class EmbreeRenderer:
         positions: np.ndarray,
         yaws: np.ndarray,
         sensors: tuple[str, ...] = ("rgb", "depth"),
+        pitches: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
         """Render N agents. ``positions`` ``(N, 3)`` are the agents' feet in their own scene's
-        coordinates, ``yaws`` ``(N,)`` radians. Returns ``rgb`` ``(N, H, W, 3)`` uint8, ``depth``
+        coordinates, ``yaws`` ``(N,)`` radians, ``pitches`` ``(N,)`` the camera's tilt in radians
+        (up positive; default level). Returns ``rgb`` ``(N, H, W, 3)`` uint8, ``depth``
         ``(N, H, W, 1)`` float32 and ``semantic`` ``(N, H, W, 1)`` int32 for the asked sensors."""
         cam = self.camera
         scene_index, positions, yaws = agent_inputs(scene_index, positions, yaws, len(self.scenes))
+        pitches = camera_pitches(pitches, len(positions))
         n, p = len(positions), len(self._dirs_cam)
         eye = (positions + self.offsets[scene_index]).astype(np.float32)
         eye[:, 1] += cam.sensor_height
@@ -264,7 +277,10 @@ class EmbreeRenderer:
         }
         # Work is split by whole agents over the threads; each thread casts and shades its part.
         draw_in_chunks(
-            lambda a, b: self._render_agents(a, b, eye, yaws, out), n, self._threads, self._pool
+            lambda a, b: self._render_agents(a, b, eye, yaws, pitches, out),
+            n,
+            self._threads,
+            self._pool,
         )
         shape = (n, cam.height, cam.width)
         result = {}
@@ -276,12 +292,18 @@ class EmbreeRenderer:
             result["semantic"] = out["semantic"].reshape(*shape, 1)
         return result
 
-    def _render_agents(self, a: int, b: int, eye: np.ndarray, yaws: np.ndarray, out: dict) -> None:
+    def _render_agents(
+        self, a: int, b: int, eye: np.ndarray, yaws: np.ndarray, pitches: np.ndarray, out: dict
+    ) -> None:
         cam = self.camera
         p = len(self._dirs_cam)
         c = np.cos(yaws[a:b]).astype(np.float32)[:, None]
         s = np.sin(yaws[a:b]).astype(np.float32)[:, None]
         xc, yc, zc = self._dirs_cam[:, 0], self._dirs_cam[:, 1], self._dirs_cam[:, 2]
+        if np.any(pitches[a:b]):  # tilt about the camera's x axis (up positive)
+            cp = np.cos(pitches[a:b]).astype(np.float32)[:, None]
+            sp = np.sin(pitches[a:b]).astype(np.float32)[:, None]
+            yc, zc = cp * yc - sp * zc, cp * zc + sp * yc
         dirs = np.empty((b - a, p, 3), np.float32)
         # Rotation about +y by yaw (camera -z -> world forward (-sin, 0, -cos)).
         dirs[:, :, 0] = c * xc + s * zc

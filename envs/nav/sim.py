@@ -420,6 +420,7 @@ class NavSim:
             np.stack([s.position for s in states]),
             np.array([s.yaw for s in states]),
             sensors=self.cfg.sensors,
+            pitches=np.array([s.pitch for s in states]) if self.cfg.look_actions else None,
         )
         task = [s.task_observations() for s in states]
         for key in task[0]:

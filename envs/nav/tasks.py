@@ -35,6 +35,14 @@ STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = 0, 1, 2, 3
 # actions). Outside Discrete(4), so no policy samples it; it spends a step of the budget.
 IDLE = -1
 ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")
+# habitat's ObjectNav adds these two (NavConfig.look_actions): tilt the camera by tilt_angle.
+LOOK_UP, LOOK_DOWN = 4, 5
+LOOK_ACTION_NAMES = ACTION_NAMES + ("look_up", "look_down")
+
+
+def action_names(cfg: NavConfig) -> tuple[str, ...]:
+    """The env's actions by index: habitat's four, plus look_up / look_down when asked."""
+    return LOOK_ACTION_NAMES if cfg.look_actions else ACTION_NAMES
 
 
 def action_index(action, names: tuple[str, ...] = ACTION_NAMES) -> int:
@@ -88,6 +96,7 @@ class NavEpisodeState:
         self.start_yaw = quaternion_to_yaw(episode.start_rotation)
         self.position = self.start_position.copy()
         self.yaw = self.start_yaw
+        self.pitch = 0.0  # camera tilt, radians up (look_up / look_down)
         self.steps = 0
         self.path_length = 0.0
         self.collisions = 0
@@ -117,10 +126,9 @@ class NavEpisodeState:
         action = int(action)
         if action == IDLE:
             return self.idle()
-        if action not in (STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT):
-            raise ValueError(
-                f"action must be 0 stop, 1 move_forward, 2 turn_left or 3 turn_right, got {action}"
-            )
+        if not 0 <= action < len(action_names(cfg)):
+            listed = ", ".join(f"{k} {n}" for k, n in enumerate(action_names(cfg)))
+            raise ValueError(f"action must be one of {listed}; got {action}")
         self.steps += 1
         self.collided = False
         if action == STOP:
@@ -132,6 +140,11 @@ class NavEpisodeState:
             self.position = new
             self.collisions += int(self.collided)
             self.path.append(new.copy())
+        elif action in (LOOK_UP, LOOK_DOWN):
+            # habitat's look_up / look_down: the camera tilts, the body stays (kept within +-90)
+            sign = 1.0 if action == LOOK_UP else -1.0
+            limit = math.pi / 2
+            self.pitch = min(limit, max(-limit, self.pitch + sign * math.radians(cfg.tilt_angle)))
         else:
             sign = 1.0 if action == TURN_LEFT else -1.0
             self.yaw = (self.yaw + sign * math.radians(cfg.turn_degrees) + math.pi) % (

@@ -25,7 +25,7 @@ from gymnasium.vector.utils import batch_space
 
 from pixelrl.envs.nav.config import NavConfig
 from pixelrl.envs.nav.sim import NavSim
-from pixelrl.envs.nav.tasks import NavEpisodeState
+from pixelrl.envs.nav.tasks import NavEpisodeState, action_names
 
 
 class NavVectorEnv(VectorEnv):
@@ -58,7 +58,7 @@ class NavVectorEnv(VectorEnv):
         self.num_envs = num_envs
         self.sim = NavSim(self.cfg)
         self.single_observation_space = self.sim.observation_space()
-        self.single_action_space = spaces.Discrete(4)
+        self.single_action_space = spaces.Discrete(len(action_names(self.cfg)))
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.states: list[NavEpisodeState | None] = [None] * num_envs

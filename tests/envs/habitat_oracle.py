@@ -76,9 +76,7 @@ class _StubModule(types.ModuleType):
 
 class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
-        if fullname.split(".")[0] in STUBBED or any(
-            fullname == p or fullname.startswith(p + ".") for p in STUBBED_PURE
-        ):
+        if _stubbed(fullname):
             return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         return None
 
@@ -91,23 +89,50 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
-def _install_stubs() -> None:
-    for name in STUBBED:
-        try:
-            __import__(name)
-        except ImportError:
-            continue
-        if not isinstance(sys.modules[name], _StubModule):
-            return  # the real habitat-sim is installed: use it
-    if not any(isinstance(f, _StubFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _StubFinder())
+# Every habitat module the oracle tests use, imported while the placeholders are in place.
+ORACLE_MODULES = (
+    "habitat.core.embodied_task",
+    "habitat.datasets.pointnav.pointnav_dataset",
+    "habitat.datasets.object_nav.object_nav_dataset",
+    "habitat.tasks.nav.nav",
+    "habitat.tasks.nav.object_nav_task",
+)
+
+
+def _stubbed(name: str) -> bool:
+    return name.split(".")[0] in STUBBED or any(
+        name == p or name.startswith(p + ".") for p in STUBBED_PURE
+    )
+
+
+def _install_stubs() -> _StubFinder | None:
+    """The placeholder finder, put first on ``sys.meta_path``; None when the real habitat-sim
+    is installed (then nothing is stubbed)."""
+    if importlib.util.find_spec("habitat_sim") is not None and not any(
+        isinstance(f, _StubFinder) for f in sys.meta_path
+    ):
+        return None
+    finder = _StubFinder()
+    sys.meta_path.insert(0, finder)
+    return finder
 
 
 def habitat():
     """The ``habitat`` module with the compiled modules stubbed; skips the test without it."""
     if importlib.util.find_spec("habitat") is None:
         pytest.skip("habitat-lab is not installed (make setup installs it; see the Makefile)")
-    _install_stubs()
-    import habitat as hab
+    finder = _install_stubs()
+    try:
+        import habitat as hab
 
+        for name in ORACLE_MODULES:
+            importlib.import_module(name)
+    finally:
+        # The placeholders stay only inside the habitat modules that imported them: nothing
+        # else (a later ``find_spec("habitat_sim")``, say) sees a stub for the real package.
+        if finder is not None:
+            sys.meta_path.remove(finder)
+            for name in [m for m in sys.modules if _stubbed(m)]:
+                if isinstance(sys.modules[name], _StubModule):
+                    del sys.modules[name]
     return hab

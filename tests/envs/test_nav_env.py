@@ -98,7 +98,8 @@ def test_reward_and_measures_follow_habitat():
     s = env.state
     d0 = s.distance
     _, r, term, trunc, info = env.step(1)
-    assert r == pytest.approx(-(info["distance_to_goal"] - d0) - 0.01)
+    # the reward follows the grid's geodesic (the search); the measures report the exact one
+    assert r == pytest.approx(-(s.distance - d0) - 0.01)
     assert not term and not trunc
     _, r, term, _, info = env.step(0)  # stop far from the goal: terminated, no success
     assert term and info["success"] == 0.0 and info["spl"] == 0.0
@@ -231,3 +232,33 @@ def test_make_vec_uses_the_native_batched_env():
     obs, _ = venv.reset(seed=0)
     assert obs["objectgoal"].shape == (2, 1) and obs["depth"].shape == (2, 32, 32, 1)
     venv.close()
+
+
+def test_distance_to_goal_is_exact_on_open_floor():
+    """Walking straight at a goal in plain sight, DistanceToGoal is the straight line within
+    1 mm at every step (the grid's geodesic is centimetres longer there)."""
+    from pixelrl.envs.nav.dataset import NavEpisode, NavGoal
+    from pixelrl.envs.nav.geometry import yaw_to_quaternion
+
+    env = NavEnv(task="pointnav", **SMALL)
+    env.reset(seed=0)
+    grid = env.state.grid
+    rng = np.random.default_rng(1)
+    while True:  # a start and goal 2-4 m apart in plain sight
+        a, b = grid.sample_navigable(rng), grid.sample_navigable(rng)
+        if 2 < np.linalg.norm((b - a)[[0, 2]]) < 4 and grid.line_of_sight(a, b):
+            break
+    d = b - a
+    yaw = math.atan2(-d[0], -d[2])
+    ep = NavEpisode(
+        "x", env.state.episode.scene_id, a, np.array(yaw_to_quaternion(yaw)), [NavGoal(b)]
+    )
+    _, info = env.reset(options={"episode": ep})
+    gaps = []
+    for _ in range(6):
+        straight = float(np.linalg.norm((b - env.state.position)[[0, 2]]))
+        assert info["distance_to_goal"] == pytest.approx(straight, abs=1e-3)
+        gaps.append(env.state.distance - straight)
+        _, _, _, _, info = env.step(1)
+    assert max(gaps) > 1e-3  # what the grid alone would have reported
+    env.close()
