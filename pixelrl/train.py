@@ -182,6 +182,7 @@ class TrainEnvsSpec:
         return self.recipe.load_task(), Config(self.config)
 
     def make_envs(self) -> Any:
+        keep_freed_memory()  # the worker is a fresh process: the learner's malloc setting
         task, cfg = self._task()
         return make_vector_envs(task, cfg, int(cfg.env.num_envs), self.seed, "train")
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import io
 import multiprocessing.connection as mp_connection
+import pickle
 import time
 import traceback
 from dataclasses import dataclass
@@ -171,7 +172,13 @@ def _worker(conn: Any, spec: CollectorSpec, options: CollectOptions) -> None:
             )
     except BaseException as error:  # noqa: BLE001  (reported to the learner, then exit)
         try:
-            conn.send(("error", f"{type(error).__name__}: {error}", traceback.format_exc()))
+            original = pickle.dumps(error)
+        except Exception:  # noqa: BLE001  (an exception that does not pickle: its text only)
+            original = None
+        try:
+            conn.send(
+                ("error", f"{type(error).__name__}: {error}", traceback.format_exc(), original)
+            )
         except (OSError, ValueError):  # the learner is gone
             pass
     finally:
@@ -205,14 +212,16 @@ class AsyncCollector:
 
         self.options = options
         self.start_timeout = start_timeout
+        self._pending: tuple[int, str] | None = None  # (storage index, mode) being collected
+        self._closed = True  # until the worker runs
         context = tmp.get_context("spawn")
         self._conn, child = context.Pipe()
         self._process = context.Process(
             target=_worker, args=(child, spec, options), name="pixelrl-env-worker", daemon=True
         )
         self._process.start()
-        child.close()
         self._closed = False
+        child.close()
         _, obs_space, action_space, num_envs = self._receive("spaces", start_timeout)
         self.envs = EnvsView(obs_space, action_space, num_envs, self)
         self.num_envs = num_envs
@@ -221,7 +230,6 @@ class AsyncCollector:
         self.storages: list[RolloutStorage] = []
         self.storage: RolloutStorage | None = None
         self.obs: dict[str, torch.Tensor] = {}
-        self._pending: tuple[int, str] | None = None  # (storage index, mode) being collected
         self.worker_cpu_seconds = 0.0  # the worker's CPU time in collection, to its last rollout
         self._cpu_at_start = 0.0
 
@@ -316,9 +324,19 @@ class AsyncCollector:
             )
         if message[0] == "error":
             self.close()
+            _, summary, worker_traceback, pickled = message
+            try:
+                original = pickle.loads(pickled) if pickled is not None else None
+            except Exception:  # noqa: BLE001  (its class does not load here: the text says it)
+                original = None
+            if kind in ("spaces", "ready") and isinstance(original, Exception):
+                # building the envs or the policy: the recipe's own error (a ConfigError for a
+                # wrong env option), as the in-process path raises it
+                original.add_note(f"(raised in the env worker process)\n{worker_traceback}")
+                raise original
             raise CollectorError(
-                f"the env worker failed: {message[1]}\n--- worker traceback ---\n{message[2]}"
-            )
+                f"the env worker failed: {summary}\n--- worker traceback ---\n{worker_traceback}"
+            ) from original
         if message[0] != kind:
             self.close()
             raise CollectorError(f"the env worker sent {message[0]!r}, expected {kind!r}")

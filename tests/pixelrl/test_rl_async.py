@@ -110,6 +110,15 @@ def test_a_crash_in_the_env_worker_is_a_clear_error_not_a_hang(hard):
     collector.close()  # twice is fine
 
 
+@pytest.mark.timeout(60)
+def test_an_error_building_the_envs_in_the_worker_keeps_its_type():
+    """A wrong env option is the recipe's own error (the CLI's one-line user error), as in
+    process, with the worker's traceback in a note."""
+    with pytest.raises(TypeError, match="widht") as error:
+        AsyncCollector(ToySpec(num_envs=2, widht=3), CollectOptions(seed=0))
+    assert any("env worker process" in note for note in error.value.__notes__)
+
+
 @pytest.mark.timeout(200)
 def test_trainer_runs_async_and_sync_and_the_lag_shows_in_behaviour_kl(tmp_path):
     """train.async=true trains the toy recipe through the env worker; train.async=false is the
