@@ -5,7 +5,8 @@ Each variant trains the recipe as it ships (64 px depth, 8 envs x 128 steps, the
 policy) for ``--imitation`` imitation updates (the shortest-path teacher drives) and then ``--ppo``
 PPO updates, evaluation and checkpoints off. Frames/s = env frames / wall seconds of the
 training loop (``history.csv``'s ``train_minutes``), per phase; CPU% = CPU seconds of the
-learner and its env worker / wall seconds (100% = one core busy). The env worker's start (its
+learner and its env worker / wall seconds (100% = one core busy); frames per CPU second shows
+what the overlap itself costs, which a loaded machine measures better than frames/s. The env worker's start (its
 scenes) is not in the loop's time, so the first update of each variant is left out of the rates.
 Variants alternate ``--repeats`` times and the medians are compared, since the machine may be
 shared::
@@ -68,6 +69,9 @@ def run(flag: str, args: argparse.Namespace) -> dict[str, float]:
         collect = sum(r["frames_in_update"] / r["collect_fps"] for r in part[1:])
         result[f"{phase}_fps"] = frames / wall
         result[f"{phase}_cpu%"] = 100 * cpu / wall
+        # frames per CPU second: the overlap's own cost (on a loaded machine, where the wall
+        # clock says more about the other jobs than about this code)
+        result[f"{phase}_frames/cpu_s"] = frames / cpu
         # sync: the share of the loop spent collecting; async: the learner's wait for rollouts
         result[f"{phase}_collect%"] = 100 * collect / wall
     return result
