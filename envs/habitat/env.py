@@ -238,7 +238,11 @@ class HabitatNavEnv(gym.Env):
         self.yaw = quaternion_to_yaw([q.x, q.y, q.z, q.w])
 
     def step(self, action):
-        action = int(action)
+        from pixelrl.envs.nav.tasks import ACTION_NAMES, action_index
+
+        action = action_index(action, ACTION_NAMES)  # habitat's forms: index, name, {"action"}
+        if not 0 <= action < len(ACTION_NAMES):
+            raise ValueError(f"action must be one of 0-3 ({', '.join(ACTION_NAMES)}), got {action}")
         self.steps += 1
         before = self.position.copy()
         if action == 0:
@@ -249,7 +253,7 @@ class HabitatNavEnv(gym.Env):
         self._pose()
         self.collided = bool(self.sim.previous_step_collided) if action == 1 else False
         self.collisions += int(self.collided)
-        self.path_length += float(np.linalg.norm((self.position - before)[[0, 2]]))
+        self.path_length += float(np.linalg.norm(self.position - before))  # 3D, as habitat
         previous = self.distance
         self.distance = self.geodesic_distance(self.position, self.goal_points)
         success = self.called_stop and self.distance < self.cfg.success_radius
