@@ -60,6 +60,22 @@ PRESETS: dict[str, dict[str, Any]] = {
     # objectnav/objectnav_hm3d.yaml and objectnav_mp3d.yaml (the same settings)
     "habitat-objectnav-hm3d": _HABITAT_OBJECTNAV,
     "habitat-objectnav-mp3d": dict(_HABITAT_OBJECTNAV),
+    # habitat-challenge's configs/challenge_objectnav2022.local.rgbd.yaml (HM3D v1): the same
+    "habitat-challenge-objectnav2022": dict(_HABITAT_OBJECTNAV),
+    # habitat-challenge's configs/benchmark/nav/objectnav/objectnav_v2_hm3d_stretch_challenge.yaml
+    # (HM3D v2, 2023): the Stretch body and head camera. That challenge moves by velocity
+    # control, which the embedded simulator does not have: the preset keeps ObjectNav's discrete
+    # actions (0.25 m steps, 30 degree turns and tilts) and a 500-step limit for its 500 s.
+    "habitat-challenge-objectnav2023": {
+        **_HABITAT_OBJECTNAV,
+        "width": 480,
+        "height": 640,
+        "hfov": 42.0,
+        "sensor_height": 1.31,
+        "agent_height": 1.41,
+        "agent_radius": 0.17,
+        "max_climb": 0.1,
+    },
 }
 
 

@@ -119,3 +119,13 @@ def test_presets_copy_habitats_config_files(preset, path):
         assert task["actions"]["look_up"]["tilt_angle"] == values["tilt_angle"]
     success = task.get("measurements", {}).get("success", {}).get("success_distance", 0.2)
     assert success == values["success_distance"]
+
+
+def test_challenge_presets():
+    """habitat-challenge's ObjectNav settings (its files are not installed here: the values)."""
+    v1 = NavConfig.from_options(preset="habitat-challenge-objectnav2022")
+    assert (v1.width, v1.height, v1.hfov, v1.sensor_height) == (640, 480, 79, 0.88)
+    v2 = NavConfig.from_options(preset="habitat-challenge-objectnav2023")
+    assert (v2.width, v2.height, v2.hfov, v2.sensor_height) == (480, 640, 42, 1.31)
+    assert (v2.agent_height, v2.agent_radius, v2.max_climb) == (1.41, 0.17, 0.1)
+    assert v2.min_depth == 0.5 and v2.max_depth == 5.0 and not v2.allow_sliding
