@@ -34,6 +34,7 @@ end token is part of the scored completion, as in TRL, so a policy learns to sto
 
 from __future__ import annotations
 
+import copy
 import inspect
 import random
 from collections.abc import Callable, Sequence
@@ -107,6 +108,13 @@ def _to_pil(screenshot):
     return Image.fromarray(arr)
 
 
+def _image_digest(image) -> tuple:
+    """An image's size, mode and a hash of its pixels (what the processor's output depends on)."""
+    import hashlib
+
+    return (image.size, image.mode, hashlib.blake2b(image.tobytes(), digest_size=16).digest())
+
+
 class VLMPolicy:
     """An image-text-to-text model that acts through action text.
 
@@ -150,6 +158,9 @@ class VLMPolicy:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.end_token_id = self.tokenizer.eos_token_id
         self.placeholder_token_ids = _placeholder_token_ids(model, processor)
+        # The last batch encode_prompts made, by content: a GRPO step encodes the same prompts
+        # to sample, to score and to score under the reference (a shallow copy shares this).
+        self._encoded: dict = {}
 
     # -- prompt -----------------------------------------------------------------------------
     @property
@@ -213,10 +224,17 @@ class VLMPolicy:
             self.build_prompt(i, h, image[0].size)
             for i, h, image in zip(instructions, histories, images)
         ]
+        key = (id(self.processor), str(self.model.device), tuple(texts),
+               tuple(_image_digest(image[0]) for image in images))  # fmt: skip
+        memo = self.__dict__.setdefault("_encoded", {})
+        if memo.get("key") == key:  # the same prompts again: the same tensors, a fresh mapping
+            return copy.copy(memo["batch"])
         self.tokenizer.padding_side = "left"
         batch = self.processor(text=texts, images=images, padding=True, return_tensors="pt")
         batch.pop("labels", None)  # PaliGemma's processor adds labels for its suffix API
-        return batch.to(self.model.device)
+        batch = batch.to(self.model.device)
+        memo.update(key=key, batch=copy.copy(batch))  # callers may pop keys of what they get
+        return batch
 
     # -- parsing ----------------------------------------------------------------------------
     def parse(
