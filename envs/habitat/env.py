@@ -4,9 +4,9 @@ The same :class:`~pixelrl.envs.nav.config.NavConfig` builds a ``habitat_sim.Conf
 ``SimulatorConfiguration`` for the scene, one ``AgentConfiguration`` (height, radius, the
 ``CameraSensorSpec`` sensors at ``sensor_height`` with ``hfov``, and ``ActionSpec``
 move_forward / turn_left / turn_right with our step and angle). Geodesics come from habitat's
-navmesh (``pathfinder.find_path`` on a ``MultiGoalShortestPath``), collisions from
-``sim.previous_step_collided``; observations are mapped to ours (RGBA -> RGB, depth HxW -> HxWx1
-clipped like ours, semantic -> int32) and the task sensors and measures are computed with the
+navmesh (``pathfinder.find_path`` on a ``MultiGoalShortestPath``), collisions from the
+``collided`` that ``Simulator.step`` returns; observations are mapped to ours (RGBA -> RGB, depth
+HxW -> HxWx1 clipped like ours, semantic -> int32) and the task sensors and measures are computed with the
 same conventions as the embedded env (:mod:`pixelrl.envs.nav.geometry`). Episodes come from the same
 habitat ``.json.gz`` files, or are sampled on the navmesh with the same rules.
 """
@@ -251,7 +251,9 @@ class HabitatNavEnv(gym.Env):
         else:
             raw = self.sim.step(self._ACTIONS[action])
         self._pose()
-        self.collided = bool(self.sim.previous_step_collided) if action == 1 else False
+        # habitat_sim.Simulator.step puts "collided" in its observations (previous_step_collided
+        # is habitat-lab's HabitatSim wrapper, not habitat-sim)
+        self.collided = bool(raw.get("collided", False)) if action == 1 else False
         self.collisions += int(self.collided)
         self.path_length += float(np.linalg.norm(self.position - before))  # 3D, as habitat
         previous = self.distance
