@@ -4,6 +4,7 @@
         [--renderer raster embree] [--render-threads N]
     taskset -c 1 .venv/bin/python bench/nav_throughput.py --render-only --render-threads 1
     .venv/bin/python bench/nav_throughput.py --resets [--res 64 128] [--reset-count 60]
+    .venv/bin/python bench/nav_throughput.py --reset-latency [--res 128] [--reset-count 200]
 
 For each resolution and renderer (``raster``: the numba z-buffer rasterizer, the default;
 ``embree``: one ray per pixel): ``NavEnv`` stepping one agent (frames/s = steps/s, each step an
@@ -25,6 +26,16 @@ training setting (``embodied/pointnav``: depth only, 16 procedural apartments of
 geodesic field and SPL's l) and with episodes walked from a ``.json.gz`` dataset of the same
 scenes (their stored l; one Dijkstra for the goal's field), in ms per reset and resets/s. Grids and geodesic graphs are built before timing (they
 are built once per scene and env), so the figures are the steady state a trainer sees.
+
+``--reset-latency`` times a newcomer's env, ``gym.make("pixelrl/PointNav-v0", width=res,
+height=res)`` with nothing else set, one ``reset()`` at a time: median / p90 / max ms under the
+env's default episode rules (the cheap grid rules, ``sim.FAST_POINTNAV_RULES``) and under
+habitat's exact rules (``episode_rules={"geodesic": "exact"}``, the default before), timed in
+alternating blocks so both see the same load. Each reset after the first is unseeded (an
+autoreset: the default rules keep an agent's goal for 4 starts). It also times the step that
+ends an episode (``stop`` at once): where the exact DistanceToGoal is searched, and, under the
+default rules, the exact l of SPL that the reset no longer computes. The first reset of each
+env (scene grids, geodesic graphs) is left out.
 """
 
 from __future__ import annotations
@@ -147,7 +158,8 @@ def bench_resets(res: int, count: int, trials: int, dataset_dir: str) -> tuple[f
         env.close()
         return 1.0 / rate
 
-    generated = timed(NavEnv(width=res, height=res, **POINTNAV_RECIPE))
+    exact = {"episode_rules": {"geodesic": "exact"}}  # habitat's generator, as this was measured
+    generated = timed(NavEnv(width=res, height=res, **POINTNAV_RECIPE, **exact))
     path = os.path.join(dataset_dir, f"pointnav_{res}.json.gz")
     if not os.path.exists(path):
         generate_dataset(path, count, seed=1, **POINTNAV_RECIPE)
@@ -170,6 +182,60 @@ def print_resets(args) -> None:
             gen, data = bench_resets(res, args.reset_count, args.trials, tmp)
             print(
                 f"{res:>5} {gen * 1e3:>13.1f} {1 / gen:>9.0f} {data * 1e3:>11.1f} {1 / data:>9.0f}"
+            )
+
+
+def reset_latency(res: int, count: int, block: int = 20) -> dict[str, dict[str, np.ndarray]]:
+    """Per-call ms of ``reset()`` and of the episode-ending ``stop`` for the default
+    PointNav env and the same env under exact rules, alternating blocks of ``block`` episodes."""
+    import gymnasium as gym
+
+    import pixelrl.envs  # noqa: F401  (registers the ids)
+    from pixelrl.envs.nav.geodesic import geodesic_graph
+
+    settings = {"default": {}, "exact rules": {"episode_rules": {"geodesic": "exact"}}}
+    envs = {name: gym.make("pixelrl/PointNav-v0", width=res, height=res, **kw) for name, kw in settings.items()}  # fmt: skip
+    times = {name: {"reset": [], "stop": []} for name in settings}
+    for env in envs.values():
+        env.reset(seed=0)  # first use: scene grids and geodesic graphs
+        for k in range(len(env.unwrapped.sim.scenes)):
+            geodesic_graph(env.unwrapped.sim.grid(k))
+    done = 0
+    while done < count:
+        n = min(block, count - done)
+        for name, env in envs.items():
+            for _ in range(n):
+                t0 = time.perf_counter()
+                env.reset()
+                t1 = time.perf_counter()
+                env.step(0)
+                t2 = time.perf_counter()
+                times[name]["reset"].append(t1 - t0)
+                times[name]["stop"].append(t2 - t1)
+        done += n
+    for env in envs.values():
+        env.close()
+    return {n: {k: np.array(v) * 1e3 for k, v in t.items()} for n, t in times.items()}
+
+
+def print_reset_latency(args) -> None:
+    print(
+        f'gym.make("pixelrl/PointNav-v0", width=res, height=res).reset(): ms per call, '
+        f"{args.reset_count} episodes a setting in alternating blocks "
+        f"({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}: figures depend on the load)"
+    )
+    header = (
+        f"{'res':>5} {'rules':>12} {'reset median':>13} {'p90':>7} {'max':>7} "
+        f"{'stop median':>12} {'p90':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for res in args.res:
+        for name, t in reset_latency(res, args.reset_count).items():
+            r, s = t["reset"], t["stop"]
+            print(
+                f"{res:>5} {name:>12} {np.median(r):>13.1f} {np.percentile(r, 90):>7.1f} "
+                f"{r.max():>7.1f} {np.median(s):>12.1f} {np.percentile(s, 90):>7.1f}"
             )
 
 
@@ -271,6 +337,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--resets", action="store_true", help="time NavEnv.reset() (ms, resets/s) instead"
     )
+    parser.add_argument(
+        "--reset-latency",
+        action="store_true",
+        help="median/p90/max ms of the default PointNav env's reset(), default vs exact rules",
+    )
     parser.add_argument("--reset-count", type=int, default=60, help="resets per timing")
     parser.add_argument("--miniworld-worker", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -279,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.resets:
         print_resets(args)
+        return 0
+    if args.reset_latency:
+        print_reset_latency(args)
         return 0
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(

@@ -96,7 +96,11 @@ class NavConfig:
     y), or generated on the fly in
         ``scenes`` (mesh paths) or ``num_scenes`` procedural apartments from ``scene_seed`` with
         generator knobs ``apartment`` (rooms, room_size, clutter, ...) and ``episode_rules``
-        (min_geodesic, max_geodesic, min_ratio); InstructNav adds ``instruction_rules`` (``rooms``:
+        (``dataset.EpisodeRules``: min_geodesic, max_geodesic, min_ratio, geodesic,
+        starts_per_goal, exact_spl; left empty, generated PointNav takes the cheap
+        ``sim.FAST_POINTNAV_RULES`` {geodesic: grid, starts_per_goal: 4} with SPL's l made exact
+        at the episode's end, other tasks habitat's exact rules; given, they start from habitat's
+        exact rules: ``{"geodesic": "exact"}`` is habitat's generator); InstructNav adds ``instruction_rules`` (``rooms``:
         how many rooms the described route visits, see ``instructions.InstructionRules``).
         ``backend``: "embedded" or "habitat".
         ``look_actions``: add habitat's ObjectNav ``look_up`` / ``look_down`` (actions 4, 5: tilt the

@@ -99,6 +99,12 @@ class EpisodeRules:
     passes the rules), for training envs whose resets would otherwise dominate the run; there
     ``starts_per_goal`` > 1 lets an agent's next episodes keep its goal (and field) with fresh
     starts, dividing that cost again (see ``NavSim.new_episode``).
+
+    ``exact_spl`` (``geodesic="grid"`` only): the env still judges SPL / SoftSPL on the exact
+    start geodesic: l starts as the stored grid one and is replaced by the any-angle one when
+    the episode ends (one search then, none at reset). False keeps the grid l (~1% long, up to
+    ~3%) for the whole episode: training logs that do not need exact SPL skip that search.
+    Success never depends on l (it is judged on the exact DistanceToGoal at ``stop``).
     """
 
     min_geodesic: float = 1.0
@@ -107,6 +113,7 @@ class EpisodeRules:
     max_tries: int = 2000
     geodesic: str = "exact"
     starts_per_goal: int = 1
+    exact_spl: bool = True
 
     def validate(self) -> None:
         if not 0 <= self.min_geodesic < self.max_geodesic:
@@ -114,6 +121,10 @@ class EpisodeRules:
         if self.geodesic not in ("exact", "grid"):
             raise ValueError(
                 f"EpisodeRules.geodesic must be 'exact' or 'grid', got {self.geodesic!r}"
+            )
+        if not isinstance(self.exact_spl, bool):
+            raise ValueError(
+                f"EpisodeRules.exact_spl must be true or false, got {self.exact_spl!r}"
             )
         if self.starts_per_goal < 1 or (self.starts_per_goal > 1 and self.geodesic != "grid"):
             raise ValueError(

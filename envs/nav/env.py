@@ -14,7 +14,10 @@ episode terminates on stop, truncates after ``max_episode_steps``. ``info`` carr
 
 Reset options: ``{"episode_index": k}`` (dataset episode k) or ``{"episode": NavEpisode}``.
 Without options a dataset is walked in order (evaluation), or in a seeded random order with
-``shuffle=True``; without a dataset an episode is generated from the seeded generator.
+``shuffle=True``; without a dataset an episode is generated from the seeded generator (PointNav's
+default rules, ``sim.FAST_POINTNAV_RULES``: one Dijkstra per goal, kept for 4 starts across
+unseeded resets, SPL's l made exact when the episode ends; ``episode_rules={"geodesic":
+"exact"}`` for habitat's generator).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 It owns the scene pool (procedural apartments, mesh files, or the scenes a dataset names), one
 navigability grid and geodesic graph per scene (built on first use), one renderer over all
 scenes (``renderer``: the numba rasterizer, or Embree ray casting), and the episode source (a dataset walked in order, or episodes generated on the fly
-with habitat's rules). Agents are :class:`~pixelrl.envs.nav.tasks.NavEpisodeState` objects; rendering
+with habitat's rules: for PointNav by default the cheap grid-geodesic ones, ``FAST_POINTNAV_RULES``). Agents are :class:`~pixelrl.envs.nav.tasks.NavEpisodeState` objects; rendering
 all of them is one call.
 
 Scene ids: a file path (absolute, or relative to ``scene_dir`` / the dataset's folder) or a
@@ -54,6 +54,12 @@ from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES, Scene
 from pixelrl.envs.nav.tasks import NavEpisodeState
 
 APARTMENT_PREFIX = "apartment:"
+# PointNav's rules for generated episodes when ``episode_rules`` is left empty: the training
+# recipe's cheap resets (one Dijkstra per goal, the start drawn on its grid field, the goal and
+# field kept for 4 starts of the same agent), with SPL's l still the exact start geodesic
+# (``EpisodeRules.exact_spl``, computed when the episode ends). ``episode_rules={"geodesic":
+# "exact"}`` is habitat's generator as before (any-angle geodesic tested at every draw).
+FAST_POINTNAV_RULES: dict[str, Any] = {"geodesic": "grid", "starts_per_goal": 4}
 _DEFAULT_APARTMENT = ApartmentConfig()
 
 
@@ -217,6 +223,20 @@ def observation_space(cfg: NavConfig, category_ids: Mapping[str, int] | None = N
     return spaces.Dict(obs)
 
 
+def episode_rules(cfg: NavConfig) -> EpisodeRules:
+    """The rules episodes are generated with: ``cfg.episode_rules`` over habitat's
+    (:class:`EpisodeRules`' defaults) when given; left empty, PointNav without a dataset takes
+    ``FAST_POINTNAV_RULES`` and the other tasks habitat's."""
+    if cfg.episode_rules:
+        rules = EpisodeRules(**cfg.episode_rules)
+    elif cfg.task == "pointnav" and cfg.dataset_path is None:
+        rules = EpisodeRules(**FAST_POINTNAV_RULES)
+    else:
+        rules = EpisodeRules()
+    rules.validate()
+    return rules
+
+
 class NavSim:
     """Scenes, grids, renderer and episode source for ``num_agents`` agents."""
 
@@ -228,8 +248,7 @@ class NavSim:
         # SPL's l: the geodesic an episode carries is taken as ours only from our own files
         # (our generator stored our exact geodesic); another's (habitat's navmesh) is recomputed.
         self._trust_stored_geodesic = True
-        self.rules = EpisodeRules(**cfg.episode_rules) if cfg.episode_rules else EpisodeRules()
-        self.rules.validate()
+        self.rules = episode_rules(cfg)
         self.instruction_rules = InstructionRules.from_options(cfg.instruction_rules)
         if cfg.dataset_path is not None:
             self.episodes = load_episodes(cfg.dataset_path)
@@ -336,6 +355,7 @@ class NavSim:
                 k,
                 stored_geodesic(episode),
                 self.category_ids,
+                exact_start_at_end=self._exact_later(episode),
             )
 
         trusted = True  # an episode given, or generated here: its stored l is ours
@@ -357,15 +377,22 @@ class NavSim:
         grid = self.grid(k)
         seed_radius = 0.15 if self.cfg.task == "pointnav" else grid.cell * 0.75
         field = geodesic_graph(grid).field(episode.goal_points(), seed_radius=seed_radius)
+        start_distance = stored_geodesic(episode) if trusted else None
         return NavEpisodeState(
             self.cfg,
             grid,
             field,
             episode,
             k,
-            start_distance=stored_geodesic(episode) if trusted else None,
+            start_distance=start_distance,
             category_ids=self.category_ids,
+            exact_start_at_end=start_distance is not None and self._exact_later(episode),
         )
+
+    def _exact_later(self, episode: NavEpisode) -> bool:
+        """Whether the episode's stored l is a grid geodesic to replace by the exact one when
+        the episode ends (``EpisodeRules.exact_spl``)."""
+        return episode.info.get("geodesic") == "grid" and self.rules.exact_spl
 
     def _generated_episode(self, rng: np.random.Generator, k: int, eid: str) -> NavEpisode:
         """An episode of the task in scene ``k``, or, where that apartment has none the rules
@@ -483,6 +510,10 @@ def generate_dataset(path: str, num_episodes: int, seed: int = 0, **options) -> 
     and write them to ``path`` as habitat ``.json.gz``; returns them."""
     from pixelrl.envs.nav.dataset import save_episodes
 
+    # Datasets are generated with habitat's rules (exact geodesic) unless rules are given:
+    # the env's cheap PointNav default is for resets, not for held-out files.
+    if not options.get("episode_rules"):
+        options["episode_rules"] = {"geodesic": "exact"}
     cfg = NavConfig.from_options(env_id="generate_dataset", **{"width": 1, "height": 1, **options})
     sim = NavSim(cfg)
     rng = np.random.default_rng(seed)

@@ -6,7 +6,8 @@ Measures (habitat's definitions): DistanceToGoal = geodesic distance to the near
 point for ObjectNav); Success = ``stop`` called with DistanceToGoal < success distance;
 SPL = S * l / max(l, p) with l the start's geodesic distance and p the path length walked;
 SoftSPL = max(0, 1 - d_T / l) * l / max(l, p); the distances are the exact geodesic (habitat's
-navmesh one), path length p is in 3D. Reward: -(change in the grid's geodesic distance) + slack
+navmesh one) -- at the episode's end: under cheap episode rules (``geodesic="grid"``) l is the
+grid geodesic until then -- path length p is in 3D. Reward: -(change in the grid's geodesic distance) + slack
 (-0.01) + 2.5 on success. Actions: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right.
 """
 
@@ -81,12 +82,15 @@ class NavEpisodeState:
         scene_index: int,
         start_distance: float | None = None,
         category_ids: dict[str, int] | None = None,
+        exact_start_at_end: bool = False,
     ):
         """``start_distance``: l of SPL when already known (generated episodes and dataset
         episodes carry it in ``info.geodesic_distance``); otherwise it is computed here (the
         any-angle search, ~10-30 ms). ``category_ids``: ObjectNav's ``objectgoal`` for each
         category (a dataset file's ``category_to_task_category_id``; default: the index in
-        ``OBJECTNAV_CATEGORIES``)."""
+        ``OBJECTNAV_CATEGORIES``). ``exact_start_at_end``: ``start_distance`` is a grid
+        geodesic (``EpisodeRules(geodesic="grid")``), replaced by the exact one when the episode
+        ends, so the final SPL / SoftSPL are exact without a search at reset."""
         self.cfg = cfg
         self.grid = grid
         self.field = field
@@ -109,11 +113,14 @@ class NavEpisodeState:
         # line when the nearest goal is in plain sight (open floor: free), the grid's otherwise
         # during the episode, and the exact any-angle one when the episode ends, so Success,
         # SPL and SoftSPL are judged on the exact distance. l (SPL) is the exact geodesic from
-        # the start: the one the episode carries (``start_distance``), else computed here.
+        # the start: the one the episode carries (``start_distance``), else computed here; a
+        # stored grid one (cheap rules) stands in during the episode and is replaced by the
+        # exact one when the episode ends (``exact_start_at_end``).
         self.distance = field.distance(self.position)
         if start_distance is None:
             start_distance = field.exact_distance(self.position)
         self.start_distance = float(start_distance)
+        self._start_pending = bool(exact_start_at_end)
         self.measured = self.start_distance if np.isfinite(self.distance) else math.inf
         self.category_ids = category_ids
         self.path = [self.position.copy()]
@@ -180,10 +187,18 @@ class NavEpisodeState:
 
     def _measure(self) -> None:
         """DistanceToGoal after a step (see ``__init__``): exact at the end of the episode."""
+        searched_start = False
+        if self.done and self._start_pending:  # cheap rules: l becomes the exact geodesic
+            self._start_pending = False
+            self.start_distance = float(self.field.exact_distance(self.start_position))
+            searched_start = True
         if not np.isfinite(self.distance):
             self.measured = math.inf
         elif self.done:
-            self.measured = self.field.exact_distance(self.position)
+            if searched_start and np.array_equal(self.position, self.start_position):
+                self.measured = self.start_distance  # ended where it started: the same search
+            else:
+                self.measured = self.field.exact_distance(self.position)
         else:
             visible = self.field.visible_distance(self.position)
             self.measured = self.distance if visible is None else visible

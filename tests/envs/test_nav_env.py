@@ -262,3 +262,101 @@ def test_distance_to_goal_is_exact_on_open_floor():
         _, _, _, _, info = env.step(1)
     assert max(gaps) > 1e-3  # what the grid alone would have reported
     env.close()
+
+
+def test_default_pointnav_rules_are_cheap_and_episodes_valid_with_exact_measures():
+    from pixelrl.envs.nav.dataset import EpisodeRules
+    from pixelrl.envs.nav.sim import FAST_POINTNAV_RULES
+
+    env = gym.make("pixelrl/PointNav-v0", **SMALL).unwrapped
+    rules = env.sim.rules
+    assert rules == EpisodeRules(**FAST_POINTNAV_RULES)
+    assert rules.geodesic == "grid" and rules.starts_per_goal == 4 and rules.exact_spl
+    goals = []
+    for k in range(6):
+        env.reset(seed=0 if k == 0 else None)  # then autoreset-style unseeded resets
+        s = env.state
+        goals.append(tuple(s.episode.goals[0].position))
+        start, goal = s.start_position, s.episode.goals[0].position
+        grid_l = s.episode.info["geodesic_distance"]
+        euclid = float(np.hypot(*(goal - start)[[0, 2]]))
+        assert s.episode.info["geodesic"] == "grid"
+        assert np.isfinite(s.distance) and env.sim.grid(s.scene_index).is_navigable(start)
+        assert rules.min_geodesic <= grid_l <= rules.max_geodesic
+        assert grid_l >= rules.min_ratio * euclid - 1e-9 and euclid >= rules.min_geodesic
+        assert s.start_distance == grid_l  # stands in during the episode (no search at reset)
+        exact = s.field.exact_distance(start)
+        # the exact geodesic: never below the straight line (so >= the rules' minimum), never
+        # above the grid one
+        assert euclid - 1e-9 <= exact <= grid_l * (1 + 1e-6) + 1e-6
+        _, _, _, _, info = env.step(1 if k % 2 else 0)  # end some at the start, some one step on
+        if k % 2:
+            _, _, terminated, _, info = env.step(0)
+            assert terminated
+        # at the end: l is the exact start geodesic, DistanceToGoal the exact one
+        assert env.state.start_distance == exact
+        assert info["distance_to_goal"] == s.field.exact_distance(env.state.position)
+        p = env.state.path_length
+        ratio = exact / max(exact, p)
+        assert info["spl"] == info["success"] * ratio
+        assert info["soft_spl"] == pytest.approx(
+            max(0.0, 1 - info["distance_to_goal"] / exact) * ratio
+        )
+    assert goals[0] == goals[1] == goals[2] == goals[3] != goals[4]  # 4 starts per goal
+    env.close()
+
+
+def test_default_pointnav_env_is_deterministic_per_seed():
+    def run():
+        env = gym.make("pixelrl/PointNav-v0", **SMALL)
+        out = []
+        obs, info = env.reset(seed=5)
+        rng = np.random.default_rng(0)
+        for _ in range(40):
+            out.append((obs, info))
+            obs, r, term, trunc, info = env.step(int(rng.choice([0, 1, 1, 2, 3])))
+            out.append(r)
+            if term or trunc:
+                out.append(info)
+                obs, info = env.reset()
+        env.close()
+        return out
+
+    a, b = run(), run()
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if isinstance(x, tuple):
+            for k in x[0]:
+                np.testing.assert_array_equal(x[0][k], y[0][k])
+            assert x[1] == y[1]
+        else:
+            assert x == y
+
+
+def test_exact_rules_are_one_option_away_and_other_sources_keep_them(tmp_path):
+    from pixelrl.envs.nav.dataset import EpisodeRules, load_episodes
+    from pixelrl.envs.nav.sim import generate_dataset
+
+    env = NavEnv(episode_rules={"geodesic": "exact"}, **SMALL)
+    assert env.sim.rules == EpisodeRules()  # habitat's generator, as before
+    env.reset(seed=0)
+    s = env.state
+    assert "geodesic" not in s.episode.info and not s._start_pending
+    assert s.start_distance == s.field.exact_distance(s.start_position)
+    env.close()
+    # any rules given start from the exact ones
+    assert NavEnv(episode_rules={"min_geodesic": 2.0}, **SMALL).sim.rules.geodesic == "exact"
+    assert NavEnv(task="objectnav", **SMALL).sim.rules == EpisodeRules()
+    # exact_spl=False keeps the grid l to the end (training logs)
+    env = NavEnv(episode_rules={"geodesic": "grid", "exact_spl": False}, **SMALL)
+    env.reset(seed=0)
+    grid_l = env.state.episode.info["geodesic_distance"]
+    env.step(0)
+    assert env.state.start_distance == grid_l
+    env.close()
+    with pytest.raises(ValueError, match="exact_spl"):
+        EpisodeRules(geodesic="grid", exact_spl="yes").validate()
+    # datasets are generated with the exact rules unless told
+    path = tmp_path / "d.json.gz"
+    generate_dataset(str(path), 2, seed=0, num_scenes=1, apartment={"rooms": (2, 4)})
+    assert all("geodesic" not in e.info for e in load_episodes(str(path)))
