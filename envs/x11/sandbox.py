@@ -175,10 +175,17 @@ def _exposed_paths() -> list[str]:
     """Folders this interpreter and pixelrl need inside that a hidden folder would hide."""
     from pixelrl.assets import ASSETS_DIR
 
-    wanted = {sys.base_prefix, sys.prefix, str(Path(ASSETS_DIR).resolve().parent.parent)}
+    wanted = {sys.base_prefix, sys.prefix, str(Path(ASSETS_DIR).resolve().parent)}  # the checkout
     wanted |= {os.path.dirname(os.path.realpath(sys.executable))}
-    paths = sorted(p for p in wanted if _under(p, HIDDEN) and os.path.isdir(p))
-    # keep only outermost ones
+    return exposed_paths(wanted)
+
+
+def exposed_paths(wanted: set[str]) -> list[str]:
+    """Of ``wanted`` folders, the outermost ones that a hidden folder or the private /tmp would
+    hide (a checkout or venv under /tmp or /root), never a hidden folder itself: exposing /tmp
+    would show the host's X sockets, i.e. other displays."""
+    roots = HIDDEN + ("/tmp",)
+    paths = sorted(p for p in wanted if _under(p, roots) and p not in roots and os.path.isdir(p))
     return [p for p in paths if not any(p != q and _under(p, (q,)) for q in paths)]
 
 

@@ -13,7 +13,7 @@ import pytest
 from pixelrl.envs.actions import Action
 from pixelrl.envs.x11.display import XDisplay
 from pixelrl.envs.x11.env import XDesktopEnv
-from pixelrl.envs.x11.sandbox import NOBODY, bwrap_argv
+from pixelrl.envs.x11.sandbox import NOBODY, bwrap_argv, exposed_paths
 from pixelrl.envs.x11.tasks import APPS_DIR, parse_task
 
 MISSING = [p for p in ("Xvfb", "xdotool", "bwrap") if shutil.which(p) is None]
@@ -102,6 +102,17 @@ def test_an_execute_step_cannot_leave_the_sandbox(tmp_path):
     finally:
         other.close()
         listener.close()
+
+
+def test_a_checkout_under_tmp_is_exposed_but_never_tmp_itself(tmp_path):
+    # a clone in /tmp/x: its venv and code are shown read-only; /tmp itself (the host's X
+    # sockets: other displays) never is, whatever the interpreter's paths are
+    checkout = tmp_path / "clone"
+    (checkout / ".venv").mkdir(parents=True)
+    wanted = {str(checkout), str(checkout / ".venv"), "/tmp", "/usr", "/root", str(tmp_path)}
+    shown = exposed_paths(wanted)
+    assert "/tmp" not in shown and "/root" not in shown and "/usr" not in shown
+    assert shown == [str(tmp_path)]  # the outermost folder asked for below /tmp
 
 
 def test_the_sandbox_command_line_hides_host_folders_and_drops_root():
