@@ -15,6 +15,8 @@ an env worker process that collects the next rollout while the learner updates o
 (the acting policy is one update behind; PPO's ratio uses the stored behaviour log-probs).
 train.async=false collects and learns in turn in one process, reproducible bit for bit.
 torch_threads sets the learner's threads, collect.torch_threads the collecting policy's.
+train.time_limit_minutes=M stops training (imitation included) after M wall minutes,
+train.cpu_limit_minutes=M after M minutes of its CPU time (evaluations excluded in both).
 """
 
 from __future__ import annotations
