@@ -195,6 +195,25 @@ class NavConfig:
             raise ValueError(
                 f"NavConfig.max_episode_steps must be >= 1, got {self.max_episode_steps}"
             )
+        if self.up_axis is not None:  # checked here too: generated scenes never read it
+            from pixelrl.envs.nav.mesh_io import UP_AXES
+
+            vector = self.up_axis
+            ok = (
+                vector in UP_AXES
+                if isinstance(vector, str)
+                else (
+                    isinstance(vector, (list, tuple))
+                    and len(vector) == 3
+                    and all(isinstance(v, (int, float)) for v in vector)
+                    and any(v != 0 for v in vector)
+                )
+            )
+            if not ok:
+                raise ValueError(
+                    f"NavConfig.up_axis must be one of {sorted(UP_AXES)} or a nonzero "
+                    f"3-vector, got {vector!r}"
+                )
         if self.forward_step <= 0:
             raise ValueError(f"NavConfig.forward_step must be > 0, got {self.forward_step}")
         if self.turn_angle is not None and not 0 < self.turn_angle <= 180:

@@ -82,3 +82,14 @@ def test_env_option_up_axis(z_up_file):
     _, info = env.reset(seed=0)
     assert np.isfinite(info["distance_to_goal"])
     env.close()
+
+
+@pytest.mark.parametrize("bad", ["w", "up", [0, 0, 0], [1, 2], ["a", 0, 1]])
+def test_a_wrong_up_axis_is_refused_even_for_generated_scenes(bad):
+    # procedural apartments never read up_axis: without the check a typo would pass silently
+    import gymnasium as gym
+
+    import pixelrl.envs  # noqa: F401  (registers the ids)
+
+    with pytest.raises(ValueError, match="up_axis must be one of"):
+        gym.make("pixelrl/PointNav-v0", up_axis=bad)
