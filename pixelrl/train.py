@@ -573,6 +573,8 @@ class Trainer:
 
         cfg = self.cfg.train
         wall, cpu = 60 * float(cfg.time_limit_minutes), 60 * float(cfg.cpu_limit_minutes)
+        if wall <= 0 and cpu <= 0:
+            return False  # no limit (the same config on every rank): no collective per update
         over = (wall > 0 and train_s >= wall) or (cpu > 0 and cpu_s >= cpu)
         return all_reduce_sum([float(over)])[0] > 0
 
