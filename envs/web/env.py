@@ -102,6 +102,8 @@ class MiniWoBEnv(RealGuiEnv):
     REFUSED_KINDS = ("key_down", "key_up")
     REFUSED_KEYS = ("capslock", "printscreen", "numlock", "scrolllock", "apps")
 
+    expert_target_bbox: list[int] | None = None  # the box the last expert action aimed at
+
     def __init__(
         self,
         task: str,
@@ -139,6 +141,8 @@ class MiniWoBEnv(RealGuiEnv):
         )
         self._elements: list[dict[str, Any]] = []
         self._done_metadata: dict[str, Any] | None = None
+        self._fields: list[list[str]] = []
+        self._expert = None  # the oracle's plan for this episode, made on first use
 
     # -- browser ------------------------------------------------------------------------------
     def _start(self) -> None:
@@ -199,7 +203,24 @@ class MiniWoBEnv(RealGuiEnv):
         utterance = obs[0]["utterance"]
         instruction = "".join(c for c in utterance if c in TEXT_CHARSET)[:MAX_INSTRUCTION_LENGTH]
         fields = [list(f) for f in obs[0]["fields"]]
+        self._fields, self._expert = fields, None
         return instruction, {"task": self.task, "fields": fields, "page_seed": page_seed}
+
+    # -- the scripted expert ------------------------------------------------------------------
+    def expert_action(self) -> Action:
+        """The oracle's next action (:mod:`pixelrl.envs.web.oracle`), planned from the page as
+        it is at the first call after reset; ``done`` once the plan is spent. Raises
+        :class:`~pixelrl.envs.web.oracle.OracleError` for a task the oracle does not know."""
+        from pixelrl.envs.web.oracle import MiniWoBOracle
+
+        if self._instruction is None:
+            raise RuntimeError("call reset() before expert_action()")
+        if self._expert is None:
+            self._expert = MiniWoBOracle(self.task)
+            self._expert.reset({"instruction": self._instruction},
+                               {"a11y": self._a11y(), "fields": self._fields})  # fmt: skip
+        self.expert_target_bbox = self._expert.next_target_bbox
+        return self._expert.act()
 
     def _check_supported(self, action: Action) -> None:
         super()._check_supported(action)

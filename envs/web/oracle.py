@@ -1,6 +1,8 @@
 """A scripted expert for MiniWoB++ click and type tasks that acts only through screen pixels.
 
-It reads the instruction and ``info["a11y"]`` (element bboxes in screenshot pixels) and emits
+It reads the instruction, the task's fields (``info["fields"]``: miniwob's own parse of the
+instruction, e.g. ``[["target", "Pavia"]]``) and ``info["a11y"]`` (element bboxes in screenshot
+pixels) and emits
 plain :class:`~pixelrl.envs.actions.Action` values — clicks at pixel points and typed text — never
 miniwob's element actions. So when it succeeds, the mapping from the page's DOM coordinates to
 screenshot pixels and back to the page's pointer is right end to end.
@@ -9,13 +11,17 @@ A click goes to the visible part of the target: elements later in document order
 inside the target are painted over it (MiniWoB's click-test-2 overlaps its two buttons), so the
 oracle takes the pixel of the target farthest from every such element and from the target's edge.
 
+Each planned step also names its target's box (:class:`Step`): behaviour cloning counts any click
+inside it as right. A select box is chosen by clicking it and typing the option's name (what a
+person does with the keyboard; the native drop-down list is not part of the page's pixels).
+
 Supported tasks: :data:`SUPPORTED_TASKS`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,11 +38,32 @@ SUPPORTED_TASKS = (
     "enter-text-2",
     "enter-password",
     "login-user",
+    "click-checkboxes",
+    "click-option",
+    "click-dialog",
+    "click-tab",
+    "click-widget",
+    "choose-list",
 )
+# click-widget's widget kinds -> the tag miniwob's DOM reports for the widget's control
+WIDGET_TAGS = {
+    "button": "button",
+    "checkbox": "input_checkbox",
+    "radio": "input_radio",
+    "text": "input_text",
+    "textarea": "textarea",
+}
 
 
 class OracleError(ValueError):
     """The oracle cannot plan this episode (unsupported task, unexpected page)."""
+
+
+class Step(NamedTuple):
+    """One planned action and the screen box it aims at (None for typing)."""
+
+    action: Action
+    target_bbox: list[int] | None = None
 
 
 def visible_point(target: dict[str, Any], a11y: list[dict[str, Any]]) -> tuple[int, int]:
@@ -90,15 +117,34 @@ def _quoted(instruction: str) -> list[str]:
     return re.findall(r'"([^"]*)"', instruction)
 
 
-def plan(task: str, instruction: str, a11y: list[dict[str, Any]]) -> list[Action]:
+def plan(
+    task: str, instruction: str, a11y: list[dict[str, Any]], fields: list | None = None
+) -> list[Action]:
     """The actions that solve this episode of ``task``, from its first observation."""
+    return [step.action for step in plan_steps(task, instruction, a11y, fields)]
+
+
+def plan_steps(
+    task: str, instruction: str, a11y: list[dict[str, Any]], fields: list | None = None
+) -> list[Step]:
+    """:func:`plan` with each step's target box. ``fields``: ``info["fields"]`` of the reset
+    (the tasks that do not quote their targets need it)."""
     if task not in SUPPORTED_TASKS:
         raise OracleError(
             f"the oracle does not know {task!r}; it knows {', '.join(SUPPORTED_TASKS)}"
         )
+    values = {str(k): str(v) for k, v in (fields or [])}
 
-    def click(e: dict[str, Any]) -> Action:
-        return Action.click(*visible_point(e, a11y))
+    def click(e: dict[str, Any]) -> Step:
+        return Step(Action.click(*visible_point(e, a11y)), list(e["bbox"]))
+
+    def typed(text: str) -> Step:
+        return Step(Action.type_text(text))
+
+    def field(key: str) -> str:
+        if key not in values:
+            raise OracleError(f"{task}: the episode has no field {key!r} (fields: {fields!r})")
+        return values[key]
 
     words = _quoted(instruction)
     if task == "click-test":
@@ -126,29 +172,71 @@ def plan(task: str, instruction: str, a11y: list[dict[str, Any]]) -> list[Action
             text = words[0].lower()
         return [
             click(_find(a11y, task, role="textbox")),
-            Action.type_text(text),
+            typed(text),
             click(_find(a11y, task, role="button", name="Submit")),
         ]
     if task == "enter-password":
         return [
             click(_find(a11y, task, html_id="password")),
-            Action.type_text(words[0]),
+            typed(words[0]),
             click(_find(a11y, task, html_id="verify")),
-            Action.type_text(words[0]),
+            typed(words[0]),
             click(_find(a11y, task, role="button", name="Submit")),
         ]
-    # login-user
+    if task == "login-user":
+        return [
+            click(_find(a11y, task, html_id="username")),
+            typed(words[0]),
+            click(_find(a11y, task, html_id="password")),
+            typed(words[1]),
+            click(_find(a11y, task, role="button", name="Login")),
+        ]
+    if task in ("click-checkboxes", "click-option"):
+        # each named item's label (its box and its text both toggle it), then Submit
+        targets = [v for k, v in values.items() if k.startswith("target")]
+        steps = [click(_labelled(a11y, task, name)) for name in targets]
+        return steps + [click(_find(a11y, task, role="button", name="Submit"))]
+    if task == "click-dialog":
+        close = [e for e in a11y if "ui-dialog-titlebar-close" in e["state"].get("classes", "")]
+        if not close:
+            raise OracleError(f"{task}: no dialog close button on the page")
+        return [click(close[0])]
+    if task == "click-tab":
+        return [click(_find(a11y, task, role="link", name=f"Tab #{field('target')}"))]
+    if task == "click-widget":
+        kind = field("target")
+        if kind not in WIDGET_TAGS:
+            raise OracleError(f"{task}: unknown widget kind {kind!r}")
+        for e in a11y:
+            if "widget" in e["state"].get("classes", "").split() and any(
+                c["state"].get("tag") == WIDGET_TAGS[kind] for c in _children(e, a11y)
+            ):
+                return [click(e)]
+        raise OracleError(f"{task}: no {kind!r} widget on the page")
+    # choose-list
     return [
-        click(_find(a11y, task, html_id="username")),
-        Action.type_text(words[0]),
-        click(_find(a11y, task, html_id="password")),
-        Action.type_text(words[1]),
-        click(_find(a11y, task, role="button", name="Login")),
+        click(_find(a11y, task, role="combobox")),
+        typed(field("target")),
+        click(_find(a11y, task, role="button", name="Submit")),
     ]
 
 
+def _children(target: dict[str, Any], a11y: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    inside = _descendants(target, a11y) - {target["id"]}
+    return [e for e in a11y if e["id"] in inside]
+
+
+def _labelled(a11y: list[dict[str, Any]], where: str, name: str) -> dict[str, Any]:
+    """The <label> whose text is ``name`` (a checkbox's or a radio button's)."""
+    for e in a11y:
+        if e["role"] == "label" and any(c["name"] == name for c in _children(e, a11y)):
+            return e
+    raise OracleError(f"{where}: no item labelled {name!r}")
+
+
 class MiniWoBOracle:
-    """Plans at reset, then hands out one action a step: ``oracle.reset(obs, info)``, ``act()``."""
+    """Plans at reset, then hands out one action a step: ``oracle.reset(obs, info)``, ``act()``
+    (``next_target_bbox``: the box the next action aims at)."""
 
     def __init__(self, task: str) -> None:
         if task not in SUPPORTED_TASKS:
@@ -156,10 +244,14 @@ class MiniWoBOracle:
                 f"the oracle does not know {task!r}; it knows {', '.join(SUPPORTED_TASKS)}"
             )
         self.task = task
-        self._queue: list[Action] = []
+        self._queue: list[Step] = []
 
     def reset(self, obs: dict[str, Any], info: dict[str, Any]) -> None:
-        self._queue = plan(self.task, obs["instruction"], info["a11y"])
+        self._queue = plan_steps(self.task, obs["instruction"], info["a11y"], info.get("fields"))
+
+    @property
+    def next_target_bbox(self) -> list[int] | None:
+        return self._queue[0].target_bbox if self._queue else None
 
     def act(self, obs: dict[str, Any] | None = None, info: dict[str, Any] | None = None) -> Action:
-        return self._queue.pop(0) if self._queue else Action.done()
+        return self._queue.pop(0).action if self._queue else Action.done()
