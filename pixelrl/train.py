@@ -51,6 +51,7 @@ DEFAULTS: dict[str, Any] = {
         "num_envs": 8,
         "kwargs": {},  # passed to the env (training scenes)
         "eval_kwargs": {},  # overrides of kwargs for evaluation (held-out scenes)
+        "tasks": [],  # a multi-task recipe's tasks (gui/miniwob: MiniWoB++ task names)
     },
     # Where the envs run: in this process (sync) or in Ray actors (ray: pixelrl.envs.remote), one
     # actor per `per_worker` envs; `num_workers: 0` takes env.num_envs (train.eval_num_envs for
@@ -187,8 +188,15 @@ class TrainEnvsSpec:
         return make_vector_envs(task, cfg, int(cfg.env.num_envs), self.seed, "train")
 
     def make_policy(self, observation_space: Any, action_space: Any) -> Any:
+        """The worker's copy: the learner's weights replace it at once, so a recipe's warm start
+        (the GUI recipes' behaviour cloning, and the demonstrations it records) is skipped."""
+        import inspect
+
         task, cfg = self._task()
-        return task.make_policy(cfg, observation_space, action_space)
+        kwargs = {}
+        if "warm_start" in inspect.signature(task.make_policy).parameters:
+            kwargs["warm_start"] = False
+        return task.make_policy(cfg, observation_space, action_space, **kwargs)
 
     def make_teacher(self, envs: Any) -> Any:
         task, cfg = self._task()
