@@ -31,20 +31,26 @@ class PointerAgent:
         self.last_heatmap: np.ndarray | None = None
         self.screen_size: tuple[int, int] | None = None  # the desktop size it trained on
         self.env_id: str | None = None
+        self.fields: list[str] = []  # the episode's task fields, for {field:N} texts
 
     def reset(self) -> None:
-        pass
+        self.fields = []
+
+    def on_reset(self, env, info: dict) -> None:
+        """The episode's task fields (MiniWoB++'s ``info["fields"]``), typed by ``{field:N}``."""
+        self.fields = [str(value) for _, value in info.get("fields", ())]
 
     def act_batch(
         self, screenshots: Sequence[np.ndarray], instructions: Sequence[str]
     ) -> list[Action]:
         import torch
 
-        from pixelrl.gui_agent.pointer_env import decode_action, hash_words
+        from pixelrl.gui_agent.pointer_env import hash_words
         from pixelrl.vision.image import resize
 
         images, maps = zip(*(resize(s, self.spec.image_size) for s in screenshots))
-        words = [hash_words(i, self.spec.max_words, self.spec.buckets) for i in instructions]
+        spec = self.spec
+        words = [hash_words(i, spec.max_words, spec.buckets, spec.subwords) for i in instructions]
         obs = {
             "image": torch.as_tensor(np.stack(images)),
             "instruction": torch.as_tensor(np.stack(words)),
@@ -52,7 +58,16 @@ class PointerAgent:
         with torch.no_grad():
             step = self.policy.act(obs, {}, deterministic=self.deterministic)
         self.last_heatmap = self.policy.heatmap(obs).numpy()
-        return [decode_action(a, self.spec, m) for a, m in zip(step.actions.numpy(), maps)]
+        return [self._decode(a, m) for a, m in zip(step.actions.numpy(), maps)]
+
+    def _decode(self, sample: np.ndarray, image_map) -> Action:
+        from pixelrl.envs.actions import ActionError
+        from pixelrl.gui_agent.pointer_env import decode_action
+
+        try:
+            return decode_action(sample, self.spec, image_map, self.fields)
+        except ActionError:  # a {field:N} this episode does not have: the step is spent
+            return Action.wait()
 
     def act(self, screenshot: np.ndarray, instruction: str) -> Action:
         return self.act_batch([screenshot], [instruction])[0]

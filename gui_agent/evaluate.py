@@ -55,6 +55,8 @@ def run_episode(env, agent, seed: int, on_step=None) -> dict[str, Any]:
 
     agent.reset()
     obs, info = env.reset(seed=seed)
+    if hasattr(agent, "on_reset"):  # what an agent reads of the episode besides pixels
+        agent.on_reset(env, info)
     family = info.get("family", "")
     total, steps = 0.0, 0
     while True:

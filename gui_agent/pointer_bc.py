@@ -48,12 +48,14 @@ def expert_samples(
     bar = tqdm(total=count, desc="expert samples", disable=not progress)
     while len(actions) < count:
         expert = env.unwrapped.expert_action()
-        sample = encode_action(expert, env.pointer_spec, env.image_map)
+        sample = encode_action(expert, env.pointer_spec, env.image_map, env.fields)
         if sample is not None:
             images.append(obs["image"])
             words.append(obs["instruction"])
             actions.append(sample)
-            boxes = [info.get("target_bbox"), *info.get("alternative_bboxes", ())]
+            # the desktop says where its target is in info; MiniWoB's oracle with its action
+            target = info.get("target_bbox", getattr(env.unwrapped, "expert_target_bbox", None))
+            boxes = [target, *info.get("alternative_bboxes", ())]
             masks.append(box_points(boxes, sample, env.pointer_spec, env.image_map, click_margin))
             ids, cells = screen_words(info.get("a11y", ()), env.pointer_spec, env.image_map)
             read_ids.append(ids)
@@ -69,8 +71,10 @@ def expert_samples(
 
 
 # Elements whose name is drawn inside their box (a window's is in its title bar, a text field's
-# in the label beside it: those are left out).
-READABLE_ROLES = ("button", "checkbox", "label", "taskbutton", "radio", "tab", "menuitem", "icon")
+# in the label beside it: those are left out). "text": a web page's text runs (MiniWoB++: a
+# checkbox's label text, a link), which can be narrower than min_width and still be read.
+READABLE_ROLES = ("button", "checkbox", "label", "taskbutton", "radio", "tab", "menuitem", "icon",
+                  "text")  # fmt: skip
 
 
 def screen_words(
@@ -85,7 +89,7 @@ def screen_words(
     a11y list (the topmost window covers what is behind it)."""
     from pixelrl.gui_agent.pointer_env import hash_words, words_of
 
-    ids = np.zeros(max_words, dtype=np.int64)
+    ids = np.zeros((max_words, *spec.instruction_shape[1:]), dtype=np.int64)
     cells = np.zeros((max_words, spec.num_cells), dtype=bool)
     windows = [(i, e["bbox"]) for i, e in enumerate(a11y) if e["role"] == "window"]
     n = 0
@@ -93,7 +97,7 @@ def screen_words(
         x0, y0, x1, y1 = e["bbox"]
         if e["role"] not in READABLE_ROLES or not e["state"].get("visible", True):
             continue
-        if x1 - x0 < min_width:
+        if x1 - x0 < min_width and e["role"] != "text":
             continue
         cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
         mine = e["state"].get("window")
@@ -107,7 +111,7 @@ def screen_words(
         for word in words_of(e["name"]):
             if n == max_words:
                 return ids, cells
-            ids[n] = hash_words(word, 1, spec.buckets)[0]
+            ids[n] = hash_words(word, 1, spec.buckets, spec.subwords)[0]
             cells[n] = inside[:, 0]
             n += 1
     return ids, cells

@@ -12,6 +12,11 @@
   ``spec.offsets`` × ``spec.offsets`` positions); ``type`` writes ``spec.texts[text]``; ``key``
   presses ``spec.keys[key]`` (``"ctrl+a"`` is a hotkey). Parts the kind does not use are ignored.
 
+A text of the form ``{field:N}`` types the episode's N-th task field (``info["fields"]`` at
+reset: MiniWoB++'s parse of its instruction, such as a name to enter or a password): the
+"type from a task field" action of CC-Net (Humphreys et al., 2022), for tasks whose text to type
+is drawn fresh each episode and so is in no fixed vocabulary.
+
 Words are hashed, not looked up: a word's id is ``1 + crc32(word) mod (buckets - 1)`` over the
 lower-cased words of the text (quotes and punctuation split words). That is a vocabulary built
 from task instructions with nothing to keep in sync between envs, policies and checkpoints.
@@ -35,6 +40,7 @@ from pixelrl.envs.actions import Action, ActionError, normalize_key
 
 DEFAULT_KINDS = ("click", "type", "key")
 DEFAULT_KEYS = ("enter", "tab", "backspace", "ctrl+a")
+_FIELD_TEXT = re.compile(r"^\{field:(\d+)\}$")
 _WORD = re.compile(r"[a-z0-9]+|[^\sa-z0-9\"'.,:;!?()]")
 
 
@@ -44,11 +50,29 @@ def words_of(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def hash_words(text: str, length: int, buckets: int) -> np.ndarray:
-    """The first ``length`` word ids of ``text`` (``1 + crc32(word) mod (buckets - 1)``), 0-padded."""
-    ids = np.zeros(length, dtype=np.int64)
-    for i, word in enumerate(words_of(text)[:length]):
-        ids[i] = 1 + zlib.crc32(word.encode()) % (buckets - 1)
+def _bucket(piece: str, buckets: int) -> int:
+    return 1 + zlib.crc32(piece.encode()) % (buckets - 1)
+
+
+def hash_words(text: str, length: int, buckets: int, subwords: int = 0) -> np.ndarray:
+    """The first ``length`` word ids of ``text`` (``1 + crc32(word) mod (buckets - 1)``), 0-padded.
+
+    ``subwords`` > 0: (length, 1 + subwords) ids, each word's id followed by the ids of its first
+    ``subwords`` character trigrams with boundary marks (``"<lc"``, ``"lc>"`` for "Lc"; fastText's
+    subwords), hashed into the same buckets. A word seen for the first time (MiniWoB's labels
+    are fresh random strings each episode) then still has a vector built from its letters."""
+    words = words_of(text)[:length]
+    if subwords <= 0:
+        ids = np.zeros(length, dtype=np.int64)
+        for i, word in enumerate(words):
+            ids[i] = _bucket(word, buckets)
+        return ids
+    ids = np.zeros((length, 1 + subwords), dtype=np.int64)
+    for i, word in enumerate(words):
+        ids[i, 0] = _bucket(word, buckets)
+        marked = f"<{word}>"
+        grams = [marked[j : j + 3] for j in range(len(marked) - 2)][:subwords]
+        ids[i, 1 : 1 + len(grams)] = [_bucket("#" + g, buckets) for g in grams]
     return ids
 
 
@@ -69,6 +93,7 @@ class PointerSpec:
     max_words: int = 32
     max_text_words: int = 4
     buckets: int = 4096
+    subwords: int = 0  # > 0: each word also carries its character trigrams (hash_words)
 
     def __post_init__(self) -> None:
         self.image_size = tuple(int(v) for v in self.image_size)
@@ -94,6 +119,11 @@ class PointerSpec:
     def grid(self) -> tuple[int, int]:
         """(columns, rows) of the click heatmap."""
         return self.image_size[0] // self.cell, self.image_size[1] // self.cell
+
+    @property
+    def instruction_shape(self) -> tuple[int, ...]:
+        """Shape of the hashed instruction: (max_words,), or (max_words, 1 + subwords)."""
+        return (self.max_words, 1 + self.subwords) if self.subwords > 0 else (self.max_words,)
 
     @property
     def num_cells(self) -> int:
@@ -142,12 +172,26 @@ class PointerSpec:
         return cls(**data)
 
 
-def decode_action(sample: Sequence[int], spec: PointerSpec, image_map) -> Action:
-    """The :class:`Action` a ``MultiDiscrete`` sample stands for, in screen pixels."""
+def field_text(text: str, fields: Sequence[str]) -> str:
+    """``text`` itself, or for ``{field:N}`` the N-th of ``fields`` (ActionError if there is none)."""
+    m = _FIELD_TEXT.match(text)
+    if m is None:
+        return text
+    n = int(m.group(1))
+    if n >= len(fields):
+        raise ActionError(f"{text}: this episode has {len(fields)} task field(s)")
+    return fields[n]
+
+
+def decode_action(
+    sample: Sequence[int], spec: PointerSpec, image_map, fields: Sequence[str] = ()
+) -> Action:
+    """The :class:`Action` a ``MultiDiscrete`` sample stands for, in screen pixels (``fields``:
+    the episode's task field values, for ``{field:N}`` texts)."""
     kind_i, cell, offset, text_i, key_i = (int(v) for v in sample)
     kind = spec.kinds[kind_i]
     if kind == "type":
-        return Action.type_text(spec.texts[text_i])
+        return Action.type_text(field_text(spec.texts[text_i], fields))
     if kind == "key":
         keys = spec.keys[key_i].split("+")
         return Action.key(keys[0]) if len(keys) == 1 else Action.hotkey(*keys)
@@ -155,18 +199,27 @@ def decode_action(sample: Sequence[int], spec: PointerSpec, image_map) -> Action
     return Action(kind, int(x), int(y))
 
 
-def encode_action(action: Action, spec: PointerSpec, image_map) -> np.ndarray | None:
+def encode_action(
+    action: Action, spec: PointerSpec, image_map, fields: Sequence[str] = ()
+) -> np.ndarray | None:
     """The sample that decodes to the action nearest ``action`` (None if the spec cannot express
-    its kind / text / key). Used to score expert actions and recorded demonstrations."""
+    its kind / text / key). Used to score expert actions and recorded demonstrations. A typed
+    text in no fixed choice matches a ``{field:N}`` choice whose field holds it."""
     kind = "key" if action.kind == "hotkey" else action.kind
     if kind not in spec.kinds:
         return None
     out = np.zeros(5, dtype=np.int64)
     out[0] = spec.kinds.index(kind)
     if kind == "type":
-        if action.text not in spec.texts:
-            return None
-        out[3] = spec.texts.index(action.text)
+        texts = [t if _FIELD_TEXT.match(t) is None else None for t in spec.texts]
+        if action.text in texts:
+            out[3] = texts.index(action.text)
+        else:
+            fielded = [i for i, t in enumerate(spec.texts) if _FIELD_TEXT.match(t)
+                       and field_text(t, list(fields) + [""] * len(spec.texts)) == action.text]  # fmt: skip
+            if not fielded:
+                return None
+            out[3] = fielded[0]
     elif kind == "key":
         chord = "+".join(action.keys)
         if chord not in spec.keys:
@@ -184,8 +237,9 @@ class PointerEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
     An action the underlying env refuses (:class:`~pixelrl.envs.actions.ActionError`) becomes a ``wait``:
     the step is spent and nothing changes, so a policy is never stopped by its own samples.
     ``last_screenshot`` and ``last_action`` hold the full-size frame and the decoded action (for
-    GIFs); ``image_map`` maps the current image back to the screen; :meth:`step_action` steps
-    with an :class:`~pixelrl.envs.actions.Action` directly (experts, demonstrations).
+    GIFs); ``image_map`` maps the current image back to the screen; ``fields`` holds the
+    episode's task field values (``{field:N}`` texts); :meth:`step_action` steps with an
+    :class:`~pixelrl.envs.actions.Action` directly (experts, demonstrations).
     """
 
     def __init__(self, env: gym.Env, spec: PointerSpec) -> None:
@@ -197,7 +251,7 @@ class PointerEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
             {
                 "image": gym.spaces.Box(0, 255, shape=(h, w, 3), dtype=np.uint8),
                 "instruction": gym.spaces.Box(
-                    0, spec.buckets - 1, shape=(spec.max_words,), dtype=np.int64
+                    0, spec.buckets - 1, shape=spec.instruction_shape, dtype=np.int64
                 ),
             }
         )
@@ -205,24 +259,29 @@ class PointerEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self.image_map = None
         self.last_screenshot: np.ndarray | None = None
         self.last_action: Action | None = None
+        self.fields: list[str] = []
 
     def observation(self, obs: dict[str, Any]) -> dict[str, np.ndarray]:
         from pixelrl.vision.image import resize
 
         self.last_screenshot = obs["screenshot"]
         image, self.image_map = resize(obs["screenshot"], self.pointer_spec.image_size)
-        words = hash_words(
-            obs["instruction"], self.pointer_spec.max_words, self.pointer_spec.buckets
-        )
+        spec = self.pointer_spec
+        words = hash_words(obs["instruction"], spec.max_words, spec.buckets, spec.subwords)
         return {"image": image, "instruction": words}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = self.env.reset(seed=seed, options=options)
         self.last_action = None
+        self.fields = [str(value) for _, value in info.get("fields", ())]
         return self.observation(obs), info
 
     def step(self, action):
-        return self.step_action(decode_action(action, self.pointer_spec, self.image_map))
+        try:
+            act = decode_action(action, self.pointer_spec, self.image_map, self.fields)
+        except ActionError:  # a {field:N} the episode does not have
+            act = Action.wait()
+        return self.step_action(act)
 
     def step_action(self, act: Action):
         """Step with an :class:`Action` directly (an expert, a demonstration)."""

@@ -4,6 +4,7 @@
 
     image (h×w×3) --timm CNN--> stride-8 and stride-16 maps --(upsample, concat, 1×1)--> F (C×gh×gw)
     instruction words --Embedding--> GRU (or bag of words) --> t, and a state w_i per word
+                      (spec.subwords > 0: + the mean embedding of each word's character trigrams)
     match: M_h(x, y) = max_i <K_h F(x, y), Q_h [e_i; w_i]> / sqrt(d)   (H maps, one per head)
     lines: L = [M, max_x M, max_y M]   (each map's row and column maxima, broadcast back)
     FiLM:  F' = relu(F · (1 + γ(t)) + β(t))  --concat L, 3×3 conv--> G
@@ -58,7 +59,8 @@ POINTER_KINDS = ("click", "double_click", "right_click", "move")
 
 class InstructionEncoder(nn.Module):
     """Hashed word ids (B, L) -> a vector (B, dim) (a GRU's last state, or the mean embedding) and
-    one vector per word (B, L, dim) (the GRU's state after it, or its projected embedding)."""
+    one vector per word (B, L, dim) (the GRU's state after it, or its projected embedding).
+    With subwords the ids are (B, L, 1 + S): each word's id, then its character trigrams'."""
 
     def __init__(self, buckets: int, embed_dim: int = 64, dim: int = 128, kind: str = "gru"):
         super().__init__()
@@ -70,9 +72,23 @@ class InstructionEncoder(nn.Module):
         self.proj = nn.Linear(embed_dim, dim) if kind == "bow" else None
         self.dim = dim
 
+    @staticmethod
+    def word_ids(ids: torch.Tensor) -> torch.Tensor:
+        """The words' own ids (..., L) of hashed words with or without subwords (..., L[, 1+S])."""
+        return ids[..., 0] if ids.dim() == 3 else ids
+
+    def embed_words(self, ids: torch.Tensor) -> torch.Tensor:
+        """One vector per word (B, L, embed_dim): its embedding, plus with subwords
+        ((B, L, 1+S) ids) the mean of its character trigrams' embeddings."""
+        if ids.dim() == 2:
+            return self.embed(ids)
+        e = self.embed(ids)  # (B, L, 1+S, E); padding_idx 0 embeds to zero
+        grams = (ids[..., 1:] > 0).sum(-1, keepdim=True).clamp(min=1)
+        return e[..., 0, :] + e[..., 1:, :].sum(-2) / grams
+
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mask = (ids > 0).float()
-        x = self.embed(ids)
+        mask = (self.word_ids(ids) > 0).float()
+        x = self.embed_words(ids)
         if self.kind == "bow":
             mean = (x * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
             return torch.relu(self.proj(mean)), torch.relu(self.proj(x))
@@ -242,12 +258,13 @@ class PointerPolicy(nn.Module):
         """Every head's logits, the value, the fused cell ``features`` (B, C, gh, gw) and, with
         match heads, the ``match`` maps (B, H, gh, gw) before their line maxima."""
         image = obs["image"].permute(0, 3, 1, 2).float() / 255.0 - 0.5
-        words = obs["instruction"].long()
+        words = obs["instruction"].long()  # (B, L), or (B, L, 1+S) with subwords
         # Columns past the batch's longest instruction are padding in every row, and padding
         # changes nothing (the GRU reads left to right, the match maps mask it): dropping them
         # gives the same heads for less work (the (B, H, words, cells) match scores are the
         # largest tensor after the encoder's, and instructions use ~10 of spec.max_words = 32).
-        words = words[:, : max(1, int((words > 0).sum(1).max()))]
+        words = words[:, : max(1, int((self.text.word_ids(words) > 0).sum(1).max()))]
+        word_ids = self.text.word_ids(words)
         feats = self.encoder(image)
         base = feats[self.levels[0]]
         maps = [base] + [
@@ -262,8 +279,8 @@ class PointerPolicy(nn.Module):
         fused = torch.relu(x * (1 + gamma[..., None, None]) + beta[..., None, None])
         out = {}
         if self.match is not None:
-            word_vecs = torch.cat([self.text.embed(words), per_word], -1)
-            matched = out["match"] = self.match(x, word_vecs, words > 0)
+            word_vecs = torch.cat([self.text.embed_words(words), per_word], -1)
+            matched = out["match"] = self.match(x, word_vecs, word_ids > 0)
             if self.match_lines:
                 matched = with_line_maxima(matched)
             fused = torch.cat([fused, matched], 1)
@@ -281,7 +298,7 @@ class PointerPolicy(nn.Module):
         choice_vec = (emb * cmask.unsqueeze(-1)).sum(1) / cmask.sum(1, keepdim=True).clamp(min=1)
         if self.submit_text is not None:
             choice_vec = choice_vec + self.choice_submits[:, None] * self.submit_text
-        present = (choice[None, :, :, None] == words[:, None, None, :]).any(-1)  # (B, N, M)
+        present = (choice[None, :, :, None] == word_ids[:, None, None, :]).any(-1)  # (B, N, M)
         copied = ((present | (choice == 0)[None]).all(-1) & (cmask.sum(1) > 0)[None]).float()
         text_logits = self.text_query(h) @ choice_vec.T + self.copy_weight * copied
         return {
@@ -397,14 +414,14 @@ class PointerPolicy(nn.Module):
         names (issue 5: reading labels was what held click accuracy back)."""
         if self.match is None:
             raise ValueError("reading_log_likelihood needs match_heads > 0")
-        B, P = word_ids.shape
-        ids = word_ids.reshape(B * P, 1).long()
+        B, P = word_ids.shape[:2]
+        ids = word_ids.reshape(B * P, 1, *word_ids.shape[2:]).long()  # each word on its own
         _, per_word = self.text(ids)
-        words = torch.cat([self.text.embed(ids), per_word], -1).view(B, P, -1)
+        words = torch.cat([self.text.embed_words(ids), per_word], -1).view(B, P, -1)
         scores = self.match.scores(features, words).amax(1)  # best head: (B, P, cells)
         inside = torch.logsumexp(scores.masked_fill(~word_cells, float("-inf")), -1)
         ll = inside - torch.logsumexp(scores, -1)
-        return torch.where(word_ids > 0, ll, torch.zeros_like(ll))
+        return torch.where(self.text.word_ids(word_ids) > 0, ll, torch.zeros_like(ll))
 
     def each_target_log_likelihood(
         self, heads: dict[str, torch.Tensor], actions: torch.Tensor, point_mask: torch.Tensor
@@ -445,6 +462,7 @@ class PointerPolicy(nn.Module):
         loss makes map 0 say "the instruction names what is drawn here" (AUC 0.998 at weight 4)."""
         if self.match is None:
             raise ValueError("named_log_likelihood needs match_heads > 0")
+        instruction, word_ids = self.text.word_ids(instruction), self.text.word_ids(word_ids)
         named = (
             (instruction[:, :, None] == word_ids[:, None, :]) & (word_ids[:, None, :] > 0)
         ).any(1)

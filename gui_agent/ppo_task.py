@@ -27,10 +27,10 @@ import gymnasium as gym
 from pixelrl.gui_agent.pointer_env import DEFAULT_KINDS, PointerEnv, PointerSpec, SplitSeeds
 
 SPEC_KEYS = ("image_size", "cell", "offsets", "kinds", "keys", "max_words", "max_text_words",
-             "buckets", "texts", "submit_texts")  # fmt: skip
+             "subwords", "buckets", "texts", "submit_texts")  # fmt: skip
 # Options of the behaviour-cloning warm start (pixelrl.gui_agent.pointer_bc), also in ``policy:``.
 WARM_START_KEYS = ("init", "bc_samples", "bc_steps", "bc_batch_size", "bc_lr", "bc_reading",
-                   "bc_named", "bc_each_target", "bc_click_margin")  # fmt: skip
+                   "bc_named", "bc_each_target", "bc_click_margin", "bc_demos")  # fmt: skip
 
 
 def _plain(value: Any) -> Any:
@@ -125,17 +125,7 @@ def bc_options(cfg) -> dict[str, Any]:
 
 
 def _warm_start(cfg, policy, spec: PointerSpec) -> None:
-    import torch
-
-    init = cfg.policy.get("init")
-    if init:
-        from pixelrl.checkpoint import load_checkpoint
-
-        try:
-            state = load_checkpoint(init)["policy"]
-        except Exception:  # noqa: BLE001 - not a pixelrl checkpoint: a plain state dict file
-            state = torch.load(init, map_location="cpu", weights_only=True)
-        policy.load_state_dict(state)
+    load_init(cfg, policy)
     steps = int(cfg.policy.get("bc_steps", 0))
     if steps > 0:
         from pixelrl.gui_agent.pointer_bc import behaviour_clone, expert_samples
@@ -150,9 +140,31 @@ def _warm_start(cfg, policy, spec: PointerSpec) -> None:
         behaviour_clone(
             policy, data, steps, seed=int(cfg.seed), progress=progress, **bc_options(cfg)
         )
-        # BC trains no value head. At its random init it reads the trained trunk's large features
-        # (values of ~±5 against returns in [0, 1]); PPO's value gradients through the shared
-        # trunk then undo the cloned policy (issue 5: type-in-field 100% -> 59% in 40 updates).
-        # The critic starts at 0 instead.
-        torch.nn.init.zeros_(policy.value_head.weight)
-        torch.nn.init.zeros_(policy.value_head.bias)
+        zero_value_head(policy)
+
+
+def load_init(cfg, policy) -> None:
+    """Load ``policy.init`` (a pixelrl checkpoint or a plain state-dict file), if set."""
+    import torch
+
+    init = cfg.policy.get("init")
+    if init:
+        from pixelrl.checkpoint import load_checkpoint
+
+        try:
+            state = load_checkpoint(init)["policy"]
+        except Exception:  # noqa: BLE001 - not a pixelrl checkpoint: a plain state dict file
+            state = torch.load(init, map_location="cpu", weights_only=True)
+        policy.load_state_dict(state)
+
+
+def zero_value_head(policy) -> None:
+    """After behaviour cloning: the critic starts at 0.
+
+    BC trains no value head. At its random init it reads the trained trunk's large features
+    (values of ~±5 against returns in [0, 1]); PPO's value gradients through the shared trunk
+    then undo the cloned policy (issue 5: type-in-field 100% -> 59% in 40 updates)."""
+    import torch
+
+    torch.nn.init.zeros_(policy.value_head.weight)
+    torch.nn.init.zeros_(policy.value_head.bias)

@@ -85,6 +85,7 @@ register_recipe(
 register_recipe("embodied/vlm-sft", "embodied/configs/vlm_sft.yaml", "pixelrl.embodied.vlm_train")
 register_recipe("embodied/vlm-grpo", "embodied/configs/vlm_grpo.yaml", "pixelrl.embodied.vlm_train")
 register_recipe("gui/ppo", "gui_agent/configs/ppo.yaml", "pixelrl.gui_agent.ppo_task")
+register_recipe("gui/miniwob", "gui_agent/configs/miniwob.yaml", "pixelrl.gui_agent.miniwob_task")
 register_recipe("gui/sft", "gui_agent/configs/sft.yaml", "pixelrl.gui_agent.train_vlm")
 register_recipe(
     "gui/grounding-grpo", "gui_agent/configs/grounding_grpo.yaml", "pixelrl.gui_agent.train_vlm"

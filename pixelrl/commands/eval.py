@@ -69,17 +69,20 @@ def run(args: argparse.Namespace) -> int:
             f"{args.env} is not a GUI env (no screen_size, no 'screenshot' observation); eval "
             "takes GUI envs, `pixelrl bench nav` evaluates navigation agents"
         )
+        env_kwargs = {"screen_size": screen}
         try:
-            env = make_env(args.env, screen_size=screen)
+            env = make_env(args.env, **env_kwargs)
         except UsageError as e:
-            if "option 'screen_size'" in str(e) or "argument 'screen_size'" in str(e):
-                raise not_gui from e
-            raise
+            if "option 'screen_size'" not in str(e) and "argument 'screen_size'" not in str(e):
+                raise
+            # a GUI env whose screen is fixed by its task (MiniWoB++), or no GUI env at all
+            env_kwargs = {}
+            env = make_env(args.env)
         gui = "screenshot" in getattr(env.observation_space, "spaces", {})
         env.close()
         if not gui:
             raise not_gui
-        rows = evaluate_success(agent, args.env, args.episodes, args.seed, {"screen_size": screen})
+        rows = evaluate_success(agent, args.env, args.episodes, args.seed, env_kwargs)
         print(format_table(rows, "success", f"\n{args.env}: success on held-out seeds"))
         result["success"] = rows
     if args.grounding:

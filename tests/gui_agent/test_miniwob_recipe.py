@@ -1,0 +1,149 @@
+"""gui/miniwob: one pointer policy on several MiniWoB++ tasks (oracle cloning, then PPO)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pixelrl.config import ConfigError
+from pixelrl.envs.actions import Action, ActionError
+from pixelrl.gui_agent import miniwob_task
+from pixelrl.gui_agent.pointer_env import PointerSpec, decode_action, encode_action, field_text
+from pixelrl.train import config_for
+
+pytest.importorskip("miniwob", reason="needs the web extra: pip install 'pixelrl[web]'")
+needs_browser = pytest.mark.skipif(
+    shutil.which("chromium") is None or shutil.which("chromedriver") is None,
+    reason="needs Chromium and chromedriver: apt-get install chromium chromium-driver",
+)
+TWO = "env.tasks=[click-tab,enter-password]"
+
+
+def test_field_texts_type_the_episodes_own_fields():
+    spec = PointerSpec(image_size=(160, 208), kinds=("click", "type"), texts=("{field:0}", "ok"))
+    fields = ["Pavia", "x9"]
+    typed = decode_action([1, 0, 0, 0, 0], spec, None, fields)
+    assert typed == Action.type_text("Pavia")
+    assert decode_action([1, 0, 0, 1, 0], spec, None, fields) == Action.type_text("ok")
+    # the expert's text maps back to the field that holds it; text in no field has no sample
+    assert encode_action(Action.type_text("Pavia"), spec, None, fields)[3] == 0
+    assert encode_action(Action.type_text("ok"), spec, None, fields)[3] == 1
+    assert encode_action(Action.type_text("x9"), spec, None, fields) is None
+    with pytest.raises(ActionError, match="1 task field"):
+        field_text("{field:1}", ["only"])
+
+
+def test_unknown_and_oracle_less_tasks_are_refused_before_any_browser():
+    with pytest.raises(ConfigError, match="click-buton"):
+        miniwob_task.tasks_of(config_for("gui/miniwob", ["env.tasks=[click-buton]"]))
+    cfg = config_for("gui/miniwob", ["env.tasks=[click-tab,book-flight]"])
+    assert miniwob_task.tasks_of(cfg) == ["click-tab", "book-flight"]  # PPO alone could
+    with pytest.raises(ConfigError, match="cannot play 'book-flight'.*bc_steps=0"):
+        miniwob_task.tasks_of(cfg, need_oracle=True)
+
+
+def test_cli_refuses_an_oracle_less_task_in_one_line(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "pixelrl", "train", "gui/miniwob", "env.tasks=[book-flight]",
+         f"train.output_dir={tmp_path / 'run'}"],  # fmt: skip
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1].startswith("pixelrl train: error: env.tasks:")
+    assert "cannot play 'book-flight'" in out.stderr
+
+
+@needs_browser
+def test_training_demonstrations_never_use_held_out_seeds(tmp_path):
+    from pixelrl.envs.recording import EpisodeDataset
+
+    cfg = config_for("gui/miniwob", [TWO, f"policy.bc_demos={tmp_path / 'demos'}"])
+    data = miniwob_task.oracle_samples(cfg, 12, seed=0)
+    assert len(data["action"]) == 12
+    train_pages = set()
+    for task in ("click-tab", "enter-password"):
+        demos = EpisodeDataset(tmp_path / "demos" / task)
+        assert len(demos) >= 1
+        for seed in demos.to_pandas().groupby("episode_index")["seed"].first():
+            assert seed % 2 == 0, "a demonstration was recorded on a held-out (odd) seed"
+            train_pages.add((task, int(seed)))
+    envs = miniwob_task.make_envs(cfg, 2, seed=0, split="eval")
+    try:
+        _, info = envs.reset(seed=0)
+        held_out = {
+            (t, int(s)) for t, s in zip(("click-tab", "enter-password"), info["episode_seed"])
+        }
+        assert all(s % 2 == 1 for _, s in held_out)
+        assert not held_out & train_pages
+    finally:
+        envs.close()
+
+
+@needs_browser
+def test_the_recipe_runs_end_to_end_on_two_tasks(tmp_path):
+    from pixelrl.train import train
+
+    cfg = config_for(
+        "gui/miniwob",
+        [TWO, "env.num_envs=2", "policy.bc_samples=8", "policy.bc_steps=2",
+         "train.total_frames=32", "ppo.num_steps=8", "ppo.critic_warmup_updates=1",
+         "train.eval_interval=0", "train.final_eval=false", "train.progress=false",
+         "train.async=true", f"policy.bc_demos={tmp_path / 'demos'}",
+         f"train.output_dir={tmp_path / 'run'}"],
+    )  # fmt: skip
+    # the env worker (train.async) builds its policy copy without cloning again: a second
+    # warm start would record into the same demos folder and stop the run
+    result = train(cfg)
+    assert result["train"]["frames"] == 32
+    assert list((tmp_path / "run" / "checkpoints").glob("*.pt"))
+
+
+def test_subwords_give_an_unseen_word_a_vector_from_its_letters():
+    import torch
+
+    from pixelrl.gui_agent.pointer_env import hash_words
+    from pixelrl.gui_agent.pointer_policy import InstructionEncoder
+
+    ids = hash_words("Select RUA4Edn and Lc", 6, 4096, subwords=4)
+    assert ids.shape == (6, 5)
+    assert (ids[:, 0] == hash_words("Select RUA4Edn and Lc", 6, 4096)).all()
+    assert (ids[3, 1:] > 0).sum() == 2 and (ids[1, 1:] > 0).all()  # "<lc", "lc>"; 4 of 7
+    assert (ids[4:] == 0).all()
+    enc = InstructionEncoder(4096, 8, 16)
+    torch.nn.init.zeros_(enc.embed.weight[hash_words("lc", 1, 4096)[0]])  # the word itself: blank
+    vec = enc.embed_words(torch.as_tensor(ids)[None])
+    assert vec[0, 3].abs().sum() > 0  # its trigrams still say what it looks like
+    # every head of the policy, and the reading and naming losses, take subword ids
+    from pixelrl.gui_agent.pointer_policy import PointerPolicy
+
+    spec = PointerSpec(image_size=(32, 32), kinds=("click",), subwords=4, max_words=6)
+    policy = PointerPolicy(spec, channels=16, hidden=32, match_heads=2)
+    obs = {"image": torch.zeros(2, 32, 32, 3, dtype=torch.uint8),
+           "instruction": torch.as_tensor(np.stack([ids, ids]))}  # fmt: skip
+    heads = policy.heads(obs)
+    cells = torch.zeros(2, 6, spec.num_cells, dtype=torch.bool)
+    cells[:, :, 0] = True
+    read = policy.reading_log_likelihood(heads["features"], obs["instruction"], cells)
+    said = policy.named_log_likelihood(heads, obs["instruction"], obs["instruction"], cells)
+    assert read.shape == (2, 6) and torch.isfinite(read).all() and torch.isfinite(said).all()
+
+
+@needs_browser
+def test_the_table_bench_runs_and_merges(tmp_path):
+    import json
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "bench" / "miniwob_table.py"
+    out = tmp_path / "oracle.json"
+    run = [sys.executable, str(bench)]
+    subprocess.run(run + ["oracle", "--episodes", "2", "--tasks", "click-dialog", "--json",
+                          str(out)], check=True, capture_output=True, timeout=300)  # fmt: skip
+    rows = json.loads(out.read_text())["rows"]
+    assert rows[0]["task"] == "click-dialog" and rows[0]["success"] == 1.0  # the oracle solves it
+    table = subprocess.run(run + ["--merge", str(out)], check=True, capture_output=True,
+                           text=True).stdout  # fmt: skip
+    assert "click-dialog" in table and "human" in table
