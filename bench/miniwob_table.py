@@ -1,0 +1,168 @@
+"""Per-task MiniWoB++ success of a trained policy next to the published human and agent numbers.
+
+    python bench/miniwob_table.py runs/miniwob --episodes 100 --csv docs/results/miniwob_table.csv
+    python bench/miniwob_table.py oracle --episodes 20      # the scripted oracle (a sanity row)
+    python bench/miniwob_table.py --merge a.json b.json      # one table from runs split by task
+                                                             # or by --seed (pooled per task)
+
+POLICY is a ``gui/miniwob`` (or ``gui/ppo``) checkpoint, run folder or model folder, or
+``oracle``. Each task plays ``--episodes`` held-out (odd) seeds through
+:func:`pixelrl.gui_agent.evaluate.evaluate_success`, the same path as ``pixelrl eval``; the table
+gives each task's success with its Wilson 95% interval, the published numbers, and the means over
+the tasks that have them.
+
+Published numbers: Human, CC-Net (SL+RL: Humphreys et al., "A data-driven approach for learning
+to control computers", ICML 2022) and Pix2Act (Shaw et al., "From Pixels to UI Actions",
+NeurIPS 2023), as tabulated in Zheng et al., "Synapse" (arXiv:2306.07863), Appendix A, Table 3,
+p. 14 of the NeurIPS 2023 FMDM workshop version, whose caption says its human data come from
+CC-Net. Pix2Act did not evaluate the tasks marked None (its task list,
+google-deepmind/pix2act ``pix2act/tasks/miniwob/eval/tasks.txt``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import time
+
+# task: (human, CC-Net SL+RL, Pix2Act)
+PUBLISHED: dict[str, tuple[float, float, float | None]] = {
+    "click-button": (0.98, 1.00, 0.99),
+    "click-checkboxes": (0.97, 0.98, 1.00),
+    "click-dialog": (1.00, 1.00, 1.00),
+    "click-link": (0.99, 0.99, 0.98),
+    "click-tab": (0.99, 1.00, 1.00),
+    "enter-text": (0.98, 1.00, None),
+    "focus-text": (1.00, 1.00, None),
+    "choose-list": (0.98, 0.99, None),
+    "click-option": (0.99, 0.99, 1.00),
+    "click-widget": (0.83, 1.00, 1.00),
+    "enter-password": (0.96, 1.00, None),
+    "login-user": (0.96, 1.00, None),
+}
+
+
+class OracleAgent:
+    """The MiniWoB++ oracle behind ``act(screenshot, instruction)`` (it reads the page's a11y)."""
+
+    env = None
+
+    def reset(self) -> None:
+        pass
+
+    def on_reset(self, env, info: dict) -> None:
+        self.env = env
+
+    def act(self, screenshot, instruction):
+        return self.env.unwrapped.expert_action()
+
+
+def _fmt(v: float | None) -> str:
+    return "   -" if v is None else f"{v:.2f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("policy", nargs="?", help="checkpoint / run / model folder, or 'oracle'")
+    ap.add_argument("--tasks", nargs="+", default=list(PUBLISHED))
+    ap.add_argument("--episodes", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--csv", help="write the table here")
+    ap.add_argument("--json", help="write the rows (with the run's settings) here")
+    ap.add_argument("--merge", nargs="+", help="print one table from these --json files instead")
+    args = ap.parse_args()
+    if args.merge:
+        rows = pool([r for path in args.merge for r in json.load(open(path))["rows"]])
+    elif args.policy:
+        rows = evaluate_tasks(args.policy, args.tasks, args.episodes, args.seed)
+    else:
+        ap.error("give POLICY, or --merge JSON...")
+    print_table(rows)
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"policy": args.policy, "episodes": args.episodes, "seed": args.seed,
+                       "rows": rows}, f, indent=2)  # fmt: skip
+
+
+def pool(rows: list[dict]) -> list[dict]:
+    """One row per task (runs over other seeds pooled: successes summed, interval recomputed),
+    in the published table's order."""
+    from pixelrl.gui_agent.evaluate import wilson_interval
+
+    by_task: dict[str, dict] = {}
+    for r in rows:
+        wins = round(r["success"] * r["n"])
+        if r["task"] in by_task:
+            b = by_task[r["task"]]
+            b["wins"], b["n"], b["seconds"] = (
+                b["wins"] + wins,
+                b["n"] + r["n"],
+                b["seconds"] + r["seconds"],
+            )
+        else:
+            by_task[r["task"]] = {**r, "wins": wins}
+    for b in by_task.values():
+        b["success"] = b["wins"] / b["n"]
+        b["ci_low"], b["ci_high"] = wilson_interval(b.pop("wins"), b["n"])
+    order = {t: i for i, t in enumerate(PUBLISHED)}
+    return sorted(by_task.values(), key=lambda r: order.get(r["task"], len(order)))
+
+
+def evaluate_tasks(policy: str, tasks: list[str], episodes: int, seed: int) -> list[dict]:
+    """One row per task: success, its Wilson 95% interval, the published numbers, seconds."""
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.gui_agent import evaluate
+
+    if policy == "oracle":
+        agent = OracleAgent()
+    else:
+        from pixelrl.gui_agent.agents import load_agent
+
+        agent = load_agent(policy)
+    rows = []
+    for task in tasks:
+        tic = time.perf_counter()
+        result = evaluate.evaluate_success(
+            agent, f"pixelrl/MiniWoB-{task}-v0", episodes, seed, progress=False
+        )[0]
+        human, ccnet, pix2act = PUBLISHED.get(task, (None, None, None))
+        rows.append({"task": task, "n": result["n"], "success": result["success"],
+                     "ci_low": result["ci_low"], "ci_high": result["ci_high"],
+                     "human": human, "ccnet": ccnet, "pix2act": pix2act,
+                     "seconds": time.perf_counter() - tic})  # fmt: skip
+        r = rows[-1]
+        print(f"{task:<18}{r['success']:>7.3f}  [{r['ci_low']:.2f}, {r['ci_high']:.2f}]  "
+              f"({r['seconds']:.0f} s)", flush=True)  # fmt: skip
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    """Our success per task with its interval, the published numbers, and the means."""
+    print(f"\n{'task':<18}{'ours':>7}{'95% CI':>15}{'human':>8}{'CC-Net':>8}{'Pix2Act':>9}")
+    for r in rows:
+        ci = f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+        print(f"{r['task']:<18}{r['success']:>7.3f}{ci:>15}{_fmt(r['human']):>8}"
+              f"{_fmt(r['ccnet']):>8}{_fmt(r['pix2act']):>9}")  # fmt: skip
+
+    def mean(key: str, rs: list[dict]) -> float:
+        return sum(r[key] for r in rs) / len(rs)
+
+    known = [r for r in rows if r["human"] is not None]
+    if known:
+        print(f"{'mean, ' + str(len(known)) + ' tasks':<18}{mean('success', known):>7.3f}"
+              f"{'':>15}{mean('human', known):>8.3f}{mean('ccnet', known):>8.3f}")  # fmt: skip
+    with_p = [r for r in known if r["pix2act"] is not None]
+    if with_p:
+        print(f"{'mean, ' + str(len(with_p)) + ' Pix2Act':<18}{mean('success', with_p):>7.3f}"
+              f"{'':>15}{mean('human', with_p):>8.3f}{mean('ccnet', with_p):>8.3f}"
+              f"{mean('pix2act', with_p):>9.3f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
