@@ -5,7 +5,9 @@ to [0, 1], plus ``pointgoal_with_gps_compass``), the same number of envs, rollou
 habitat's PPO settings (4 epochs, 2 minibatches, clip 0.2, lr 2.5e-4, ...), one torch thread each:
 
 - pixelrl: ``pixelrl train embodied/pointnav`` (GroupNorm ResNet + GRU actor-critic, recurrent
-  PPO) through :class:`pixelrl.train.Trainer`;
+  PPO) through :class:`pixelrl.train.Trainer`, as the recipe ships it (``train.async=true``: the
+  envs step in a worker process while the learner updates) and, as a second row, with
+  ``train.async=false`` (one process: the loop before issue 29);
 - SB3: ``PPO("MultiInputPolicy")`` -- NatureCNN on depth + MLP on the goal, no memory -- over a
   ``DummyVecEnv`` of the same env (depth moved channel-first, as SB3's CNN expects).
 
@@ -46,7 +48,7 @@ def env_options(args: argparse.Namespace) -> dict:
     return options
 
 
-def run_pixelrl(args: argparse.Namespace) -> tuple[int, float]:
+def run_pixelrl(args: argparse.Namespace, async_collect: bool = True) -> tuple[int, float]:
     from pixelrl.config import Config
     from pixelrl.train import Trainer, config_for
 
@@ -67,6 +69,7 @@ def run_pixelrl(args: argparse.Namespace) -> tuple[int, float]:
             "ppo.lr=2.5e-4",
             "torch_threads=1",
             f"seed={args.seed}",
+            f"train.async={str(async_collect).lower()}",
         ]
         cfg = config_for("embodied/pointnav", overrides)
         cfg.env.kwargs = Config(env_options(args))  # exactly the options SB3's envs get
@@ -146,6 +149,7 @@ def main() -> None:
     p.add_argument("--max-steps", type=int, default=500)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip-sb3", action="store_true")
+    p.add_argument("--skip-sync", action="store_true", help="no pixelrl train.async=false row")
     p.add_argument("--repeats", type=int, default=2, help="alternating runs of each trainer")
     p.add_argument(
         "--env-option",
@@ -157,14 +161,17 @@ def main() -> None:
     args = p.parse_args()
 
     # alternate the two, several times: the machine is shared and its load drifts by the minute
-    runs: dict[str, list[tuple[int, float]]] = {"pixelrl": [], "sb3": []}
+    runs: dict[str, list[tuple[int, float]]] = {"pixelrl": [], "pixelrl-sync": [], "sb3": []}
     for _ in range(args.repeats):
         runs["pixelrl"].append(run_pixelrl(args))
+        if not args.skip_sync:
+            runs["pixelrl-sync"].append(run_pixelrl(args, async_collect=False))
         if not args.skip_sb3:
             runs["sb3"].append(run_sb3(args))
 
     names = {
-        "pixelrl": ("pixelrl PPO", "ResNet(GroupNorm)+GRU"),
+        "pixelrl": ("pixelrl PPO (async)", "ResNet(GroupNorm)+GRU"),
+        "pixelrl-sync": ("pixelrl PPO (sync)", "ResNet(GroupNorm)+GRU"),
         "sb3": ("stable-baselines3 PPO", "NatureCNN+MLP (MultiInputPolicy)"),
     }
     print(f"\npixelrl/PointNav-v0 {env_options(args)}")
@@ -180,9 +187,15 @@ def main() -> None:
             )
         if results:
             median[key] = float(np.median([f / s for f, s in results]))
-    if len(median) == 2:
-        print(f"median frames/s: pixelrl {median['pixelrl']:.0f}, SB3 {median['sb3']:.0f}")
-        print(f"ratio pixelrl / SB3: {median['pixelrl'] / median['sb3']:.2f}x (target >= 3x)")
+    if "sb3" in median:
+        for key in ("pixelrl", "pixelrl-sync"):
+            if key in median:
+                print(
+                    f"{names[key][0]}: median {median[key]:.0f} frames/s, SB3 {median['sb3']:.0f}:"
+                    f" ratio {median[key] / median['sb3']:.2f}x (target >= 3x)"
+                )
+    if "pixelrl-sync" in median:
+        print(f"async / sync: {median['pixelrl'] / median['pixelrl-sync']:.2f}x")
 
 
 if __name__ == "__main__":
