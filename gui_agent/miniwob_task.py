@@ -28,6 +28,8 @@ from pixelrl.config import ConfigError
 from pixelrl.gui_agent import ppo_task
 from pixelrl.gui_agent.pointer_env import PointerEnv, PointerSpec, SplitSeeds
 
+USES_ENV_TASKS = True  # the trainer refuses env.tasks for recipes without this flag
+
 # ppo_task's spec reads the env's vocabulary when ``texts`` is unset; here texts are task fields
 pointer_spec = ppo_task.pointer_spec
 

@@ -308,6 +308,11 @@ class Trainer:
 
         recipe = get_recipe(cfg.recipe)
         self.task = recipe.load_task()
+        if cfg.env.get("tasks") and not getattr(self.task, "USES_ENV_TASKS", False):
+            raise ConfigError(
+                f"env.tasks: recipe {cfg.recipe!r} trains on one env (env.id) and would ignore "
+                "env.tasks; it is for multi-task recipes such as gui/miniwob"
+            )
         self.async_collect = uses_async_collection(cfg)
         if self.async_collect:
             from pixelrl.rl.async_collect import AsyncCollector, CollectOptions

@@ -47,6 +47,8 @@ CASES = [
     ("train-lr-text", [*TRAIN, "ppo.lr=abc"], "ppo.lr must be a number"),
     ("train-num-envs-0", [*TRAIN, "env.num_envs=0"], "env.num_envs must be > 0, got 0"),
     ("train-frames-negative", [*TRAIN, "train.total_frames=-100"], "got -100"),
+    ("train-tasks-ignored", [*TRAIN, "env.tasks=[click-button]"],
+     "recipe 'embodied/pointnav-small' trains on one env (env.id) and would ignore env.tasks"),
     # counts and sizes, at parse time
     ("record-episodes-negative", ["record", "--env", CLICK, "--episodes", "-3", "--out", "o"],
      "--episodes: must be > 0, got -3"),
