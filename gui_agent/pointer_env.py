@@ -215,11 +215,14 @@ def encode_action(
         if action.text in texts:
             out[3] = texts.index(action.text)
         else:
-            fielded = [i for i, t in enumerate(spec.texts) if _FIELD_TEXT.match(t)
-                       and field_text(t, list(fields) + [""] * len(spec.texts)) == action.text]  # fmt: skip
-            if not fielded:
+            for i, t in enumerate(spec.texts):
+                match = _FIELD_TEXT.match(t)
+                n = int(match.group(1)) if match else len(fields)
+                if n < len(fields) and fields[n] == action.text:
+                    out[3] = i
+                    break
+            else:
                 return None
-            out[3] = fielded[0]
     elif kind == "key":
         chord = "+".join(action.keys)
         if chord not in spec.keys:
