@@ -22,6 +22,13 @@ to ``train.output_dir``: ``model/`` (``save_pretrained`` of model and processor)
 
 Evaluation: grounding accuracy (ScreenSpot) on the held-out grounding set for the one-step
 recipes, task success on held-out seeds for the multi-turn one (``eval.*``).
+
+MiniWoB++ (issue 26's second recipe): ``env.tasks`` names MiniWoB++ tasks instead of desktop
+families (``env.id`` and ``env.families`` are then unused, ``env.kwargs`` holds the MiniWoB env's
+options). ``gui/sft`` clones the MiniWoB++ oracle's episodes of every task (or ``data.dataset``,
+e.g. the ``gui/miniwob`` recipe's ``policy.bc_demos`` folder), ``gui/multiturn-grpo`` plays its
+groups on the tasks in turn, and success is evaluated per task on held-out seeds
+(``gui_agent/configs/miniwob_vlm_sft.yaml``, ``miniwob_vlm_grpo.yaml``).
 """
 
 from __future__ import annotations
@@ -61,6 +68,10 @@ DEFAULTS: dict[str, Any] = {
         "max_steps": 0,  # 0: the env's default
         "reward": "shaped",
         "max_fields": 0,  # fill-form: only layouts with at most this many fields (0: any)
+        # MiniWoB++ task names: the recipe runs on pixelrl/MiniWoB-<task>-v0 instead of env.id /
+        # env.families, with env.kwargs as their options (screen_size and reward do not apply)
+        "tasks": [],
+        "kwargs": {},
     },
     "data": {
         "dataset": "",  # gui/sft: recorded episodes; "" records data.episodes expert ones (0: none)
@@ -126,7 +137,10 @@ GROUNDING_REWARDS = {
 
 # -- set-up -------------------------------------------------------------------------------------
 def config_for(recipe_config: str | Path, overrides=()) -> Config:
-    return load_config(recipe_config, list(overrides), DEFAULTS)
+    cfg = load_config(recipe_config, list(overrides), DEFAULTS)
+    if cfg.env.tasks:
+        task_envs(cfg)  # an unknown MiniWoB++ task is a ConfigError before any run folder
+    return cfg
 
 
 def load_policy(cfg: Config):
@@ -173,10 +187,30 @@ def _screen(cfg: Config) -> tuple[int, int]:
 
 
 def _env_kwargs(cfg: Config) -> dict[str, Any]:
-    kwargs = {"screen_size": _screen(cfg), "reward": cfg.env.reward}
+    if cfg.env.tasks:  # MiniWoB++: its own options; the screen is the task's
+        kwargs = cfg.env.kwargs.to_dict() if hasattr(cfg.env.kwargs, "to_dict") else {}
+    else:
+        kwargs = {"screen_size": _screen(cfg), "reward": cfg.env.reward}
     if int(cfg.env.max_steps):
         kwargs["max_steps"] = int(cfg.env.max_steps)
     return kwargs
+
+
+def task_envs(cfg: Config) -> list[tuple[str, str]]:
+    """(name, env id) of each task the recipe plays: ``env.tasks`` (MiniWoB++, checked against
+    the registry) or the desktop's ``env.families``."""
+    if cfg.env.tasks:
+        from pixelrl.gui_agent.miniwob_task import env_id, tasks_of
+
+        return [(task, env_id(task)) for task in tasks_of(cfg)]
+    from pixelrl.envs.desktop.registration import env_id
+
+    return [(family, env_id(family)) for family in cfg.env.families]
+
+
+def _play_ids(cfg: Config) -> list[str]:
+    """The env ids episodes are played on: each of ``env.tasks``, else ``env.id``."""
+    return [eid for _, eid in task_envs(cfg)] if cfg.env.tasks else [str(cfg.env.id)]
 
 
 def task_seeds(
@@ -216,13 +250,13 @@ def task_seeds(
 def training_screens(cfg: Config, per_family: int):
     """``(family, obs, info)`` of the first screen of ``per_family`` training seeds of each of
     ``env.families`` — the seeds :func:`record_expert_episodes` starts from, continued."""
-    import pixelrl.envs  # noqa: F401
-    from pixelrl.envs.desktop import DesktopEnv
-    from pixelrl.envs.desktop.registration import env_id
+    import gymnasium as gym
 
-    for fi, family in enumerate(cfg.env.families):
-        env = DesktopEnv(family, **_env_kwargs(cfg))
-        for seed in task_seeds(cfg, env_id(family), "train", per_family, start=20_000 * fi):
+    import pixelrl.envs  # noqa: F401
+
+    for fi, (family, eid) in enumerate(task_envs(cfg)):
+        env = gym.make(eid, **_env_kwargs(cfg))
+        for seed in task_seeds(cfg, eid, "train", per_family, start=20_000 * fi):
             obs, info = env.reset(seed=seed)
             yield family, obs, info
         env.close()
@@ -235,9 +269,12 @@ def make_envs(cfg, num_envs: int, seed: int, split: str):
     import pixelrl.envs  # noqa: F401
     from pixelrl.gui_agent.pointer_env import SplitSeeds
 
-    kwargs = _env_kwargs(cfg)
+    kwargs, ids = _env_kwargs(cfg), _play_ids(cfg)
     return gym.vector.SyncVectorEnv(
-        [lambda: SplitSeeds(gym.make(cfg.env.id, **kwargs), split) for _ in range(num_envs)],
+        [
+            lambda i=i: SplitSeeds(gym.make(ids[i % len(ids)], **kwargs), split)
+            for i in range(num_envs)
+        ],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
 
@@ -260,20 +297,29 @@ def _grounding_eval(policy, cfg: Config, items) -> dict[str, float]:
 
 def _success_eval(policy, cfg: Config) -> dict[str, float]:
     from pixelrl.gui_agent.agents import VLMAgent
-    from pixelrl.gui_agent.evaluate import evaluate_success
+    from pixelrl.gui_agent.evaluate import evaluate_success, wilson_interval
 
     was_training = policy.model.training
-    seeds = None
-    if int(cfg.env.max_fields):
-        rng = np.random.default_rng(int(cfg.seed))
-        seeds = task_seeds(cfg, cfg.env.id, "eval", int(cfg.eval.episodes), rng)
-    rows = evaluate_success(
-        VLMAgent(policy, int(cfg.grpo.max_new_tokens)), cfg.env.id, int(cfg.eval.episodes),
-        int(cfg.seed), _env_kwargs(cfg), progress=False, seeds=seeds,
-    )  # fmt: skip
+    agent = VLMAgent(policy, int(cfg.grpo.max_new_tokens))
+    out, successes, returns = {}, [], []
+    for name, eid in task_envs(cfg) if cfg.env.tasks else [("", str(cfg.env.id))]:
+        seeds = None
+        if int(cfg.env.max_fields):
+            rng = np.random.default_rng(int(cfg.seed))
+            seeds = task_seeds(cfg, eid, "eval", int(cfg.eval.episodes), rng)
+        overall = evaluate_success(
+            agent, eid, int(cfg.eval.episodes), int(cfg.seed), _env_kwargs(cfg),
+            progress=False, seeds=seeds,
+        )[-1]  # fmt: skip
+        if name:  # several tasks: each one's rate, then all episodes pooled
+            out[name] = overall["success"]
+        successes += [overall["success"]] * int(overall["n"])
+        returns += [overall["return"]] * int(overall["n"])
     policy.model.train(was_training)
-    overall = rows[-1]
-    return {k: overall[k] for k in ("success", "ci_low", "ci_high", "return", "n")}
+    n = len(successes)
+    low, high = wilson_interval(round(sum(successes)), n)
+    return {"success": float(np.mean(successes)), "ci_low": low, "ci_high": high,
+            "return": float(np.mean(returns)), "n": n, **out}  # fmt: skip
 
 
 def _eval(policy, cfg: Config, items) -> dict[str, float]:
@@ -282,8 +328,8 @@ def _eval(policy, cfg: Config, items) -> dict[str, float]:
 
 def _held_out(cfg: Config):
     """The held-out grounding set for one-step recipes (None for the multi-turn one)."""
-    if cfg.recipe == "gui/multiturn-grpo" or not int(cfg.eval.grounding_items):
-        return None
+    if cfg.recipe == "gui/multiturn-grpo" or not int(cfg.eval.grounding_items) or cfg.env.tasks:
+        return None  # MiniWoB++ (env.tasks): task success; the grounding set is the desktop's
     from pixelrl.gui_agent.grounding import grounding_set
 
     return grounding_set(int(cfg.eval.grounding_items), tuple(cfg.env.families), _screen(cfg))
@@ -296,15 +342,14 @@ def record_expert_episodes(cfg: Config, root: Path) -> Path:
     from tqdm import tqdm
 
     import pixelrl.envs  # noqa: F401
-    from pixelrl.envs.desktop.registration import env_id
     from pixelrl.envs.recording import RecordEpisodes
 
-    families = list(cfg.env.families)
-    per_family = -(-int(cfg.data.episodes) // len(families))
-    for fi, family in enumerate(families):
+    tasks = task_envs(cfg)
+    per_family = -(-int(cfg.data.episodes) // len(tasks))
+    for fi, (family, eid) in enumerate(tasks):
         # even seeds (training), from 20,000·fi up, that env.max_fields allows
-        seeds = task_seeds(cfg, env_id(family), "train", per_family, start=20_000 * fi)
-        env = RecordEpisodes(gym.make(env_id(family), **_env_kwargs(cfg)), root / family)
+        seeds = task_seeds(cfg, eid, "train", per_family, start=20_000 * fi)
+        env = RecordEpisodes(gym.make(eid, **_env_kwargs(cfg)), root / family)
         for seed in tqdm(seeds, desc=f"expert {family}", disable=not cfg.train.progress):
             obs, info = env.reset(seed=seed)
             done = False
@@ -371,7 +416,7 @@ def _dataset_roots(cfg: Config, run: Run) -> list[Path]:
     if not int(cfg.data.episodes):  # grounding samples only (data.grounding_screens)
         return []
     record_expert_episodes(cfg, run.dir / "demos")
-    return [run.dir / "demos" / f for f in cfg.env.families]
+    return [run.dir / "demos" / name for name, _ in task_envs(cfg)]
 
 
 def run_sft(cfg: Config) -> dict[str, Any]:
@@ -505,17 +550,20 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
 
 
 # -- multi-turn GRPO ----------------------------------------------------------------------------
-def play_group(policy, cfg: Config, seed: int, group_size: int, gcfg) -> list[list[dict]]:
-    """``group_size`` episodes from the same seed, played together (one batched generate per
-    turn); each a list of steps with the prompt, the sampled completion and the reward."""
+def play_group(
+    policy, cfg: Config, seed: int, group_size: int, gcfg, env_id: str | None = None
+) -> list[list[dict]]:
+    """``group_size`` episodes of ``env_id`` (default ``env.id``) from the same seed, played
+    together (one batched generate per turn); each a list of steps with the prompt, the sampled
+    completion and the reward."""
     import gymnasium as gym
 
     import pixelrl.envs  # noqa: F401
     from pixelrl.envs.actions import Action, ActionError
     from pixelrl.rl.grpo import anchor_key
 
-    screen = _screen(cfg)
-    env_list = [gym.make(cfg.env.id, **_env_kwargs(cfg)) for _ in range(group_size)]
+    env_list = [gym.make(env_id or cfg.env.id, **_env_kwargs(cfg)) for _ in range(group_size)]
+    screen = tuple(env_list[0].unwrapped.screen_size)
     obs = [e.reset(seed=seed)[0] for e in env_list]
     episodes: list[list[dict]] = [[] for _ in env_list]
     histories: list[list[Action]] = [[] for _ in env_list]
@@ -563,14 +611,16 @@ def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
     opt, set_lr = grpo_optimizer_for(policy, cfg)
     rng = np.random.default_rng(int(cfg.seed))
     run.add_eval(0, _success_eval(policy, cfg))
-    steps = int(cfg.grpo.steps)
+    steps, ids = int(cfg.grpo.steps), _play_ids(cfg)
     bar = tqdm(range(steps), desc="multiturn-grpo", disable=not cfg.train.progress)
     for step in bar:
         policy.model.eval()
         episodes, groups = [], []
-        for seed in task_seeds(cfg, cfg.env.id, "train", int(cfg.grpo.seeds_per_step), rng):
-            episodes += play_group(policy, cfg, seed, gcfg.num_samples, gcfg)
-            groups += [seed] * gcfg.num_samples
+        for k in range(int(cfg.grpo.seeds_per_step)):  # env.tasks: the tasks in turn
+            eid = ids[(step * int(cfg.grpo.seeds_per_step) + k) % len(ids)]
+            seed = task_seeds(cfg, eid, "train", 1, rng)[0]
+            episodes += play_group(policy, cfg, seed, gcfg.num_samples, gcfg, eid)
+            groups += [(eid, seed)] * gcfg.num_samples
         policy.model.train()
         adv = gigpo_advantages(
             [[s["reward"] for s in ep] for ep in episodes], groups,

@@ -147,3 +147,34 @@ def test_the_table_bench_runs_and_merges(tmp_path):
     table = subprocess.run(run + ["--merge", str(out)], check=True, capture_output=True,
                            text=True).stdout  # fmt: skip
     assert "click-dialog" in table and "human" in table
+
+
+@needs_browser
+def test_the_vlm_recipes_clone_and_grpo_on_two_tasks(tmp_path):
+    """Issue 26's second recipe: SFT on the oracle's episodes of two MiniWoB++ tasks (training
+    seeds only), then multi-turn GRPO from that model; success reported per task."""
+    from pixelrl.envs.recording import EpisodeDataset
+    from pixelrl.gui_agent.train_vlm import config_for as vlm_config
+    from pixelrl.gui_agent.train_vlm import train as train_vlm
+    from pixelrl.recipes import package_file
+
+    small = ["torch_threads=0", TWO, "tokenizer.screens=0", "env.max_steps=3",
+             "eval.episodes=1", "train.progress=false"]  # fmt: skip
+    sft = vlm_config(package_file("gui_agent/configs/miniwob_vlm_sft.yaml"), [
+        *small, "data.episodes=2", "sft.steps=2", f"train.output_dir={tmp_path / 'sft'}",
+    ])  # fmt: skip
+    result = train_vlm(sft)
+    for task in ("click-tab", "enter-password"):
+        demos = EpisodeDataset(tmp_path / "sft" / "demos" / task)
+        seeds = demos.to_pandas().groupby("episode_index")["seed"].first()
+        assert len(seeds) == 1 and all(s % 2 == 0 for s in seeds)  # training seeds only
+    last = result["eval"][-1]
+    assert last["n"] == 2 and {"click-tab", "enter-password"} <= set(last)
+    grpo = vlm_config(package_file("gui_agent/configs/miniwob_vlm_grpo.yaml"), [
+        *small, f"init={tmp_path / 'sft' / 'model'}", "grpo.steps=2", "grpo.num_samples=2",
+        "grpo.seeds_per_step=1", "grpo.max_new_tokens=8", f"train.output_dir={tmp_path / 'grpo'}",
+    ])  # fmt: skip
+    result = train_vlm(grpo)
+    assert (tmp_path / "grpo" / "model").is_dir() and len(result["eval"]) == 2
+    with open(tmp_path / "grpo" / "history.csv") as f:
+        assert len(f.read().strip().splitlines()) == 3  # header + 2 steps, one task each
