@@ -1,6 +1,7 @@
 """Steps per second of the emulated desktop in this process against the same envs in Ray actors.
 
     .venv/bin/python bench/remote_envs.py [--envs 4] [--seconds 5] [--size 320x240]
+    .venv/bin/python bench/remote_envs.py --miniwob click-button [--workers 1 2 4]
 
 Steps ``pixelrl/Desktop-Mixed-v0`` (a random task family per episode) as a ``SyncVectorEnv`` of
 ``--envs`` envs (``SAME_STEP`` autoreset, as the trainers run it) and as a
@@ -9,6 +10,11 @@ per env, on a local Ray cluster of all this machine's CPUs. Actions are uniform 
 before timing; episodes run back to back (resets included). Figures are env steps per wall
 second, best of ``--repeats`` chunks (other processes only ever slow a chunk down), and the
 ratio Ray / in-process (issue 24's target: >= 0.8 for batched envs on one machine).
+
+``--miniwob TASK``: scaling instead. ``pixelrl/MiniWoB-<TASK>-v0`` (one headless Chromium per
+env) with 1, 2, 4 ... browsers: in-process (one ``SyncVectorEnv`` steps them in turn) and in Ray
+(one actor per browser, stepped in parallel). Also prints episodes/s and, from the one-worker
+figure, the projection for N cores (linear in workers while each has a core of its own).
 """
 
 from __future__ import annotations
@@ -22,21 +28,57 @@ import gymnasium as gym
 ENV_ID = "pixelrl/Desktop-Mixed-v0"
 
 
-def steps_per_second(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -> float:
-    """Best of ``repeats`` timed chunks of about ``seconds`` each, in env steps per second."""
+def rates(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -> tuple[float, float]:
+    """Env steps and episodes per second: the best of ``repeats`` timed chunks of about
+    ``seconds`` each (the episode rate of that chunk)."""
     envs.action_space.seed(0)
     actions = [envs.action_space.sample() for _ in range(64)]
     envs.reset(seed=0)
     for a in actions[:4]:  # warm up: first frames, caches, Ray's object transfer paths
         envs.step(a)
-    best = 0.0
+    best = (0.0, 0.0)
     for _ in range(repeats):
-        steps, start = 0, time.perf_counter()
+        steps, episodes, start = 0, 0, time.perf_counter()
         while time.perf_counter() - start < seconds:
-            envs.step(actions[steps % len(actions)])
+            _, _, terminated, truncated, _ = envs.step(actions[steps % len(actions)])
+            episodes += int((terminated | truncated).sum())
             steps += 1
-        best = max(best, steps * envs.num_envs / (time.perf_counter() - start))
+        wall = time.perf_counter() - start
+        best = max(best, (steps * envs.num_envs / wall, episodes / wall))
     return best
+
+
+def steps_per_second(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -> float:
+    return rates(envs, seconds, repeats)[0]
+
+
+def miniwob_scaling(args: argparse.Namespace) -> None:
+    import ray
+
+    from pixelrl.envs.remote import RayVectorEnv, make_registered
+
+    env_id, kwargs = f"pixelrl/MiniWoB-{args.miniwob}-v0", {}
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"{env_id}, one Chromium per env, {cpus} CPUs (env steps/s, best chunk)")
+    print(f"{'browsers':>8}{'in-process':>12}{'Ray':>10}{'Ray episodes/s':>16}{'Ray / 1':>9}")
+    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    one = None
+    try:
+        for n in args.workers:
+            local = gym.vector.SyncVectorEnv(
+                [lambda: make_registered(env_id, kwargs) for _ in range(n)],
+                autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+            )
+            base = steps_per_second(local, args.seconds, args.repeats)
+            local.close()
+            envs = RayVectorEnv(env_id, n, 1, kwargs=kwargs)
+            rate, episodes = rates(envs, args.seconds, args.repeats)
+            envs.close()
+            one = one or rate
+            print(f"{n:>8}{base:>12.1f}{rate:>10.1f}{episodes:>16.2f}{rate / one:>8.2f}x")
+    finally:
+        ray.shutdown()
+    print(f"projection: ~{one:.1f} steps/s a browser with a core of its own: N cores ~{one:.1f} N")
 
 
 def main() -> None:
@@ -45,7 +87,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--size", default="320x240", help="screen WxH")
+    parser.add_argument("--miniwob", metavar="TASK", help="scale MiniWoB++ browsers instead")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     args = parser.parse_args()
+    if args.miniwob:
+        miniwob_scaling(args)
+        return
     width, height = (int(v) for v in args.size.split("x"))
     kwargs = {"screen_size": (width, height)}
 
