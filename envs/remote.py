@@ -1,8 +1,9 @@
 """A Gymnasium ``VectorEnv`` whose sub-envs live in Ray actors, and survives their crashes.
 
 ``RayVectorEnv("pixelrl/Desktop-ClickButton-v0", num_workers=4, per_worker=2, kwargs={...})``
-starts 4 actors holding 2 envs each (any registered id with its options, or any picklable
-``Callable[[], gym.Env]``) and steps them in parallel; observations come back batched, in worker
+starts 4 actors holding 2 envs each (any registered id with its options, any picklable
+``Callable[[], gym.Env]``, or a list of ``num_workers * per_worker`` of them, one per env in
+batch order, for envs that differ, e.g. one MiniWoB++ task each) and steps them in parallel; observations come back batched, in worker
 order, exactly as a ``SyncVectorEnv`` of the same 8 envs with ``autoreset_mode=SAME_STEP`` (what
 every trainer here uses): a finished env is reset in the same step, its last observation and info
 in ``info["final_obs"]`` / ``info["final_info"]``; ``reset(seed=s)`` seeds env ``i`` with ``s+i``.
@@ -53,8 +54,11 @@ class EnvWorker:
     """The actor's side: ``count`` envs stepped in turn, each reset in the step it ends
     (gymnasium's ``SyncVectorEnv`` ``SAME_STEP`` logic, per env)."""
 
-    def __init__(self, env_fn: Callable[[], gym.Env], count: int) -> None:
-        self.envs = [env_fn() for _ in range(count)]
+    def __init__(
+        self, env_fn: Callable[[], gym.Env] | Sequence[Callable[[], gym.Env]], count: int
+    ) -> None:
+        fns = list(env_fn) if isinstance(env_fn, list | tuple) else [env_fn] * count
+        self.envs = [fn() for fn in fns]
 
     def describe(self) -> dict[str, Any]:
         env = self.envs[0]
@@ -111,6 +115,7 @@ class _Slot:
 
     index: int
     count: int
+    env_fn: Any = None  # what its actor builds: one factory, or one per env
     actor: Any = None
     failures: int = 0  # in a row; a good step clears it
     restarts: int = 0
@@ -139,7 +144,7 @@ class RayVectorEnv(VectorEnv):
 
     def __init__(
         self,
-        env: str | Callable[[], gym.Env],
+        env: str | Callable[[], gym.Env] | Sequence[Callable[[], gym.Env]],
         num_workers: int = 2,
         per_worker: int = 1,
         *,
@@ -170,7 +175,13 @@ class RayVectorEnv(VectorEnv):
                 f"min_envs={min_envs} is more than the {num_workers * per_worker} envs asked for"
             )
         if isinstance(env, str):
-            env_fn: Callable[[], gym.Env] = functools.partial(make_registered, env, kwargs or {})
+            env_fn: Any = functools.partial(make_registered, env, kwargs or {})
+        elif isinstance(env, list | tuple):
+            if len(env) != num_workers * per_worker:
+                raise ValueError(
+                    f"{len(env)} env factories for {num_workers} workers x {per_worker} envs"
+                )
+            env_fn = [functools.partial(fn, **kwargs) if kwargs else fn for fn in env]
         elif kwargs:
             env_fn = functools.partial(env, **kwargs)
         else:
@@ -191,9 +202,14 @@ class RayVectorEnv(VectorEnv):
         self.fault_reasons: dict[str, int] = {}
         self._seed: int | None = None
         self._last_obs: list[Any] = []
-        self.slots = [_Slot(i, per_worker) for i in range(num_workers)]
+        self.slots = [
+            _Slot(i, per_worker, env_fn[i * per_worker : (i + 1) * per_worker])
+            if isinstance(env_fn, list)
+            else _Slot(i, per_worker, env_fn)
+            for i in range(num_workers)
+        ]
         for slot in self.slots:
-            slot.actor = self._actor_class.remote(env_fn, per_worker)
+            slot.actor = self._actor_class.remote(slot.env_fn, per_worker)
         try:
             ref = self.slots[0].actor.describe.remote()
             spec = ray.get(ref, timeout=self.start_timeout)
@@ -328,7 +344,7 @@ class RayVectorEnv(VectorEnv):
         while pending:
             pairs = []
             for slot in pending:
-                slot.actor = self._actor_class.remote(self.env_fn, slot.count)
+                slot.actor = self._actor_class.remote(slot.env_fn, slot.count)
                 slot.restarts += 1
                 self.restarts += 1
                 first = starts[slot.index]

@@ -139,13 +139,15 @@ def make_vector_envs(task: Any, cfg: Config, num_envs: int, seed: int, split: st
     """The recipe's vector env for ``split``, where ``envs.backend`` says (see DEFAULTS).
 
     ``ray`` needs the task module's ``make_env_fn(cfg, split)``: a picklable factory of one
-    env, what each actor calls ``per_worker`` times.
+    env, what each actor calls ``per_worker`` times; or ``make_env_fns(cfg, n, split)``: one
+    factory per env (envs that differ, as gui/miniwob's tasks).
     """
     opts = cfg.envs
     if opts.backend == "sync":
         return task.make_envs(cfg, num_envs, seed, split)
     make_env_fn = getattr(task, "make_env_fn", None)
-    if make_env_fn is None:
+    make_env_fns = getattr(task, "make_env_fns", None)
+    if make_env_fn is None and make_env_fns is None:
         raise ConfigError(
             f"envs.backend=ray: recipe {cfg.recipe!r} cannot run its envs in Ray actors "
             "(its task module defines no make_env_fn); use envs.backend=sync"
@@ -157,8 +159,12 @@ def make_vector_envs(task: Any, cfg: Config, num_envs: int, seed: int, split: st
     workers = workers or -(-num_envs // per_worker)
     resources = opts.resources_per_worker
     resources = resources.to_dict() if hasattr(resources, "to_dict") else dict(resources or {})
+    if make_env_fns is not None:
+        env = make_env_fns(cfg, workers * per_worker, split)
+    else:
+        env = make_env_fn(cfg, split)
     return RayVectorEnv(
-        make_env_fn(cfg, split),
+        env,
         workers,
         per_worker,
         step_timeout=float(opts.step_timeout),

@@ -42,6 +42,21 @@ class Faulty(gym.Env):
         return np.array([self.steps], np.float32), 1.0, False, False, {}
 
 
+class Tagged(Faulty):
+    """Faulty whose observations start at its tag: which factory built an env shows."""
+
+    def __init__(self, tag: int):
+        self.tag = tag
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        return obs + self.tag, info
+
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return (obs + self.tag, *rest)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
     # The actors are fresh processes that cannot import this test module: send Faulty by value.
@@ -177,3 +192,21 @@ def test_ppo_trains_with_envs_in_ray_actors(tmp_path):
     result = trainer.run()
     assert result["train"]["frames"] == 256 and result["train"]["envs/faults"] == 0
     assert result["eval"]["episodes"] == 4
+
+
+def test_one_factory_per_env_and_a_replacement_builds_its_own():
+    import functools
+
+    fns = [functools.partial(Tagged, tag) for tag in (10, 20, 30, 40)]
+    with pytest.raises(ValueError, match="3 env factories for 2 workers x 2 envs"):
+        RayVectorEnv(fns[:3], num_workers=2, per_worker=2)
+    env = RayVectorEnv(fns, num_workers=2, per_worker=2, step_timeout=30)
+    try:
+        obs, _ = env.reset(seed=0)
+        assert list(obs[:, 0]) == [10, 20, 30, 40]
+        os.kill(_pid(env, 1), signal.SIGKILL)
+        obs, _, _, truncated, _ = env.step(np.zeros(4, np.int64))
+        assert list(truncated) == [False, False, True, True]
+        assert list(obs[:, 0]) == [11, 21, 30, 40]  # the fresh actor built envs 30 and 40 again
+    finally:
+        env.close()

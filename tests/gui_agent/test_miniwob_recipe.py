@@ -178,3 +178,18 @@ def test_the_vlm_recipes_clone_and_grpo_on_two_tasks(tmp_path):
     assert (tmp_path / "grpo" / "model").is_dir() and len(result["eval"]) == 2
     with open(tmp_path / "grpo" / "history.csv") as f:
         assert len(f.read().strip().splitlines()) == 3  # header + 2 steps, one task each
+
+
+@needs_browser
+def test_with_envs_in_ray_actors_each_worker_runs_its_own_task():
+    pytest.importorskip("ray")
+    from pixelrl.train import make_vector_envs
+
+    cfg = config_for("gui/miniwob", [TWO, "envs.backend=ray", "envs.per_worker=1"])
+    envs = make_vector_envs(miniwob_task, cfg, 2, seed=0, split="train")
+    try:
+        assert envs.get_attr("task") == ("click-tab", "enter-password")
+        obs, info = envs.reset(seed=0)
+        assert all(s % 2 == 0 for s in info["episode_seed"])  # training seeds in every actor
+    finally:
+        envs.close()
