@@ -32,14 +32,16 @@ HERE = Path(__file__).resolve().parent
 
 
 def actor_browsers() -> list[int]:
-    """PIDs of the Chromium browsers the Ray env workers started (each worker's chromedriver's
-    child named chromium/chrome; the renderers and helpers are the browser's own children)."""
+    """PIDs of the Chromium browsers this run's Ray env workers started (each worker's
+    chromedriver's child named chromium/chrome; the renderers and helpers are the browser's own
+    children)."""
     import psutil
 
     browsers = []
-    for proc in psutil.process_iter(["pid", "name", "cmdline"]):
+    # this run's own workers only: the local Ray cluster this process started is its descendant
+    for proc in psutil.Process().children(recursive=True):
         try:
-            title = " ".join(proc.info["cmdline"] or [])
+            title = " ".join(proc.cmdline() or [])
             if not title.startswith("ray::EnvWorker"):
                 continue
             for child in proc.children(recursive=True):
