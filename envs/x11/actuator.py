@@ -66,9 +66,10 @@ def perform(pyautogui, a: dict) -> None:
         else:
             # pyautogui types ASCII only, and '<' as '>' (it holds shift for '<', whose keysym
             # sits on the 102nd key, where shift gives '>'); xdotool maps any character to a spare keycode. Its
-            # default 12 ms between keys: with none, apps read the remapped keycode after
-            # xdotool has restored it and lose CJK characters (measured with Tk on Xvfb).
-            subprocess.run(["xdotool", "type", "--delay", "12", "--", a["text"]], check=True)
+            # delay between keys: with none, apps read the remapped keycode after xdotool has
+            # restored it and lose CJK characters (measured with Tk on Xvfb); its default 12 ms
+            # still lost one on a loaded 2-core machine (CI beside two training runs), so 40.
+            subprocess.run(["xdotool", "type", "--delay", "40", "--", a["text"]], check=True)
     elif kind == "key":
         pyautogui.press(_key(a["keys"][0]))
     elif kind == "key_down":
