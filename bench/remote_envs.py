@@ -24,6 +24,7 @@ import os
 import time
 
 import gymnasium as gym
+from gymnasium.vector.utils import concatenate, create_empty_array
 
 ENV_ID = "pixelrl/Desktop-Mixed-v0"
 
@@ -31,8 +32,14 @@ ENV_ID = "pixelrl/Desktop-Mixed-v0"
 def rates(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -> tuple[float, float]:
     """Env steps and episodes per second: the best of ``repeats`` timed chunks of about
     ``seconds`` each (the episode rate of that chunk)."""
-    envs.action_space.seed(0)
-    actions = [envs.action_space.sample() for _ in range(64)]
+    # per env from the single space, then batched: gymnasium's batched GUI space is a plain Dict
+    # that would also sample the kinds a backend refuses (MiniWoB++: key_down / key_up)
+    single, n = envs.single_action_space, envs.num_envs
+    single.seed(0)
+    actions = [
+        concatenate(single, [single.sample() for _ in range(n)], create_empty_array(single, n))
+        for _ in range(64)
+    ]
     envs.reset(seed=0)
     for a in actions[:4]:  # warm up: first frames, caches, Ray's object transfer paths
         envs.step(a)
