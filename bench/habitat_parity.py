@@ -9,6 +9,7 @@ and the Success flips (target: 0).
 
     nice -n 19 .venv/bin/python bench/habitat_parity.py --episodes 500
     nice -n 19 .venv/bin/python bench/habitat_parity.py --task objectnav --episodes 100
+    nice -n 19 .venv/bin/python bench/habitat_parity.py --house --episodes 200  # two storeys
 
 Needs habitat-lab (``make setup`` installs it).
 """
@@ -34,6 +35,9 @@ def main() -> None:
     parser.add_argument("--task", default="pointnav", choices=("pointnav", "objectnav"))
     parser.add_argument("--scenes", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--house", action="store_true", help="the two-storey house (envs/nav/house.py) instead"
+    )
     args = parser.parse_args()
 
     from habitat_oracle import habitat
@@ -49,15 +53,21 @@ def main() -> None:
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "eps.json.gz")
-        generate_dataset(
-            path, args.episodes, seed=args.seed, task=args.task, num_scenes=args.scenes
-        )
+        scenes = {"num_scenes": args.scenes}
+        if args.house:
+            from pixelrl.envs.nav.house import two_storey_house
+            from pixelrl.envs.nav.mesh_io import export_glb
+
+            export_glb(two_storey_house(), os.path.join(tmp, "house.glb"))
+            scenes = {"scenes": [os.path.join(tmp, "house.glb")], "floor_levels": [0.0, 3.0]}
+        generate_dataset(path, args.episodes, seed=args.seed, task=args.task, **scenes)
         t_gen = time.time() - t0
         cls = PointNavDatasetV1 if args.task == "pointnav" else ObjectNavDatasetV1
         theirs = cls()
         with gzip.open(path, "rt") as f:
             theirs.from_json(f.read())
-        env = NavEnv(task=args.task, dataset_path=path, width=8, height=8)
+        levels = {"floor_levels": scenes["floor_levels"]} if args.house else {}
+        env = NavEnv(task=args.task, dataset_path=path, width=8, height=8, **levels)
         rows = []
         for k, t in enumerate(theirs.episodes):
             positions, stopped, info = _play_expert(env, k)
@@ -82,7 +92,7 @@ def main() -> None:
     flips = int((r[:, 0] != r[:, 1]).sum())
     print(
         f"habitat-lab {hab.__version__}, task {args.task}, {len(r)} episodes, "
-        f"{args.scenes} apartments (generation {t_gen:.0f} s, total {time.time() - t0:.0f} s)"
+        f"{'the two-storey house' if args.house else f'{args.scenes} apartments'} (generation {t_gen:.0f} s, total {time.time() - t0:.0f} s)"
     )
     print(f"success (habitat / ours): {r[:, 0].mean():.4f} / {r[:, 1].mean():.4f}")
     print(f"SPL     (habitat / ours): {r[:, 2].mean():.4f} / {r[:, 3].mean():.4f}")

@@ -9,6 +9,8 @@ Map of the package (one idea per module):
 - ``renderer``    the Embree ray-cast pinhole camera: RGB, depth, semantic, many agents per call
 - ``raster``      the numba z-buffer rasterizer: the same pictures as ``renderer``, several x faster
 - ``navgrid``     the navigability grid, collision with wall sliding, line of sight
+- ``levels``      multi-storey scenes: a grid per floor level, joined at the stairs
+- ``house``       a two-storey house with a staircase (the multi-storey test scene)
 - ``geodesic``    geodesic distance fields on the grid (Dijkstra, nearest of several goals)
 - ``follower``    ``ShortestPathFollower``: the expert that returns the next action
 - ``viewpoints``  ObjectNav view points (navigable, within 1 m, object visible)

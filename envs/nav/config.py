@@ -93,7 +93,9 @@ class NavConfig:
         grid ``cell_size``. Episodes: ``dataset_path`` (habitat .json.gz; walked in order unless
         ``shuffle``), ``scene_dir`` (where relative scene ids live, habitat's ``scenes_dir``), ``up_axis`` (scene files'
     up: "y", "z" or a vector; default: habitat's stage / scene dataset config beside the file, else
-    y), or generated on the fly in
+    y), ``floor_levels`` (multi-storey scene files: a list of floor heights, one a storey, or
+    "auto" to find them from the mesh's upward faces; default: one floor), or generated on the
+    fly in
         ``scenes`` (mesh paths) or ``num_scenes`` procedural apartments from ``scene_seed`` with
         generator knobs ``apartment`` (rooms, room_size, clutter, ...) and ``episode_rules``
         (``dataset.EpisodeRules``: min_geodesic, max_geodesic, min_ratio, geodesic,
@@ -136,6 +138,7 @@ class NavConfig:
     dataset_path: str | None = None
     scene_dir: str | None = None
     up_axis: str | list[float] | None = None
+    floor_levels: str | list[float] | None = None
     shuffle: bool = False
     scenes: list[str] | None = None
     num_scenes: int = 4
@@ -214,6 +217,18 @@ class NavConfig:
                     f"NavConfig.up_axis must be one of {sorted(UP_AXES)} or a nonzero "
                     f"3-vector, got {vector!r}"
                 )
+        levels = self.floor_levels
+        if (
+            levels is not None
+            and levels != "auto"
+            and not (
+                isinstance(levels, (list, tuple))
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in levels)
+            )
+        ):
+            raise ValueError(
+                f"NavConfig.floor_levels must be 'auto' or a list of floor heights (m), got {levels!r}"
+            )
         if self.forward_step <= 0:
             raise ValueError(f"NavConfig.forward_step must be > 0, got {self.forward_step}")
         if self.turn_angle is not None and not 0 < self.turn_angle <= 180:

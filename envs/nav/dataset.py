@@ -180,7 +180,8 @@ def generate_pointnav_episode(
     for _ in range(rules.max_tries):
         goal = grid.sample_navigable(rng, island)
         start = grid.sample_navigable(rng, island)
-        euclid = float(np.linalg.norm((goal - start)[[0, 2]]))
+        gap = goal - start if getattr(grid, "sloped", False) else (goal - start)[[0, 2]]
+        euclid = float(np.linalg.norm(gap))  # 3D between storeys, as habitat's generator
         if not rules.min_geodesic <= euclid <= rules.max_geodesic:
             continue
         # In plain sight the geodesic is the straight line: ratio 1, rejected before any search.
@@ -204,6 +205,14 @@ def generate_pointnav_episode(
     )
 
 
+def _euclid(grid, point: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Straight-line distances for the ratio rule: in 3D on a multi-storey grid (habitat's
+    generator measures in 3D), on the ground plane otherwise (as the one-floor files were made)."""
+    if getattr(grid, "sloped", False):
+        return np.linalg.norm(points - point, axis=1)
+    return np.hypot(points[:, 0] - point[0], points[:, 2] - point[2])
+
+
 def _pointnav_episode_from_goal(
     grid, graph, island, rng, scene_id, episode_id, rules, goal_field=None
 ) -> NavEpisode:
@@ -222,7 +231,7 @@ def _pointnav_episode_from_goal(
             goal = grid.sample_navigable(rng, island)
             field_ = graph.field(goal[None])
         geodesic = field_.values.ravel()[cells]
-        euclid = np.hypot(centres[:, 0] - goal[0], centres[:, 2] - goal[2])
+        euclid = _euclid(grid, goal, centres)
         ok = (
             np.isfinite(geodesic)
             & (euclid >= rules.min_geodesic)

@@ -11,6 +11,10 @@ virtual source wired to the cells around each goal with their exact euclidean of
 need not sit on cell centres). The nearest goal wins, as habitat's DistanceToGoal does. The graph
 keeps its last couple of fields (fields are read-only), so the episode that the generator has
 just drawn starts without a second Dijkstra.
+
+On a multi-storey scene (``levels.LevelledNavGrid``: the levels stacked as one grid) the same
+graph gets the climb in its edge lengths (3D), zero-cost edges at the portals where two levels
+share a stairway cell, and paths are pulled taut one level at a time.
 """
 
 from __future__ import annotations
@@ -68,7 +72,19 @@ class GeodesicGraph:
             idx = np.flatnonzero(ok)
             src.append(idx)
             dst.append(self.node_of[r2[idx], c2[idx]])
-            weight.append(np.full(len(idx), np.hypot(dr, dc) * grid.cell))
+            flat = np.hypot(dr, dc) * grid.cell
+            if getattr(grid, "sloped", False):  # stairs and ramps: the climb counts
+                climb = grid.floor[r2[idx], c2[idx]] - grid.floor[rows[idx], cols[idx]]
+                weight.append(np.hypot(flat, climb))
+            else:
+                weight.append(np.full(len(idx), flat))
+        portals = getattr(grid, "portals", None)
+        if portals is not None and len(portals):
+            # Where two levels share a stairway cell: the same place, at no cost (scipy's
+            # Dijkstra needs a positive weight to keep the edge).
+            src.append(self.node_of.ravel()[portals[:, 0]])
+            dst.append(self.node_of.ravel()[portals[:, 1]])
+            weight.append(np.full(len(portals), 1e-12))
         src = np.concatenate(src)
         order = np.argsort(src, kind="stable")
         self.indices = np.concatenate(dst)[order].astype(np.int32)
@@ -141,7 +157,7 @@ class GeodesicGraph:
         ]
         rr, cc = rr.ravel(), cc.ravel()
         centres = grid.cell_centre(rr, cc)
-        d = np.hypot(centres[:, 0] - point[0], centres[:, 2] - point[2])
+        d = _straight(grid, centres, np.asarray(point, dtype=np.float64))
         keep = (d <= radius) & grid.navigable[rr, cc]
         return self.node_of[rr[keep], cc[keep]], d[keep]
 
@@ -164,11 +180,23 @@ class GeodesicField:
         point = np.asarray(point, dtype=np.float64)
         x, z = float(point[0]), float(point[2])
         ox, oz, cell = float(grid.origin[0]), float(grid.origin[1]), grid.cell
-        r = min(max(math.floor((z - oz) / cell), 0), grid.rows - 1)
-        c = min(max(math.floor((x - ox) / cell), 0), grid.cols - 1)
+        r, c = grid.cell_of(point)
+        oz -= (r - r % getattr(grid, "level_rows", grid.rows)) * cell  # a level's rows start at 0
         r0, c0 = max(r - 1, 0), max(c - 1, 0)
         best = math.inf
-        for i, row in enumerate(self.values[r0 : r + 2, c0 : c + 2].tolist()):
+        values = self.values[r0 : r + 2, c0 : c + 2].tolist()
+        if getattr(grid, "sloped", False):  # the hop climbs too (a point a stair above a cell)
+            y = float(point[1])
+            for i, (row, floors) in enumerate(
+                zip(values, grid.floor[r0 : r + 2, c0 : c + 2].tolist())
+            ):
+                dz = oz + (r0 + i + 0.5) * cell - z
+                for j, value in enumerate(row):
+                    if value < best:
+                        hop = math.hypot(ox + (c0 + j + 0.5) * cell - x, dz, floors[j] - y)
+                        best = min(best, value + hop)
+            values = []
+        for i, row in enumerate(values):
             dz = oz + (r0 + i + 0.5) * cell - z
             for j, value in enumerate(row):
                 if value < best:  # inf never is; the hop only adds
@@ -176,7 +204,7 @@ class GeodesicField:
         if best == math.inf:
             return best
         # Beside the goal itself the straight line is the answer.
-        direct = np.hypot(self.goals[:, 0] - point[0], self.goals[:, 2] - point[2])
+        direct = _straight(grid, self.goals, point)
         near = direct[direct < grid.cell * 2]
         if len(near) and grid.is_navigable(point):
             best = min(best, float(near.min()))
@@ -187,7 +215,7 @@ class GeodesicField:
         ``point`` (ground plane) when that goal is in line of sight (every other goal's geodesic
         is at least its own straight distance, so no longer path can win); None otherwise."""
         point = np.asarray(point, dtype=np.float64)
-        direct = np.hypot(self.goals[:, 0] - point[0], self.goals[:, 2] - point[2])
+        direct = _straight(self.graph.grid, self.goals, point)
         k = int(np.argmin(direct))
         grid = self.graph.grid
         if grid.is_navigable(point) and grid.line_of_sight(point, self.goals[k]):
@@ -206,7 +234,12 @@ class GeodesicField:
         path = self.taut_path(point)
         if len(path) < 2:
             return 0.0 if np.isfinite(self.distance(point)) else float("inf")
-        return float(np.linalg.norm(np.diff(path[:, [0, 2]], axis=0), axis=1).sum())
+        legs = (
+            np.diff(path, axis=0)
+            if getattr(self.graph.grid, "sloped", False)
+            else np.diff(path[:, [0, 2]], axis=0)
+        )
+        return float(np.linalg.norm(legs, axis=1).sum())
 
     def taut_path(self, point: np.ndarray, passes: int = 3) -> np.ndarray:
         """The grid shortest path pulled taut: greedy string pulling over the grid path (line of
@@ -215,69 +248,37 @@ class GeodesicField:
         clearance boundary instead of on cell centres)."""
         if not np.isfinite(self.distance(point)):
             return np.asarray(point, dtype=np.float64)[None]
-        path = self.path(point, max_points=100000)
+        path, levels = self._path_with_levels(point, max_points=100000)
         grid = self.graph.grid
+        if not hasattr(grid, "levels"):
+            return _pull_taut(grid, path, passes)
+        # One level at a time (each a flat grid). Dijkstra may hop between two levels and back
+        # inside a shared stretch of stairs (the portals cost nothing): stay on a level while
+        # the path is on it, so each change of floor is one junction, a point on both levels.
+        stay = [int(levels[0])]
+        for i in range(1, len(path)):
+            here = stay[-1]
+            on_it = grid._on_level(here, path[i]) and grid.levels[here].is_navigable(path[i])
+            stay.append(here if on_it else int(levels[i]))
+        cuts = np.flatnonzero(np.diff(stay)) + 1
+        pieces = []
+        for start, stop in zip(
+            np.concatenate([[0], cuts - 1]), np.concatenate([cuts, [len(path)]])
+        ):
+            level = grid.levels[stay[stop - 1]]
+            taut = _pull_taut(level, path[start:stop], passes)
+            for v in taut[1:-1]:  # moved vertices stand on their level's floor
+                v[1] = level.height_at(v)
+            pieces.append(taut if not pieces else taut[1:])
+        # Last, the string pulled in 3D: vertices left on a straight flight of stairs (corner
+        # splits, junctions) would make its length a staircase of legs instead of one ramp.
+        path = np.concatenate(pieces)
         keep, i = [0], 0
         while i < len(path) - 1:
-            visible = _batch_line_of_sight(grid, path[i], path[i + 1 :])
+            visible = grid.lines_of_sight(path[i], path[i + 1 :])
             i = i + 1 + (int(np.flatnonzero(visible)[-1]) if visible.any() else 0)
             keep.append(i)
-        taut = path[keep].copy()
-        if len(taut) < 3:
-            return taut
-        c = grid.cell
-        # Corners: slide vertices within 2 cells, then split the legs at corners and slide again,
-        # so the polyline hugs the rounded clearance boundary instead of cutting it with one
-        # chord (a single vertex around a 90 degree turn of radius r is ~0.04 r too long).
-        for reach in (2.0, 1.0, 0.5):
-            taut = self._slide_vertices(taut, reach * c, passes)
-            if reach > 0.5:
-                taut = _split_corner_legs(taut)
-        return taut
-
-    def _slide_vertices(self, taut: np.ndarray, reach: float, passes: int) -> np.ndarray:
-        """Move each interior vertex within ``reach`` to where its two legs are shortest while
-        both stay in line of sight (candidates best first, tested 32 at a time).
-
-        A vertex whose last visit left it in place is visited again only once it or a neighbour
-        has moved since: with the same three points the search would find the same nothing.
-        """
-        grid = self.graph.grid
-        steps = np.linspace(-reach, reach, 17)
-        offsets = np.stack(np.meshgrid(steps, steps), -1).reshape(-1, 2)
-        taut = taut.copy()
-        clock = 0
-        moved_at = np.zeros(len(taut), np.int64)  # when each vertex last moved
-        stuck_at = np.full(len(taut), -1, np.int64)  # when a visit last left it in place
-        for _ in range(passes):
-            for k in range(1, len(taut) - 1):
-                if stuck_at[k] >= moved_at[k - 1 : k + 2].max():
-                    continue
-                clock += 1
-                cand = np.repeat(taut[k][None], len(offsets), 0)
-                cand[:, 0] += offsets[:, 0]
-                cand[:, 2] += offsets[:, 1]
-                prev, nxt = taut[k - 1], taut[k + 1]
-                to_prev = np.linalg.norm((cand - prev)[:, [0, 2]], axis=1)
-                to_next = np.linalg.norm((nxt - cand)[:, [0, 2]], axis=1)
-                length = to_prev + to_next
-                current = np.linalg.norm((taut[k] - prev)[[0, 2]]) + np.linalg.norm(
-                    (nxt - taut[k])[[0, 2]]
-                )
-                order = np.argsort(length)
-                order = order[length[order] < current - 1e-9]
-                chunks = [order[i : i + 32] for i in range(0, len(order), 32)]
-                # The best chunk alone first (usually enough), then all the others in one go.
-                legs = (to_prev, to_next)
-                best = _first_visible_from_both(grid, prev, nxt, cand, chunks[:1], *legs)
-                if best is None and len(chunks) > 1:
-                    best = _first_visible_from_both(grid, prev, nxt, cand, chunks[1:], *legs)
-                if best is None:
-                    stuck_at[k] = clock
-                else:
-                    taut[k] = cand[best]
-                    moved_at[k] = clock
-        return taut
+        return path[keep]
 
     def _start_node(self, point: np.ndarray) -> int:
         """The graph node a path from ``point`` starts at: its own cell, or the best reachable
@@ -306,18 +307,25 @@ class GeodesicField:
             return float("inf")
         r, c = self.graph.node_rc[node]
         centre = self.graph.grid.cell_centre(r, c)
-        hop = float(np.hypot(centre[0] - point[0], centre[2] - point[2]))
+        hop = float(_straight(self.graph.grid, centre[None], point)[0])
         # values = grid edges + the seed edge (goal to last cell, +1e-9) = the rest of the path.
         return (hop + float(self.values[r, c])) * (1 + 1e-9) + 1e-9
 
     def path(self, point: np.ndarray, max_points: int = 400) -> np.ndarray:
         """The grid shortest path from ``point`` to its nearest goal, as world points ``(K, 3)``
         (starts at ``point``, ends at the goal; just ``point`` when unreachable)."""
+        return self._path_with_levels(point, max_points)[0]
+
+    def _path_with_levels(
+        self, point: np.ndarray, max_points: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`path` and, for each of its points, the level of a levelled grid it is on (the
+        start on its first cell's, the goal on its last cell's; zeros on a one-level grid)."""
         grid = self.graph.grid
         point = np.asarray(point, dtype=np.float64)
         node = self._start_node(point)
         if node < 0:
-            return point[None].copy()
+            return point[None].copy(), np.zeros(1, np.int64)
         source, start = self.graph.n, node
         nodes = []  # walk the predecessors first, then place every cell in one call
         while len(nodes) < max_points and node >= 0 and node != source:
@@ -327,7 +335,74 @@ class GeodesicField:
         centres = grid.cell_centre(rc[:, 0], rc[:, 1]).reshape(-1, 3)
         last = nodes[-1] if nodes else start
         goal = self.goals[max(int(self._goal_of[last]), 0)]
-        return np.concatenate([point[None], centres, goal[None]])
+        levels = rc[:, 0] // getattr(grid, "level_rows", grid.rows)
+        levels = np.concatenate([levels[:1], levels, levels[-1:]])
+        return np.concatenate([point[None], centres, goal[None]]), levels
+
+
+def _pull_taut(grid: NavGrid, path: np.ndarray, passes: int) -> np.ndarray:
+    """:meth:`GeodesicField.taut_path` on one flat grid, from the grid path ``path``."""
+    keep, i = [0], 0
+    while i < len(path) - 1:
+        visible = _batch_line_of_sight(grid, path[i], path[i + 1 :])
+        i = i + 1 + (int(np.flatnonzero(visible)[-1]) if visible.any() else 0)
+        keep.append(i)
+    taut = path[keep].copy()
+    if len(taut) < 3:
+        return taut
+    c = grid.cell
+    # Corners: slide vertices within 2 cells, then split the legs at corners and slide again,
+    # so the polyline hugs the rounded clearance boundary instead of cutting it with one
+    # chord (a single vertex around a 90 degree turn of radius r is ~0.04 r too long).
+    for reach in (2.0, 1.0, 0.5):
+        taut = _slide_vertices(grid, taut, reach * c, passes)
+        if reach > 0.5:
+            taut = _split_corner_legs(taut)
+    return taut
+
+
+def _slide_vertices(grid: NavGrid, taut: np.ndarray, reach: float, passes: int) -> np.ndarray:
+    """Move each interior vertex within ``reach`` to where its two legs are shortest while
+    both stay in line of sight (candidates best first, tested 32 at a time).
+
+    A vertex whose last visit left it in place is visited again only once it or a neighbour
+    has moved since: with the same three points the search would find the same nothing.
+    """
+    steps = np.linspace(-reach, reach, 17)
+    offsets = np.stack(np.meshgrid(steps, steps), -1).reshape(-1, 2)
+    taut = taut.copy()
+    clock = 0
+    moved_at = np.zeros(len(taut), np.int64)  # when each vertex last moved
+    stuck_at = np.full(len(taut), -1, np.int64)  # when a visit last left it in place
+    for _ in range(passes):
+        for k in range(1, len(taut) - 1):
+            if stuck_at[k] >= moved_at[k - 1 : k + 2].max():
+                continue
+            clock += 1
+            cand = np.repeat(taut[k][None], len(offsets), 0)
+            cand[:, 0] += offsets[:, 0]
+            cand[:, 2] += offsets[:, 1]
+            prev, nxt = taut[k - 1], taut[k + 1]
+            to_prev = np.linalg.norm((cand - prev)[:, [0, 2]], axis=1)
+            to_next = np.linalg.norm((nxt - cand)[:, [0, 2]], axis=1)
+            length = to_prev + to_next
+            current = np.linalg.norm((taut[k] - prev)[[0, 2]]) + np.linalg.norm(
+                (nxt - taut[k])[[0, 2]]
+            )
+            order = np.argsort(length)
+            order = order[length[order] < current - 1e-9]
+            chunks = [order[i : i + 32] for i in range(0, len(order), 32)]
+            # The best chunk alone first (usually enough), then all the others in one go.
+            legs = (to_prev, to_next)
+            best = _first_visible_from_both(grid, prev, nxt, cand, chunks[:1], *legs)
+            if best is None and len(chunks) > 1:
+                best = _first_visible_from_both(grid, prev, nxt, cand, chunks[1:], *legs)
+            if best is None:
+                stuck_at[k] = clock
+            else:
+                taut[k] = cand[best]
+                moved_at[k] = clock
+    return taut
 
 
 def _split_corner_legs(taut: np.ndarray, near: float = 0.5) -> np.ndarray:
@@ -405,6 +480,14 @@ def _first_visible_from_both(
     if not both.any():
         return None
     return int(order[alive[int(np.flatnonzero(both)[0])]])
+
+
+def _straight(grid: NavGrid, points: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """Straight-line distances from ``point`` to ``points`` ``(K, 3)``: on the ground plane, or
+    in 3D on a multi-storey grid (a goal upstairs is not beside a point below it)."""
+    if getattr(grid, "sloped", False):
+        return np.linalg.norm(points - point, axis=1)
+    return np.hypot(points[:, 0] - point[0], points[:, 2] - point[2])
 
 
 def geodesic_graph(grid: NavGrid) -> GeodesicGraph:

@@ -10,6 +10,12 @@ The ground plane (x, z) is cut into square cells of ``cell_size`` metres. A cell
    transform on a raster five times finer than the grid (the agent is a cylinder, corners come
    out rounded; half a fine pixel of margin makes sure the body never overlaps geometry).
 
+A grid built with a height ``band`` is one floor level of a multi-storey scene (see
+``levels``): the floor is the highest surface in the band under each cell, so it may vary from
+cell to cell (stairs, ramps); each cell's body band starts at its own floor; two neighbouring
+cells whose floors differ by more than ``max_climb`` are separated by a ledge the body keeps its
+radius from; and heights enter distances (``sloped``).
+
 Moves follow habitat's navmesh ``try_step``: walk toward the target until the body would leave
 the navigable area, then, with sliding on, spend the rest of the step along the wall.
 Grid index convention: ``row`` runs along +z, ``col`` along +x; cell (r, c) has its centre at
@@ -49,7 +55,15 @@ class AgentSpec:
 class NavGrid:
     """Navigable cells of one scene for one agent body; see the module docstring."""
 
-    def __init__(self, scene: Scene, agent: AgentSpec | None = None) -> None:
+    def __init__(
+        self,
+        scene: Scene,
+        agent: AgentSpec | None = None,
+        band: tuple[float, float] | None = None,
+        floor_height: float | None = None,
+    ) -> None:
+        """``band``: (lowest, highest) floor height of one level of a multi-storey scene, with
+        ``floor_height`` its nominal floor; None: the scene's single floor (``scene.floor_height``)."""
         from scipy import ndimage
 
         self.scene = scene
@@ -61,11 +75,18 @@ class NavGrid:
         self.origin = np.array([lo[0] - pad, lo[2] - pad])
         self.cols = int(np.ceil((hi[0] - lo[0] + 2 * pad) / self.cell))
         self.rows = int(np.ceil((hi[2] - lo[2] + 2 * pad) / self.cell))
-        self.floor_height = float(scene.floor_height)
+        self.floor_height = float(scene.floor_height if floor_height is None else floor_height)
+        self.band = band
+        # A level's floors vary from cell to cell: distances count the climb (GeodesicGraph).
+        self.sloped = band is not None
         self.floor = self._find_floor()
         # Obstacles are rasterised SUB times finer than the grid so that clearances are exact to
         # a fifth of a cell; the fine pixel at the middle of each cell sits on the cell centre.
-        fine = self._rasterise_body_band(SUB)
+        if band is None:
+            lo = self.floor_height + agent.max_climb
+            fine = self._rasterise_body_band(SUB, lo, self.floor_height + agent.height)
+        else:
+            fine = self._rasterise_level_bodies(SUB)
         self.occupied = fine.reshape(self.rows, SUB, self.cols, SUB).any(axis=(1, 3))
         no_floor = np.repeat(np.repeat(~np.isfinite(self.floor), SUB, 0), SUB, 1)
         fine_clearance = ndimage.distance_transform_edt(~(fine | no_floor)) * (self.cell / SUB)
@@ -97,20 +118,52 @@ class NavGrid:
         embree = rtcore_scene.EmbreeScene()
         mesh_construction.TriangleMesh(embree, self.scene.triangles)
         x, z = self._cell_centres()
-        top = self.floor_height + self.agent.max_climb + 0.01
+        if self.band is None:
+            top = self.floor_height + self.agent.max_climb + 0.01
+            depth = 2 * self.agent.max_climb + 0.02
+        else:
+            top, depth = self.band[1] + 0.01, self.band[1] - self.band[0] + 0.02
         origins = np.stack([x.ravel(), np.full(x.size, top), z.ravel()], 1).astype(np.float32)
         dirs = np.tile(np.array([[0, -1, 0]], np.float32), (x.size, 1))
-        reach = np.full(x.size, 2 * self.agent.max_climb + 0.02, np.float32)
+        reach = np.full(x.size, depth, np.float32)
         hit = embree.run(origins, dirs, dists=reach, output=True)
         height = np.where(hit["primID"] >= 0, top - hit["tfar"], np.nan)
         return height.reshape(self.rows, self.cols)
 
-    def _rasterise_body_band(self, sub: int = 1) -> np.ndarray:
-        """Pixels (``sub`` per cell side) covered by any triangle part inside the body band."""
+    def _rasterise_level_bodies(self, sub: int) -> np.ndarray:
+        """A level's obstacle pixels: each cell's body band starts at its own floor (cells are
+        grouped by floor height in 2 cm bins, each group's band from its lowest floor + climb to
+        its highest + height, kept on that group's pixels), plus the ledges: the pixels on both
+        sides of an edge between neighbouring cells whose floors differ by more than
+        ``max_climb``."""
+        agent, floor = self.agent, self.floor
+        finite = np.isfinite(floor)
+        bins = np.full(floor.shape, np.iinfo(np.int64).min)
+        bins[finite] = np.round(floor[finite] / 0.02).astype(np.int64)
+        fine = np.zeros((self.rows * sub, self.cols * sub), bool)
+        for key in np.unique(bins[finite]):
+            cells = bins == key
+            heights = floor[cells]
+            band = self._rasterise_body_band(
+                sub, heights.min() + agent.max_climb, heights.max() + agent.height
+            )
+            fine |= band & np.repeat(np.repeat(cells, sub, 0), sub, 1)
+        # NaN compares False: a missing floor is blocked by the caller (no_floor), not here.
+        step_x = np.abs(np.diff(floor, axis=1)) > agent.max_climb
+        step_z = np.abs(np.diff(floor, axis=0)) > agent.max_climb
+        r, c = np.nonzero(step_x)  # edge between (r, c) and (r, c + 1)
+        for side in (c * sub + sub - 1, (c + 1) * sub):
+            fine[(r * sub)[:, None] + np.arange(sub), side[:, None]] = True
+        r, c = np.nonzero(step_z)  # edge between (r, c) and (r + 1, c)
+        for side in (r * sub + sub - 1, (r + 1) * sub):
+            fine[side[:, None], (c * sub)[:, None] + np.arange(sub)] = True
+        return fine
+
+    def _rasterise_body_band(self, sub: int, lo: float, hi: float) -> np.ndarray:
+        """Pixels (``sub`` per cell side) covered by any triangle part between heights ``lo``
+        and ``hi`` (the body band above the floor)."""
         import cv2
 
-        lo = self.floor_height + self.agent.max_climb
-        hi = self.floor_height + self.agent.height
         tris = self.scene.triangles.astype(np.float64)
         ymin, ymax = tris[:, :, 1].min(1), tris[:, :, 1].max(1)
         touching = (ymax >= lo) & (ymin <= hi)
@@ -216,11 +269,14 @@ class NavGrid:
         r, c = self.to_cell(point)
         return int(self.islands[r, c])
 
-    def height_at(self, point: np.ndarray) -> float:
-        # to_cell of one point, in plain Python (called every step)
+    def cell_of(self, point: np.ndarray) -> tuple[int, int]:
+        """:meth:`to_cell` of one point, in plain Python (called every step)."""
         col = math.floor((float(point[0]) - self._origin_x) / self.cell)
         row = math.floor((float(point[2]) - self._origin_z) / self.cell)
-        h = float(self.floor[min(max(row, 0), self.rows - 1), min(max(col, 0), self.cols - 1)])
+        return min(max(row, 0), self.rows - 1), min(max(col, 0), self.cols - 1)
+
+    def height_at(self, point: np.ndarray) -> float:
+        h = float(self.floor[self.cell_of(point)])
         return h if math.isfinite(h) else self.floor_height
 
     def line_of_sight(self, a: np.ndarray, b: np.ndarray) -> bool:

@@ -53,7 +53,9 @@ class Scene:
     Conventions: y up, metres; faces are triangles ``(F, 3, 3)`` float32. ``face_uv`` ``(F, 3, 2)``
     and ``face_texture`` ``(F,)`` (index into ``textures`` ``(T, S, S, 3)`` uint8, -1 = flat colour)
     give texture lookups, repeated outside [0, 1). ``face_color`` ``(F, 3)`` uint8 tints the
-    texture (or is the colour). ``floor_height`` is the walkable floor level, when known.
+    texture (or is the colour). ``floor_height`` is the walkable floor level, when known;
+    ``floor_levels``, the floor height of each storey of a multi-storey scene (two or more make
+    the navigability grid one level per storey, joined by stairs and ramps: ``levels``).
     """
 
     triangles: np.ndarray
@@ -65,6 +67,7 @@ class Scene:
     textures: np.ndarray | None = None
     floor_height: float | None = None
     name: str = "scene"
+    floor_levels: tuple[float, ...] | None = None
     # The procedural generator's rooms and doors (an ``apartment.ApartmentLayout``); None for
     # scenes loaded from files.
     layout: object | None = None
@@ -195,7 +198,12 @@ class SceneBuilder:
         tris = box_triangles(np.asarray(lo, float), np.asarray(hi, float), faces)
         self.add_triangles(tris, color, instance, texture, texture_scale=texture_scale)
 
-    def build(self, textures: np.ndarray | None = None, floor_height: float | None = None) -> Scene:
+    def build(
+        self,
+        textures: np.ndarray | None = None,
+        floor_height: float | None = None,
+        floor_levels: tuple[float, ...] | None = None,
+    ) -> Scene:
         return Scene(
             triangles=np.concatenate(self._tris).astype(np.float32),
             face_color=np.concatenate(self._colors),
@@ -206,6 +214,7 @@ class SceneBuilder:
             textures=textures,
             floor_height=floor_height,
             name=self.name,
+            floor_levels=floor_levels,
         )
 
 

@@ -48,6 +48,7 @@ from pixelrl.envs.nav.instructions import (
     generate_instructnav_episode,
     instruction_space,
 )
+from pixelrl.envs.nav.levels import estimate_floor_levels, navigation_grid
 from pixelrl.envs.nav.navgrid import AgentSpec, NavGrid
 from pixelrl.envs.nav.renderer import CameraSpec, EmbreeRenderer
 from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES, Scene
@@ -161,7 +162,12 @@ def scene_from_id(
         return generate_apartment(seed, apartment)
     from pixelrl.envs.nav.mesh_io import load_scene
 
-    return load_scene(scene_path(scene_id, cfg, base_dir, context), up_axis=cfg.up_axis)
+    scene = load_scene(scene_path(scene_id, cfg, base_dir, context), up_axis=cfg.up_axis)
+    if cfg.floor_levels == "auto":
+        scene.floor_levels = estimate_floor_levels(scene.triangles)
+    elif cfg.floor_levels is not None:
+        scene.floor_levels = tuple(float(h) for h in cfg.floor_levels)
+    return scene
 
 
 # habitat's DEFAULT_SCENE_PATH_PREFIX: its datasets name scenes from the habitat-lab checkout
@@ -321,7 +327,7 @@ class NavSim:
     # ------------------------------------------------------------------ scenes
     def grid(self, scene_index: int) -> NavGrid:
         if scene_index not in self._grids:
-            self._grids[scene_index] = NavGrid(self.scenes[scene_index], self.agent)
+            self._grids[scene_index] = navigation_grid(self.scenes[scene_index], self.agent)
         return self._grids[scene_index]
 
     # ------------------------------------------------------------------ episodes
@@ -375,6 +381,8 @@ class NavSim:
             )
         k = self.scene_index[episode.scene_id]
         grid = self.grid(k)
+        if not trusted or index is not None:
+            _check_on_a_floor(grid, episode, self.cfg)
         seed_radius = 0.15 if self.cfg.task == "pointnav" else grid.cell * 0.75
         field = geodesic_graph(grid).field(episode.goal_points(), seed_radius=seed_radius)
         start_distance = stored_geodesic(episode) if trusted else None
@@ -502,6 +510,28 @@ def stored_geodesic(episode: NavEpisode) -> float | None:
         return None
     value = float(value)
     return value if np.isfinite(value) and value >= 0 else None
+
+
+def _check_on_a_floor(grid, episode: NavEpisode, cfg: NavConfig) -> None:
+    """A dataset episode whose start (or PointNav goal) is a storey away from every floor the
+    grid knows there was made on a multi-storey scene read as one floor: an error, not a walk
+    on the wrong floor. (Centimetres of difference are a navmesh's heights: fine.)"""
+    points = [("start_position", episode.start_position)]
+    if cfg.task == "pointnav":
+        points += [(f"goals[{i}].position", g.position) for i, g in enumerate(episode.goals)]
+    for name, point in points:
+        gap = float(point[1]) - grid.height_at(point)
+        if abs(gap) > 1.0:
+            hint = (
+                "the scene has more storeys than its floor_levels name"
+                if hasattr(grid, "levels")
+                else "a multi-storey scene? set option floor_levels ('auto' or the storey heights)"
+            )
+            where = f"{cfg.dataset_path}: " if cfg.dataset_path else ""
+            raise EpisodeFileError(
+                f"{where}episode {episode.episode_id!r}: {name} is {gap:+.2f} m from the floor the "
+                f"navigability grid has under it in scene {episode.scene_id!r}: {hint}"
+            )
 
 
 def generate_dataset(path: str, num_episodes: int, seed: int = 0, **options) -> list[NavEpisode]:

@@ -34,7 +34,8 @@ def topdown_map(
     view_points: np.ndarray | None = None,
     scale: int = 4,
 ) -> np.ndarray:
-    """RGB image ``(rows*scale, cols*scale, 3)`` uint8 of the grid with overlays."""
+    """RGB image ``(rows*scale, cols*scale, 3)`` uint8 of the grid with overlays (a multi-storey
+    grid: its levels one below the other, ground floor on top)."""
     import cv2
 
     img = np.full((grid.rows, grid.cols, 3), COLORS["obstacle / outside"], np.uint8)
@@ -42,10 +43,16 @@ def topdown_map(
     img[grid.navigable] = COLORS["navigable floor"]
     img = np.repeat(np.repeat(img, scale, 0), scale, 1)
 
+    def level(points: np.ndarray) -> np.ndarray:
+        """Which level's picture a point is drawn on (a multi-storey grid stacks them)."""
+        p = np.asarray(points, float).reshape(-1, 3)
+        return grid.levels_of(p) if hasattr(grid, "levels_of") else np.zeros(len(p), np.int64)
+
     def px(points: np.ndarray) -> np.ndarray:
         p = np.asarray(points, float).reshape(-1, 3)
         x = (p[:, 0] - grid.origin[0]) / grid.cell * scale
         y = (p[:, 2] - grid.origin[1]) / grid.cell * scale
+        y = y + level(p) * getattr(grid, "level_rows", 0) * scale
         return np.stack([x, y], 1).round().astype(np.int32)
 
     if view_points is not None and len(view_points):
@@ -54,9 +61,9 @@ def topdown_map(
                 img, (int(x), int(y)), max(1, scale // 2), COLORS["ObjectNav view point"], -1
             )
     if path is not None and len(path) > 1:
-        cv2.polylines(
-            img, [px(path)], False, COLORS["walked path"], max(1, scale // 2), cv2.LINE_AA
-        )
+        # One polyline per stretch on one level (stairs hand the path to the next picture).
+        pieces = np.split(px(path), np.flatnonzero(np.diff(level(path))) + 1)
+        cv2.polylines(img, pieces, False, COLORS["walked path"], max(1, scale // 2), cv2.LINE_AA)
     if goals is not None:
         for x, y in px(goals):
             cv2.circle(img, (int(x), int(y)), 2 * scale, COLORS["goal"], -1, cv2.LINE_AA)

@@ -22,10 +22,15 @@ def view_points(grid, instance: ObjectInstance, radius: float = 1.0) -> np.ndarr
     if key in cache:
         return cache[key]
     lo, hi = instance.aabb_min, instance.aabb_max
-    r0, c0 = grid.to_cell(np.array([lo[0] - radius, 0, lo[2] - radius]))
-    r1, c1 = grid.to_cell(np.array([hi[0] + radius, 0, hi[2] + radius]))
+    # The footprint's cells on every floor level (a multi-storey grid stacks its levels'
+    # rows); the visibility test below keeps the ones on the object's own floor.
+    flat = getattr(grid, "levels", [grid])[0]
+    r0, c0 = flat.to_cell(np.array([lo[0] - radius, 0, lo[2] - radius]))
+    r1, c1 = flat.to_cell(np.array([hi[0] + radius, 0, hi[2] + radius]))
     rr, cc = np.mgrid[r0 : r1 + 1, c0 : c1 + 1]
-    rr, cc = rr.ravel(), cc.ravel()
+    stride = getattr(grid, "level_rows", grid.rows)
+    rr = np.concatenate([rr.ravel() + k * stride for k in range(grid.rows // stride)])
+    cc = np.tile(cc.ravel(), grid.rows // stride)
     keep = grid.navigable[rr, cc]
     rr, cc = rr[keep], cc[keep]
     pts = grid.cell_centre(rr, cc)
