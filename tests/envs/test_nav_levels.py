@@ -13,6 +13,7 @@ from pixelrl.envs.nav.house import two_storey_house
 from pixelrl.envs.nav.levels import LevelledNavGrid, estimate_floor_levels, navigation_grid
 from pixelrl.envs.nav.mesh_io import export_glb
 from pixelrl.envs.nav.navgrid import NavGrid
+from pixelrl.envs.nav.scene import SceneBuilder
 
 DOWNSTAIRS = np.array([6.8, 0.0, 3.0])
 UPSTAIRS = np.array([6.8, 3.0, 3.0])  # straight above: reachable only up the stairs
@@ -86,7 +87,7 @@ def test_the_geodesic_between_floors_climbs_the_stairs(grid):
     # It goes by the stairs: along the z = 0 wall, up through every height in between.
     on_stairs = path[(path[:, 1] > 0.1) & (path[:, 1] < 2.9)]
     assert len(on_stairs) >= 3 and np.all(on_stairs[:, 2] < 1.2)
-    assert np.all(np.diff(path[:, 1]) >= -1e-9)  # only ever up
+    assert np.all(np.diff(path[:, 1]) >= -1e-6)  # only ever up
     # The polyline length in 3D; at least the way to the foot of the stairs, up them, and back.
     assert exact == pytest.approx(np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
     assert exact > np.hypot(6.8 - 1.0, 3.0 - 0.6) + np.hypot(4.2, 3.0)
@@ -196,3 +197,33 @@ def test_floor_levels_found_and_checked(house, tmp_path):
         assert type(navigation_grid(house)) is NavGrid
     finally:
         house.floor_levels = (0.0, 3.0)
+
+
+def test_a_ramp_joins_two_levels_too():
+    # A 6 x 10 m hall; a 1.2 m wide ramp along its x = 0 wall rises from z = 1 to z = 9 onto a
+    # gallery 2 m up over the far half (slope 0.25: 5 cm cells rise 1.25 cm, within max_climb).
+    b = SceneBuilder("ramp")
+    b.add_box((0, -0.1, 0), (6, 0, 10), (120, 100, 80))
+    for lo, hi in (((-0.1, 0, 0), (0, 4, 10)), ((6, 0, 0), (6.1, 4, 10))):
+        b.add_box(lo, hi, (200, 190, 170))
+    for lo, hi in (((0, 0, -0.1), (6, 4, 0)), ((0, 0, 10), (6, 4, 10.1))):
+        b.add_box(lo, hi, (200, 190, 170))
+    b.add_box((1.2, 1.9, 9.0), (6, 2.0, 10), (180, 180, 180))  # the gallery
+    quad = [(0, 0, 1), (1.2, 0, 1), (1.2, 2, 9), (0, 2, 9)]
+    b.add_triangles(
+        np.array([[quad[0], quad[2], quad[1]], [quad[0], quad[3], quad[2]]]), (150, 60, 50)
+    )
+    b.add_box((0, 1.9, 9.0), (1.2, 2.0, 10), (180, 180, 180))  # the landing
+    grid = navigation_grid(b.build(floor_height=0.0, floor_levels=(0.0, 2.0)))
+    below, above = np.array([3.0, 0.0, 9.5]), np.array([3.0, 2.0, 9.5])
+    assert grid.island_of(below) == grid.island_of(above) > 0
+    field = geodesic_graph(grid).field(above[None])
+    path = field.taut_path(below)
+    # Up the ramp: it starts at the ramp's foot and climbs monotonically to the gallery.
+    assert np.all(np.diff(path[:, 1]) >= -1e-6) and path[-1][1] == pytest.approx(2.0)
+    climb = path[(path[:, 1] > 0.05) & (path[:, 1] < 1.95)]
+    assert len(climb) and np.all(climb[:, 0] < 1.2)
+    ramp = np.hypot(8.0, 2.0)
+    assert field.exact_distance(below) > ramp
+    reached, _ = grid.try_step(np.array([0.6, 0.5, 3.0]), np.array([0.6, 0.5, 3.2]))
+    assert reached[1] == pytest.approx(0.55, abs=0.02)  # the body follows the slope
