@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import csv
 import math
+import os
 import re
 import time
 from collections import deque
@@ -174,6 +175,36 @@ def make_vector_envs(task: Any, cfg: Config, num_envs: int, seed: int, split: st
         address=str(opts.address) or None,
         num_cpus=int(opts.num_cpus) or None,
     )
+
+
+def join_one_ray_cluster(cfg: Config) -> None:
+    """DD-PPO with ``envs.backend=ray``: every rank's env workers in one Ray cluster. Given an
+    address (``envs.address`` / ``RAY_ADDRESS``), each rank joins it; otherwise rank 0 starts a
+    local cluster and tells the other ranks where it is (without this each rank would start a
+    cluster of its own, each counting every CPU of the machine as its own)."""
+    import torch.distributed as dist
+
+    from pixelrl.envs.remote import ensure_ray
+
+    if str(cfg.envs.address) or os.environ.get("RAY_ADDRESS"):
+        return  # each rank's RayVectorEnv joins it
+    where = [None]
+    if dist.get_rank() == 0:
+        import ray
+
+        ensure_ray(None, int(cfg.envs.num_cpus) or None)
+        # a new local cluster may turn on Ray's token authentication (RAY_AUTH_MODE=token, the
+        # token in ~/.ray/auth_token): the other ranks must connect in the same mode
+        where = [(ray.get_runtime_context().gcs_address, os.environ.get("RAY_AUTH_MODE"))]
+    dist.broadcast_object_list(where, src=0)
+    if dist.get_rank() != 0:
+        address, auth_mode = where[0]
+        if auth_mode and "RAY_AUTH_MODE" not in os.environ:
+            os.environ["RAY_AUTH_MODE"] = auth_mode
+            from ray._raylet import Config  # Ray reads the mode once: read it again
+
+            Config.initialize("")
+        ensure_ray(address)
 
 
 @dataclass
@@ -335,6 +366,8 @@ class Trainer:
             )
             self.envs = self.collector.envs  # spaces, num_envs, stats(), close()
         else:
+            if cfg.envs.backend == "ray" and self.dist.world_size > 1:
+                join_one_ray_cluster(cfg)
             self.envs = make_vector_envs(self.task, cfg, int(cfg.env.num_envs), rank_seed, "train")
         self.policy = self.task.make_policy(
             cfg, self.envs.single_observation_space, self.envs.single_action_space

@@ -2,7 +2,8 @@
 
 Trains the toy recipe for 3 updates and writes this rank's parameters, buffers and per-update
 rollout lengths to ``OUT_DIR/rank<r>.pt``. With ``slow``, rank 1's envs sleep each step and straggler
-preemption (off otherwise) cuts its rollouts short.
+preemption (off otherwise) cuts its rollouts short. With ``ray``, each rank's envs run in Ray
+actors (``envs.backend=ray``), and the rank also writes the Ray cluster it used.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pixelrl.train import Trainer, config_for
 
 
 def main() -> None:
-    out, slow = sys.argv[1], "slow" in sys.argv[2:]
+    out, slow, on_ray = sys.argv[1], "slow" in sys.argv[2:], "ray" in sys.argv[2:]
     rank = int(os.environ["RANK"])
     overrides = [
         f"train.output_dir={out}/run",
@@ -29,6 +30,12 @@ def main() -> None:
     ]
     if slow and rank == 1:
         overrides.append("env.kwargs.step_delay=0.05")
+    if on_ray:
+        import ray
+        import toy_nav
+
+        ray.cloudpickle.register_pickle_by_value(toy_nav)  # the actors cannot import it
+        overrides += ["envs.backend=ray", "envs.per_worker=2", "envs.num_cpus=2"]
     trainer = Trainer(config_for(register_toy_recipe(), overrides))
     trainer.run()
     torch.save(
@@ -37,9 +44,20 @@ def main() -> None:
             "steps": [row["steps"] for row in trainer.history],
             "frames": trainer.frames,
             "world_size": trainer.dist.world_size,
+            "ray": _ray_cluster(trainer) if on_ray else None,
         },
         f"{out}/rank{rank}.pt",
     )
+
+
+def _ray_cluster(trainer) -> dict:
+    import ray
+
+    return {
+        "envs": type(trainer.envs).__name__,
+        "gcs_address": ray.get_runtime_context().gcs_address,
+        "faults": trainer.envs.faults,
+    }
 
 
 if __name__ == "__main__":

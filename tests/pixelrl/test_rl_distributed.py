@@ -56,6 +56,20 @@ def test_two_process_ddppo_keeps_parameters_identical(tmp_path):
 
 
 @pytest.mark.timeout(300)
+def test_ddppo_ranks_collect_in_one_ray_cluster(tmp_path):
+    pytest.importorskip("ray", reason="the Ray backend is the distributed extra")
+    ranks = _torchrun(tmp_path, "ray")
+    a, b = ranks[0]["ray"], ranks[1]["ray"]
+    assert a["envs"] == b["envs"] == "RayVectorEnv"
+    # rank 0 started the cluster; rank 1 joined it instead of starting its own
+    assert a["gcs_address"] == b["gcs_address"]
+    assert a["faults"] == b["faults"] == 0
+    assert ranks[0]["frames"] == ranks[1]["frames"] == 3 * 32 * 4 * 2
+    for name in ranks[0]["state"]:
+        torch.testing.assert_close(ranks[0]["state"][name], ranks[1]["state"][name], rtol=0, atol=0)
+
+
+@pytest.mark.timeout(300)
 def test_straggler_preemption_cuts_the_slow_rank_short(tmp_path):
     ranks = _torchrun(tmp_path, "slow")
     fast, slow = ranks[0]["steps"], ranks[1]["steps"]
