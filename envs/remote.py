@@ -21,6 +21,10 @@ really reached, so nothing stale starts the next episode. ``faults`` / ``restart
 replacement failing to start counts) is taken out: its rows in that step end as above with
 ``info["env_removed"]``, and from the next call the vector is smaller (``num_envs`` and the spaces
 shrink); below ``min_envs`` envs that raises :class:`EnvWorkerError` instead.
+
+An env that refuses an action (``pixelrl.envs.actions.ActionError``) is the agent's mistake, not a
+fault: it is raised as from a ``SyncVectorEnv``, or, with ``refused_action`` set (a text agent's
+``wait``), that action is stepped instead and ``info["action_error"]`` says why.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+
+from pixelrl.envs.actions import ActionError
 
 
 class EnvWorkerError(RuntimeError):
@@ -55,10 +61,14 @@ class EnvWorker:
     (gymnasium's ``SyncVectorEnv`` ``SAME_STEP`` logic, per env)."""
 
     def __init__(
-        self, env_fn: Callable[[], gym.Env] | Sequence[Callable[[], gym.Env]], count: int
+        self,
+        env_fn: Callable[[], gym.Env] | Sequence[Callable[[], gym.Env]],
+        count: int,
+        refused_action: Any = None,
     ) -> None:
         fns = list(env_fn) if isinstance(env_fn, list | tuple) else [env_fn] * count
         self.envs = [fn() for fn in fns]
+        self.refused_action = refused_action
 
     def describe(self) -> dict[str, Any]:
         env = self.envs[0]
@@ -89,13 +99,25 @@ class EnvWorker:
     def step(self, actions: Sequence[Any]) -> list[tuple]:
         out = []
         for env, action in zip(self.envs, actions):
-            obs, reward, terminated, truncated, info = env.step(action)
+            obs, reward, terminated, truncated, info = self._step(env, action)
             final = None
             if terminated or truncated:
                 final = (obs, info)
                 obs, info = env.reset()
             out.append((obs, float(reward), bool(terminated), bool(truncated), info, final))
         return out
+
+    def _step(self, env: gym.Env, action: Any) -> tuple:
+        """``env.step(action)``; an action the env refuses (``ActionError``: the agent's mistake,
+        not a fault of the env) steps ``refused_action`` instead when one is set, and says why
+        in ``info["action_error"]``."""
+        if self.refused_action is None:
+            return env.step(action)
+        try:
+            return env.step(action)
+        except ActionError as err:
+            obs, reward, terminated, truncated, info = env.step(self.refused_action)
+            return obs, reward, terminated, truncated, {**info, "action_error": str(err)}
 
     def call(self, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
         results = []
@@ -156,6 +178,7 @@ class RayVectorEnv(VectorEnv):
         resources_per_worker: dict[str, Any] | None = None,
         address: str | None = None,
         num_cpus: int | None = None,
+        refused_action: Any = None,
     ) -> None:
         try:
             import ray
@@ -187,6 +210,7 @@ class RayVectorEnv(VectorEnv):
         else:
             env_fn = env
         self.env_fn = env_fn
+        self.refused_action = refused_action
         self.step_timeout, self.start_timeout = float(step_timeout), float(start_timeout)
         self.max_failures, self.min_envs = int(max_failures), int(min_envs)
         self._owns_ray = ensure_ray(address, num_cpus)
@@ -209,7 +233,7 @@ class RayVectorEnv(VectorEnv):
             for i in range(num_workers)
         ]
         for slot in self.slots:
-            slot.actor = self._actor_class.remote(slot.env_fn, per_worker)
+            slot.actor = self._actor_class.remote(slot.env_fn, per_worker, refused_action)
         try:
             ref = self.slots[0].actor.describe.remote()
             spec = ray.get(ref, timeout=self.start_timeout)
@@ -328,6 +352,8 @@ class RayVectorEnv(VectorEnv):
             except RayActorError as err:
                 self._fault(slot, f"died: {type(err).__name__}")
             except RayTaskError as err:
+                if isinstance(err.cause, ActionError):
+                    raise err.cause from None  # the caller's action, not the env's fault
                 self._fault(slot, f"error: {type(err.cause).__name__}: {err.cause}")
             else:
                 if clears:
@@ -344,7 +370,7 @@ class RayVectorEnv(VectorEnv):
         while pending:
             pairs = []
             for slot in pending:
-                slot.actor = self._actor_class.remote(slot.env_fn, slot.count)
+                slot.actor = self._actor_class.remote(slot.env_fn, slot.count, self.refused_action)
                 slot.restarts += 1
                 self.restarts += 1
                 first = starts[slot.index]
@@ -413,7 +439,12 @@ class RayVectorEnv(VectorEnv):
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         n, starts = self.num_envs, self._starts()
-        per_env = list(iterate(self.action_space, actions))
+        # a batch of the action space, or one action per env (a GUI agent's Action objects)
+        per_env = (
+            list(actions)
+            if isinstance(actions, list)
+            else list(iterate(self.action_space, actions))
+        )
         if len(per_env) != n:
             raise ValueError(f"step: {len(per_env)} actions for {n} envs")
         calls = []

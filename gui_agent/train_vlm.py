@@ -92,6 +92,18 @@ DEFAULTS: dict[str, Any] = {
     },
     "eval": {"interval": 10, "grounding_items": 100, "episodes": 20},
     "train": {"output_dir": "", "progress": True},
+    # gui/multiturn-grpo: where a group's episodes are played. sync: in this process; ray: the
+    # group's envs in Ray actors (pixelrl.envs.remote), per_worker each, kept for the run; an
+    # episode whose worker fails leaves its group (the others' advantages stand)
+    "envs": {
+        "backend": "sync",
+        "per_worker": 1,
+        "step_timeout": 60.0,
+        "max_failures": 3,
+        "address": "",
+        "num_cpus": 0,
+        "resources_per_worker": {},
+    },
 }
 
 
@@ -551,11 +563,21 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
 
 # -- multi-turn GRPO ----------------------------------------------------------------------------
 def play_group(
-    policy, cfg: Config, seed: int, group_size: int, gcfg, env_id: str | None = None
+    policy,
+    cfg: Config,
+    seed: int,
+    group_size: int,
+    gcfg,
+    env_id: str | None = None,
+    envs=None,
 ) -> list[list[dict]]:
     """``group_size`` episodes of ``env_id`` (default ``env.id``) from the same seed, played
     together (one batched generate per turn); each a list of steps with the prompt, the sampled
-    completion and the reward."""
+    completion and the reward. ``envs``: a ``RayVectorEnv`` of ``group_size`` such envs to play
+    them in (:func:`group_envs`) instead of envs made here; an episode whose worker failed
+    (``info["env_fault"]``) is left out of the list."""
+    if envs is not None:
+        return _play_group_on(envs, policy, seed, gcfg)
     import gymnasium as gym
 
     import pixelrl.envs  # noqa: F401
@@ -599,19 +621,121 @@ def play_group(
     return episodes
 
 
+def _check_envs(cfg: Config, group_size: int) -> None:
+    if cfg.envs.backend not in ("sync", "ray"):
+        raise ConfigError(f"envs.backend must be sync or ray, got {cfg.envs.backend!r}")
+    per_worker = int(cfg.envs.per_worker)
+    if cfg.envs.backend == "ray" and (per_worker < 1 or group_size % per_worker):
+        raise ConfigError(
+            f"envs.per_worker={per_worker} must divide grpo.num_samples={group_size} "
+            "(a group's envs fill whole workers)"
+        )
+
+
+def group_envs(cfg: Config, env_id: str, group_size: int):
+    """``group_size`` envs of ``env_id`` in Ray actors (``envs.per_worker`` each), for
+    :func:`play_group`; a refused action is played as a ``wait``, as in this process."""
+    from pixelrl.envs.actions import Action
+    from pixelrl.envs.remote import RayVectorEnv
+
+    opts = cfg.envs
+    _check_envs(cfg, group_size)
+    per_worker = int(opts.per_worker)
+    resources = opts.resources_per_worker
+    resources = resources.to_dict() if hasattr(resources, "to_dict") else dict(resources or {})
+    return RayVectorEnv(
+        env_id,
+        group_size // per_worker,
+        per_worker,
+        kwargs=_env_kwargs(cfg),
+        step_timeout=float(opts.step_timeout),
+        max_failures=int(opts.max_failures),
+        min_envs=group_size,  # a group is all of them
+        resources_per_worker=resources or None,
+        address=str(opts.address) or None,
+        num_cpus=int(opts.num_cpus) or None,
+        refused_action=Action.wait(),
+    )
+
+
+def _play_group_on(envs, policy, seed: int, gcfg) -> list[list[dict]]:
+    """:func:`play_group` in a ``RayVectorEnv``: every env reset with ``seed``, all stepped
+    each turn (an episode already over plays ``wait`` in its next one, and is not recorded)."""
+    from pixelrl.envs.actions import Action
+    from pixelrl.envs.recording.wrapper import info_at, item_at
+    from pixelrl.rl.grpo import anchor_key
+
+    n = envs.num_envs
+    screen = tuple(envs.get_attr("screen_size")[0])
+    batch, _ = envs.reset(seed=[seed] * n)
+    obs = [item_at(batch, i) for i in range(n)]
+    episodes: list[list[dict]] = [[] for _ in range(n)]
+    histories: list[list[Action]] = [[] for _ in range(n)]
+    faulted: set[int] = set()
+    active = list(range(n))
+    while active:
+        samples = policy.generate(
+            [obs[i]["screenshot"] for i in active], [obs[i]["instruction"] for i in active],
+            [histories[i] for i in active], num_samples=1, temperature=gcfg.temperature,
+            max_new_tokens=gcfg.max_new_tokens, screen_size=screen,
+        )  # fmt: skip
+        actions = [Action.wait()] * n
+        for i, sample in zip(active, samples):
+            actions[i] = sample[0].action  # unparsable text -> wait (parsed False)
+        batch, rewards, terminated, truncated, infos = envs.step(actions)
+        still = []
+        for i, sample in zip(active, samples):
+            info = info_at(infos, i)
+            info = info.get("final_info", info)  # at an episode's end: its last step's
+            if info.get("env_fault"):  # the step never happened: the episode leaves the group
+                faulted.add(i)
+                continue
+            action = Action.wait() if "action_error" in info else actions[i]
+            episodes[i].append({
+                "screenshot": obs[i]["screenshot"], "instruction": obs[i]["instruction"],
+                "history": list(histories[i]), "completion": sample[0],
+                "reward": float(rewards[i]),
+                "key": anchor_key({"screenshot": obs[i]["screenshot"], "instruction": obs[i]["instruction"]}),
+                "success": bool(info.get("success", False)),
+            })  # fmt: skip
+            histories[i].append(action)
+            obs[i] = item_at(batch, i)
+            if not (terminated[i] or truncated[i]):
+                still.append(i)
+        active = still
+    return [ep for i, ep in enumerate(episodes) if i not in faulted]
+
+
 def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
-    from tqdm import tqdm
+    from pixelrl.rl.grpo import GRPOConfig
 
-    from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages, update_in_chunks
-
+    gcfg = GRPOConfig.from_section(cfg.grpo.to_dict())
+    _check_envs(cfg, gcfg.num_samples)  # before any run folder or model
     run = Run(cfg)
     policy = load_policy(cfg)
-    gcfg = GRPOConfig.from_section(cfg.grpo.to_dict())
     ref = policy.frozen_copy() if gcfg.kl_coef else None
     opt, set_lr = grpo_optimizer_for(policy, cfg)
     rng = np.random.default_rng(int(cfg.seed))
     run.add_eval(0, _success_eval(policy, cfg))
     steps, ids = int(cfg.grpo.steps), _play_ids(cfg)
+    pools: dict[str, Any] = {}  # envs.backend=ray: each task's group of envs, kept for the run
+    try:
+        _multiturn_steps(cfg, run, policy, gcfg, ref, opt, set_lr, rng, steps, ids, pools)
+    finally:
+        for envs in pools.values():
+            envs.close()
+    run.add_eval(steps, _success_eval(policy, cfg))
+    policy.save(run.dir / "model")
+    run.write("success")
+    return {"run_dir": str(run.dir), "eval": run.evals}
+
+
+def _multiturn_steps(cfg, run, policy, gcfg, ref, opt, set_lr, rng, steps, ids, pools) -> None:
+    """:func:`run_multiturn_grpo`'s loop: play groups, GiGPO advantages, update."""
+    from tqdm import tqdm
+
+    from pixelrl.rl.grpo import gigpo_advantages, update_in_chunks
+
     bar = tqdm(range(steps), desc="multiturn-grpo", disable=not cfg.train.progress)
     for step in bar:
         policy.model.eval()
@@ -619,8 +743,14 @@ def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
         for k in range(int(cfg.grpo.seeds_per_step)):  # env.tasks: the tasks in turn
             eid = ids[(step * int(cfg.grpo.seeds_per_step) + k) % len(ids)]
             seed = task_seeds(cfg, eid, "train", 1, rng)[0]
-            episodes += play_group(policy, cfg, seed, gcfg.num_samples, gcfg, eid)
-            groups += [(eid, seed)] * gcfg.num_samples
+            envs = None
+            if cfg.envs.backend == "ray":
+                if eid not in pools:
+                    pools[eid] = group_envs(cfg, eid, gcfg.num_samples)
+                envs = pools[eid]
+            played = play_group(policy, cfg, seed, gcfg.num_samples, gcfg, eid, envs)
+            episodes += played
+            groups += [(eid, seed)] * len(played)
         policy.model.train()
         adv = gigpo_advantages(
             [[s["reward"] for s in ep] for ep in episodes], groups,
@@ -637,14 +767,12 @@ def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
         parsed = float(np.mean([s["completion"].parsed for s in rows]))
         row = {"step": step + 1, "reward": ret, "success": success, "format": parsed,
                "steps": len(rows), "lr": lr, **stats}  # fmt: skip
+        if pools:  # worker faults so far, counted since the start
+            row["env_faults"] = sum(e.faults for e in pools.values())
         run.history.append(row)
         bar.set_postfix_str(f"return={ret:.2f} success={success:.2f}", refresh=False)
         if int(cfg.eval.interval) and (step + 1) % int(cfg.eval.interval) == 0 and step + 1 < steps:
             run.add_eval(step + 1, _success_eval(policy, cfg))
-    run.add_eval(steps, _success_eval(policy, cfg))
-    policy.save(run.dir / "model")
-    run.write("success")
-    return {"run_dir": str(run.dir), "eval": run.evals}
 
 
 RUNNERS = {

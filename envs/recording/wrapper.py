@@ -155,15 +155,15 @@ class RecordEpisodes(gymnasium.Wrapper):
         super().close()
 
 
-def _at(batch: Any, i: int) -> Any:
+def item_at(batch: Any, i: int) -> Any:
     """Element ``i`` of a batched observation or action: a dict of arrays, an array, or a
     tuple (Gymnasium batches Text spaces as tuples of strings)."""
     if isinstance(batch, dict):
-        return {k: _at(v, i) for k, v in batch.items()}
+        return {k: item_at(v, i) for k, v in batch.items()}
     return batch[i]
 
 
-def _info_at(infos: dict[str, Any], i: int) -> dict[str, Any]:
+def info_at(infos: dict[str, Any], i: int) -> dict[str, Any]:
     """Sub-env ``i``'s entries of a vector env's info dict (Gymnasium masks them with ``_key``)."""
     out = {}
     for k, v in infos.items():
@@ -172,7 +172,7 @@ def _info_at(infos: dict[str, Any], i: int) -> dict[str, Any]:
         mask = infos.get(f"_{k}")
         if mask is not None and not bool(mask[i]):
             continue
-        out[k] = _info_at(v, i) if isinstance(v, dict) else v[i]
+        out[k] = info_at(v, i) if isinstance(v, dict) else v[i]
     return out
 
 
@@ -229,7 +229,7 @@ class RecordVectorEpisodes(gymnasium.vector.VectorWrapper):
         self.episodes: list[EpisodeEntry] = []
 
     def _begin(self, i: int, obs, infos) -> None:
-        info = _info_at(infos, i)
+        info = info_at(infos, i)
         if SEED_INFO_KEY not in info:
             raise DatasetError(
                 "sub-env reset info lacks 'episode_seed': wrap each sub-env in SeedEachEpisode "
@@ -237,7 +237,9 @@ class RecordVectorEpisodes(gymnasium.vector.VectorWrapper):
             )
         if self._episodes[i] is not None:
             self._episodes[i].discard()
-        self._episodes[i] = self.writer.begin_episode(_at(obs, i), info[SEED_INFO_KEY], None, info)
+        self._episodes[i] = self.writer.begin_episode(
+            item_at(obs, i), info[SEED_INFO_KEY], None, info
+        )
 
     def reset(self, *, seed=None, options=None):
         obs, infos = self.env.reset(seed=seed, options=options)
@@ -249,7 +251,9 @@ class RecordVectorEpisodes(gymnasium.vector.VectorWrapper):
     def step(self, actions):
         fmt = self.writer.info.action_format
         stored = [
-            None if self._autoreset[i] else codec.encode_action(_at(actions, i), fmt, self._screen)
+            None
+            if self._autoreset[i]
+            else codec.encode_action(item_at(actions, i), fmt, self._screen)
             for i in range(self.num_envs)
         ]
         obs, rewards, terminated, truncated, infos = self.env.step(actions)
@@ -263,8 +267,8 @@ class RecordVectorEpisodes(gymnasium.vector.VectorWrapper):
                 rewards[i],
                 terminated[i],
                 truncated[i],
-                _info_at(infos, i),
-                _at(obs, i),
+                info_at(infos, i),
+                item_at(obs, i),
                 self.info_keys,
             )
             if terminated[i] or truncated[i]:
