@@ -582,7 +582,6 @@ def play_group(
 
     import pixelrl.envs  # noqa: F401
     from pixelrl.envs.actions import Action, ActionError
-    from pixelrl.rl.grpo import anchor_key
 
     env_list = [gym.make(env_id or cfg.env.id, **_env_kwargs(cfg)) for _ in range(group_size)]
     screen = tuple(env_list[0].unwrapped.screen_size)
@@ -591,11 +590,7 @@ def play_group(
     histories: list[list[Action]] = [[] for _ in env_list]
     active = list(range(group_size))
     while active:
-        samples = policy.generate(
-            [obs[i]["screenshot"] for i in active], [obs[i]["instruction"] for i in active],
-            [histories[i] for i in active], num_samples=1, temperature=gcfg.temperature,
-            max_new_tokens=gcfg.max_new_tokens, screen_size=screen,
-        )  # fmt: skip
+        samples = _next_turn(policy, obs, histories, active, gcfg, screen)
         still = []
         for i, sample in zip(active, samples):
             completion = sample[0]
@@ -605,12 +600,7 @@ def play_group(
             except ActionError:
                 action = Action.wait()
                 next_obs, reward, terminated, truncated, info = env_list[i].step(action)
-            episodes[i].append({
-                "screenshot": obs[i]["screenshot"], "instruction": obs[i]["instruction"],
-                "history": list(histories[i]), "completion": completion, "reward": float(reward),
-                "key": anchor_key({"screenshot": obs[i]["screenshot"], "instruction": obs[i]["instruction"]}),
-                "success": bool(info.get("success", False)),
-            })  # fmt: skip
+            episodes[i].append(_turn(obs[i], histories[i], completion, reward, info))
             histories[i].append(action)
             obs[i] = next_obs
             if not (terminated or truncated):
@@ -619,6 +609,27 @@ def play_group(
     for e in env_list:
         e.close()
     return episodes
+
+
+def _next_turn(policy, obs, histories, active, gcfg, screen) -> list:
+    """One sampled answer for each active episode of a group (one batched generate)."""
+    return policy.generate(
+        [obs[i]["screenshot"] for i in active], [obs[i]["instruction"] for i in active],
+        [histories[i] for i in active], num_samples=1, temperature=gcfg.temperature,
+        max_new_tokens=gcfg.max_new_tokens, screen_size=screen,
+    )  # fmt: skip
+
+
+def _turn(obs: dict, history: list, completion, reward: float, info: dict) -> dict:
+    """A played turn as the update reads it: the prompt, the answer, the reward, the anchor."""
+    from pixelrl.rl.grpo import anchor_key
+
+    return {
+        "screenshot": obs["screenshot"], "instruction": obs["instruction"],
+        "history": list(history), "completion": completion, "reward": float(reward),
+        "key": anchor_key({"screenshot": obs["screenshot"], "instruction": obs["instruction"]}),
+        "success": bool(info.get("success", False)),
+    }  # fmt: skip
 
 
 def _check_envs(cfg: Config, group_size: int) -> None:
@@ -663,7 +674,6 @@ def _play_group_on(envs, policy, seed: int, gcfg) -> list[list[dict]]:
     each turn (an episode already over plays ``wait`` in its next one, and is not recorded)."""
     from pixelrl.envs.actions import Action
     from pixelrl.envs.recording.wrapper import info_at, item_at
-    from pixelrl.rl.grpo import anchor_key
 
     n = envs.num_envs
     screen = tuple(envs.get_attr("screen_size")[0])
@@ -674,11 +684,7 @@ def _play_group_on(envs, policy, seed: int, gcfg) -> list[list[dict]]:
     faulted: set[int] = set()
     active = list(range(n))
     while active:
-        samples = policy.generate(
-            [obs[i]["screenshot"] for i in active], [obs[i]["instruction"] for i in active],
-            [histories[i] for i in active], num_samples=1, temperature=gcfg.temperature,
-            max_new_tokens=gcfg.max_new_tokens, screen_size=screen,
-        )  # fmt: skip
+        samples = _next_turn(policy, obs, histories, active, gcfg, screen)
         actions = [Action.wait()] * n
         for i, sample in zip(active, samples):
             actions[i] = sample[0].action  # unparsable text -> wait (parsed False)
@@ -691,13 +697,7 @@ def _play_group_on(envs, policy, seed: int, gcfg) -> list[list[dict]]:
                 faulted.add(i)
                 continue
             action = Action.wait() if "action_error" in info else actions[i]
-            episodes[i].append({
-                "screenshot": obs[i]["screenshot"], "instruction": obs[i]["instruction"],
-                "history": list(histories[i]), "completion": sample[0],
-                "reward": float(rewards[i]),
-                "key": anchor_key({"screenshot": obs[i]["screenshot"], "instruction": obs[i]["instruction"]}),
-                "success": bool(info.get("success", False)),
-            })  # fmt: skip
+            episodes[i].append(_turn(obs[i], histories[i], sample[0], rewards[i], info))
             histories[i].append(action)
             obs[i] = item_at(batch, i)
             if not (terminated[i] or truncated[i]):
