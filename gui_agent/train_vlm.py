@@ -92,11 +92,13 @@ DEFAULTS: dict[str, Any] = {
     },
     "eval": {"interval": 10, "grounding_items": 100, "episodes": 20},
     "train": {"output_dir": "", "progress": True},
-    # gui/multiturn-grpo: where a group's episodes are played. sync: in this process; ray: the
-    # group's envs in Ray actors (pixelrl.envs.remote), per_worker each, kept for the run; an
-    # episode whose worker fails leaves its group (the others' advantages stand)
+    # Where envs run. sync: in this process; ray: in Ray actors (pixelrl.envs.remote), per_worker
+    # each. gui/multiturn-grpo: a group's envs (num_samples / per_worker workers), kept for the
+    # run; an episode whose worker fails leaves its group. gui/sft: the expert's episodes are
+    # recorded from num_workers workers (0: 2) into the one dataset; one a fault cut is redone
     "envs": {
         "backend": "sync",
+        "num_workers": 0,
         "per_worker": 1,
         "step_timeout": 60.0,
         "max_failures": 3,
@@ -361,6 +363,9 @@ def record_expert_episodes(cfg: Config, root: Path) -> Path:
     for fi, (family, eid) in enumerate(tasks):
         # even seeds (training), from 20,000·fi up, that env.max_fields allows
         seeds = task_seeds(cfg, eid, "train", per_family, start=20_000 * fi)
+        if cfg.envs.backend == "ray":
+            _record_expert_on_ray(cfg, eid, seeds, root / family)
+            continue
         env = RecordEpisodes(gym.make(eid, **_env_kwargs(cfg)), root / family)
         for seed in tqdm(seeds, desc=f"expert {family}", disable=not cfg.train.progress):
             obs, info = env.reset(seed=seed)
@@ -370,6 +375,86 @@ def record_expert_episodes(cfg: Config, root: Path) -> Path:
                 done = terminated or truncated
         env.close()
     return root
+
+
+def _seeded_env(env_id: str, kwargs: dict[str, Any]):
+    """One env that reports each episode's seed (what a Ray worker builds for recording)."""
+    import gymnasium as gym
+
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.recording.wrapper import SeedEachEpisode
+
+    return SeedEachEpisode(gym.make(env_id, **kwargs))
+
+
+def _record_expert_on_ray(cfg: Config, env_id: str, seeds: list[int], root: Path) -> None:
+    """The expert's episodes of ``seeds`` played in Ray workers and recorded here, into the one
+    dataset at ``root``: each env takes the next seed as it finishes an episode; an episode a
+    worker fault cut short is dropped by the recorder and its seed played again."""
+    import functools
+
+    import gymnasium as gym
+    from tqdm import tqdm
+
+    from pixelrl.envs.recording.wrapper import RecordVectorEpisodes, info_at
+    from pixelrl.envs.remote import RayVectorEnv
+
+    kwargs = _env_kwargs(cfg)
+    opts = cfg.envs
+    envs = RayVectorEnv(
+        functools.partial(_seeded_env, env_id, kwargs),
+        int(opts.num_workers) or 2,
+        int(opts.per_worker),
+        step_timeout=float(opts.step_timeout),
+        max_failures=int(opts.max_failures),
+        address=str(opts.address) or None,
+        num_cpus=int(opts.num_cpus) or None,
+        resources_per_worker=_resources(cfg) or None,
+    )
+    template = gym.make(env_id, **kwargs)
+    try:
+        recorder = RecordVectorEpisodes(envs, root, template=template, record_autoresets=False)
+    except BaseException:
+        envs.close()
+        raise
+    finally:
+        template.close()
+    n, queue = envs.num_envs, list(seeds)
+    playing: list[int | None] = [None] * n  # each env's seed being recorded
+
+    def start(rows) -> np.ndarray:
+        mask, chosen = np.zeros(n, dtype=bool), [None] * n
+        for i in rows:
+            playing[i] = chosen[i] = queue.pop(0) if queue else None
+            mask[i] = chosen[i] is not None
+        if mask.any():
+            recorder.reset(seed=chosen, options={"reset_mask": mask})
+        return mask
+
+    bar = tqdm(total=len(queue), desc=f"expert {root.name} (ray)", disable=not cfg.train.progress)
+    try:
+        spare = ~start(range(n))  # more workers than seeds: the rest idle, unrecorded
+        if spare.any():
+            envs.reset(options={"reset_mask": spare})
+        while any(s is not None for s in playing):
+            _, _, terminated, truncated, infos = recorder.step(list(envs.call("expert_action")))
+            ended = [
+                i for i in range(n) if playing[i] is not None and (terminated[i] or truncated[i])
+            ]
+            for i in ended:
+                if info_at(infos, i).get("env_fault"):
+                    queue.insert(0, playing[i])  # the recorder dropped it: play it again
+                else:
+                    bar.update(1)
+            start(ended)
+    finally:
+        bar.close()
+        recorder.close()
+
+
+def _resources(cfg: Config) -> dict[str, Any]:
+    resources = cfg.envs.resources_per_worker
+    return resources.to_dict() if hasattr(resources, "to_dict") else dict(resources or {})
 
 
 def sft_examples(roots: list[Path], policy) -> list[dict[str, Any]]:
@@ -432,9 +517,9 @@ def _dataset_roots(cfg: Config, run: Run) -> list[Path]:
 
 
 def run_sft(cfg: Config) -> dict[str, Any]:
-
     from pixelrl.rl.sft import sft_loop
 
+    _check_envs(cfg)  # before any run folder or model
     run = Run(cfg)
     policy = load_policy(cfg)
     roots = _dataset_roots(cfg, run)
@@ -632,11 +717,14 @@ def _turn(obs: dict, history: list, completion, reward: float, info: dict) -> di
     }  # fmt: skip
 
 
-def _check_envs(cfg: Config, group_size: int) -> None:
+def _check_envs(cfg: Config, group_size: int | None = None) -> None:
+    """``envs`` settings no run can use, before any run folder or model exists."""
     if cfg.envs.backend not in ("sync", "ray"):
         raise ConfigError(f"envs.backend must be sync or ray, got {cfg.envs.backend!r}")
     per_worker = int(cfg.envs.per_worker)
-    if cfg.envs.backend == "ray" and (per_worker < 1 or group_size % per_worker):
+    if per_worker < 1 or int(cfg.envs.num_workers) < 0:
+        raise ConfigError("envs.per_worker must be >= 1 and envs.num_workers >= 0")
+    if cfg.envs.backend == "ray" and group_size and group_size % per_worker:
         raise ConfigError(
             f"envs.per_worker={per_worker} must divide grpo.num_samples={group_size} "
             "(a group's envs fill whole workers)"
@@ -652,8 +740,7 @@ def group_envs(cfg: Config, env_id: str, group_size: int):
     opts = cfg.envs
     _check_envs(cfg, group_size)
     per_worker = int(opts.per_worker)
-    resources = opts.resources_per_worker
-    resources = resources.to_dict() if hasattr(resources, "to_dict") else dict(resources or {})
+    resources = _resources(cfg)
     return RayVectorEnv(
         env_id,
         group_size // per_worker,

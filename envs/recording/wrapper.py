@@ -181,7 +181,14 @@ class RecordVectorEpisodes(gymnasium.vector.VectorWrapper):
 
     The sub-envs must be wrapped in :class:`SeedEachEpisode` (so each autoreset's seed is known);
     :func:`make_recording_vector_env` builds such a vector env from an id. Supports Gymnasium's
-    default ``NEXT_STEP`` autoreset, where the step after an episode's end only resets that env.
+    default ``NEXT_STEP`` autoreset, where the step after an episode's end only resets that env,
+    and ``SAME_STEP`` (``pixelrl.envs.remote.RayVectorEnv``: every worker's episodes into this one
+    dataset), where the episode's last observation and info come in ``final_obs`` /
+    ``final_info``; an episode a worker fault ended (``env_fault``) never finished and is
+    dropped. ``reset(options={"reset_mask": m})`` starts episodes on the masked envs only.
+    ``record_autoresets=False``: an episode an autoreset starts is not recorded (the caller
+    resets the env with a seed of its choosing); ``template``: an env like the sub-envs, for the
+    dataset's env id and kwargs when the vector env has no spec.
     """
 
     def __init__(
@@ -194,19 +201,28 @@ class RecordVectorEpisodes(gymnasium.vector.VectorWrapper):
         info_keys: list[str] | None = None,
         fps: float | None = None,
         fsync: bool = False,
+        record_autoresets: bool = True,
+        template: gymnasium.Env | None = None,
     ) -> None:
         super().__init__(env)
         mode = env.metadata.get("autoreset_mode")
-        if mode is not None and getattr(mode, "name", str(mode)) != "NEXT_STEP":
+        mode = getattr(mode, "name", str(mode)) if mode is not None else "NEXT_STEP"
+        if mode not in ("NEXT_STEP", "SAME_STEP"):
             raise ValueError(
-                f"RecordVectorEpisodes supports the NEXT_STEP autoreset mode, not {mode}"
+                f"RecordVectorEpisodes supports the NEXT_STEP and SAME_STEP autoreset modes, not {mode}"
             )
-        spec = env.spec
-        if spec is None:
-            raise DatasetError("the vector env has no spec: make it with gymnasium.make_vec")
-        # make_vec's spec carries the vector's own kwargs beside the sub-env's: leave them out
-        kwargs = {k: v for k, v in spec.kwargs.items() if k not in VECTOR_KWARGS}
-        template = gymnasium.make(spec.id, max_episode_steps=spec.max_episode_steps, **kwargs)
+        self._same_step = mode == "SAME_STEP"
+        self.record_autoresets = record_autoresets
+        owns_template = template is None
+        if template is None:
+            spec = env.spec
+            if spec is None:
+                raise DatasetError(
+                    "the vector env has no spec: make it with gymnasium.make_vec, or pass template"
+                )
+            # make_vec's spec carries the vector's own kwargs beside the sub-env's: leave them out
+            kwargs = {k: v for k, v in spec.kwargs.items() if k not in VECTOR_KWARGS}
+            template = gymnasium.make(spec.id, max_episode_steps=spec.max_episode_steps, **kwargs)
         try:
             info = dataset_info_for(
                 template,
@@ -216,7 +232,8 @@ class RecordVectorEpisodes(gymnasium.vector.VectorWrapper):
                 fps,
             )
         finally:
-            template.close()
+            if owns_template:  # the caller's template is the caller's to close
+                template.close()
         self.writer = DatasetWriter(root, info, resume=resume, fsync=fsync)
         self.info_keys = info_keys
         self._screen = (
@@ -243,38 +260,52 @@ class RecordVectorEpisodes(gymnasium.vector.VectorWrapper):
 
     def reset(self, *, seed=None, options=None):
         obs, infos = self.env.reset(seed=seed, options=options)
+        mask = (options or {}).get("reset_mask")
         for i in range(self.num_envs):
-            self._begin(i, obs, infos)
-        self._autoreset[:] = False
+            if mask is None or mask[i]:
+                self._begin(i, obs, infos)
+                self._autoreset[i] = False
         return obs, infos
 
     def step(self, actions):
         fmt = self.writer.info.action_format
         stored = [
             None
-            if self._autoreset[i]
+            if self._autoreset[i] or self._episodes[i] is None
             else codec.encode_action(item_at(actions, i), fmt, self._screen)
             for i in range(self.num_envs)
         ]
         obs, rewards, terminated, truncated, infos = self.env.step(actions)
         for i in range(self.num_envs):
             if self._autoreset[i]:  # this step only reset sub-env i: a new episode starts
-                self._begin(i, obs, infos)
+                if self.record_autoresets:
+                    self._begin(i, obs, infos)
                 continue
+            info, step_obs = info_at(infos, i), item_at(obs, i)
+            ended = bool(terminated[i] or truncated[i])
+            if self._same_step and ended:  # obs and info are already the next episode's
+                step_obs, info = info["final_obs"], info["final_info"]
             episode = self._episodes[i]
-            episode.add_step(
-                stored[i],
-                rewards[i],
-                terminated[i],
-                truncated[i],
-                info_at(infos, i),
-                item_at(obs, i),
-                self.info_keys,
-            )
-            if terminated[i] or truncated[i]:
-                self.episodes.append(episode.finish())
-                self._episodes[i] = None
-        self._autoreset = np.logical_or(terminated, truncated)
+            if episode is not None:
+                if ended and info.get("env_fault"):  # it never really ended: not an episode
+                    episode.discard()
+                else:
+                    episode.add_step(
+                        stored[i],
+                        rewards[i],
+                        terminated[i],
+                        truncated[i],
+                        info,
+                        step_obs,
+                        self.info_keys,
+                    )
+                    if ended:
+                        self.episodes.append(episode.finish())
+                self._episodes[i] = None if ended else episode
+            if ended and self._same_step and self.record_autoresets:
+                self._begin(i, obs, infos)
+        if not self._same_step:
+            self._autoreset = np.logical_or(terminated, truncated)
         return obs, rewards, terminated, truncated, infos
 
     def close(self, **kwargs) -> None:

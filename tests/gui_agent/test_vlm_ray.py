@@ -126,3 +126,50 @@ def test_multiturn_recipe_with_envs_in_ray_actors(tmp_path):
     bad.recipe = "gui/multiturn-grpo"
     with pytest.raises(ConfigError, match="per_worker=3 must divide grpo.num_samples=2"):
         train(bad)
+
+
+def _by_seed(root):
+    from pixelrl.envs.recording import EpisodeDataset
+
+    data = EpisodeDataset(root)
+    return {
+        e.seed: (e.length, e.total_reward, e.success, list(data.steps(i)["action"]))
+        for i, e in data.episodes.items()
+    }
+
+
+def test_sft_recording_through_ray_writes_the_episodes_of_this_process(tmp_path):
+    from pixelrl.gui_agent.train_vlm import record_expert_episodes
+
+    base = {**DEFAULTS, "env": {**ENV, "families": ["fill-form"], "max_fields": 2, "max_steps": 0}}
+    base["data"] = {**DEFAULTS["data"], "episodes": 5}
+    base["train"] = {**DEFAULTS["train"], "progress": False}
+    here = record_expert_episodes(Config(base), tmp_path / "sync")
+    ray_cfg = {**base, "envs": {**DEFAULTS["envs"], "backend": "ray", "num_workers": 2}}
+    there = record_expert_episodes(Config(ray_cfg), tmp_path / "ray")
+    a, b = _by_seed(here / "fill-form"), _by_seed(there / "fill-form")
+    assert len(a) == 5 and a == b  # the same seeds, steps, actions and rewards, one dataset
+    assert all(success for _, _, success, _ in b.values())
+
+
+def test_sft_recording_redoes_an_episode_a_fault_cut(tmp_path, monkeypatch):
+    from pixelrl.envs import remote
+    from pixelrl.gui_agent.train_vlm import record_expert_episodes
+
+    kills = []
+    step = remote.RayVectorEnv.step
+
+    def step_then_kill(self, actions):  # worker 0 dies once, in its first episode
+        if not kills:
+            kills.append(os.kill(ray.get(self.slots[0].actor.pid.remote()), signal.SIGKILL))
+        return step(self, actions)
+
+    monkeypatch.setattr(remote.RayVectorEnv, "step", step_then_kill)
+    cfg = {**DEFAULTS, "env": {**ENV, "families": ["fill-form"], "max_fields": 2, "max_steps": 0}}
+    cfg["data"] = {**DEFAULTS["data"], "episodes": 3}
+    cfg["train"] = {**DEFAULTS["train"], "progress": False}
+    cfg["envs"] = {**DEFAULTS["envs"], "backend": "ray", "num_workers": 2}
+    root = record_expert_episodes(Config(cfg), tmp_path / "ray")
+    got = _by_seed(root / "fill-form")
+    assert len(kills) == 1 and len(got) == 3  # every seed once, none cut short
+    assert all(success for _, _, success, _ in got.values())
