@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from pixelrl.envs.nav.navgrid import AgentSpec, NavGrid
-from pixelrl.envs.nav.scene import Scene
+from pixelrl.envs.nav.scene import Scene, upward_area_by_height
 
 # How far above a floor a point may be and still stand on it (its height is the floor's, up
 # to a step, plus rounding of stored positions).
@@ -245,20 +245,12 @@ def estimate_floor_levels(triangles: np.ndarray, min_storey: float = 2.0) -> tup
     """The floor height of each storey of a mesh: heights (5 cm bins) whose upward-facing area is
     at least a quarter of the largest one's, at least ``min_storey`` metres from a bigger one
     (table tops and stair treads are small; a flat roof counts, as an unreachable level)."""
-    t = np.asarray(triangles, dtype=np.float64)
-    n = np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0])
-    norm = np.linalg.norm(n, axis=1)
-    up = (n[:, 1] > 0.9 * np.maximum(norm, 1e-12)) & (norm > 0)
-    if not up.any():
-        return (float(t[:, :, 1].min()),)
-    heights = t[up, :, 1].mean(axis=1)
-    bins, inverse = np.unique(np.round(heights / 0.05).astype(np.int64), return_inverse=True)
-    area = np.bincount(inverse, weights=norm[up] / 2)
+    heights, area = upward_area_by_height(triangles)
     chosen: list[float] = []
     for b in np.argsort(-area, kind="stable"):
         if area[b] < area.max() / 4:
             break
-        h = float(heights[inverse == b].min())
+        h = float(heights[b])
         if all(abs(h - c) >= min_storey for c in chosen):
             chosen.append(h)
     return tuple(sorted(chosen))

@@ -118,19 +118,26 @@ class Scene:
 
 def estimate_floor_height(triangles: np.ndarray) -> float:
     """The height with the most upward-facing area: the floor of a single-storey scene."""
+    heights, area = upward_area_by_height(triangles)
+    return float(heights[area.argmax()])
+
+
+def upward_area_by_height(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Upward-facing area in 5 cm height bins, weighted by area (thin table tops lose against a
+    floor): each bin's lowest face height and its area. No upward face: the lowest vertex, 0."""
     t = np.asarray(triangles, dtype=np.float64)
     n = np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0])
     area = np.linalg.norm(n, axis=1) / 2
     up = (n[:, 1] > 0.9 * np.maximum(np.linalg.norm(n, axis=1), 1e-12)) & (area > 0)
     if not up.any():
-        return float(t[:, :, 1].min())
+        return np.array([t[:, :, 1].min()]), np.zeros(1)
     heights = t[up, :, 1].mean(axis=1)
-    # 5 cm bins, weighted by area: thin table tops lose against the floor.
     bins = np.round(heights / 0.05).astype(np.int64)
-    uniq, inverse = np.unique(bins, return_inverse=True)
+    _, inverse = np.unique(bins, return_inverse=True)
     weight = np.bincount(inverse, weights=area[up])
-    best = weight.argmax()
-    return float(heights[inverse == best].min())
+    lowest = np.full(len(weight), np.inf)
+    np.minimum.at(lowest, inverse, heights)
+    return lowest, weight
 
 
 class SceneBuilder:
