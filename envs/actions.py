@@ -38,6 +38,7 @@ import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -1161,3 +1162,17 @@ def parse_action(
     if len(actions) != 1:
         raise ActionParseError(f"expected one action, found {len(actions)}")
     return actions[0]
+
+
+def sample_action(space: spaces.Space, tries: int = 100) -> Any:
+    """A sample of ``space`` that is a valid action: a GUI sample as an :class:`Action` (a
+    sample can be a scroll of zero notches, which no Action is: drawn again)."""
+    for _ in range(tries):
+        sample = space.sample()
+        if not isinstance(sample, dict):
+            return sample
+        try:
+            return Action.from_sample(sample)
+        except ActionError:
+            continue
+    raise RuntimeError(f"no valid action in {tries} samples of {space}")

@@ -377,79 +377,32 @@ def record_expert_episodes(cfg: Config, root: Path) -> Path:
     return root
 
 
-def _seeded_env(env_id: str, kwargs: dict[str, Any]):
-    """One env that reports each episode's seed (what a Ray worker builds for recording)."""
-    import gymnasium as gym
-
-    import pixelrl.envs  # noqa: F401
-    from pixelrl.envs.recording.wrapper import SeedEachEpisode
-
-    return SeedEachEpisode(gym.make(env_id, **kwargs))
-
-
 def _record_expert_on_ray(cfg: Config, env_id: str, seeds: list[int], root: Path) -> None:
-    """The expert's episodes of ``seeds`` played in Ray workers and recorded here, into the one
-    dataset at ``root``: each env takes the next seed as it finishes an episode; an episode a
-    worker fault cut short is dropped by the recorder and its seed played again."""
-    import functools
-
-    import gymnasium as gym
+    """The expert's episodes of ``seeds`` played in ``envs.num_workers`` Ray workers (0: 2) and
+    recorded here into the one dataset at ``root`` (:mod:`pixelrl.envs.recording.remote`)."""
     from tqdm import tqdm
 
-    from pixelrl.envs.recording.wrapper import RecordVectorEpisodes, info_at
-    from pixelrl.envs.remote import RayVectorEnv
+    from pixelrl.envs.recording.remote import expert_actions, record_in_ray
 
-    kwargs = _env_kwargs(cfg)
     opts = cfg.envs
-    envs = RayVectorEnv(
-        functools.partial(_seeded_env, env_id, kwargs),
-        int(opts.num_workers) or 2,
-        int(opts.per_worker),
-        step_timeout=float(opts.step_timeout),
-        max_failures=int(opts.max_failures),
-        address=str(opts.address) or None,
-        num_cpus=int(opts.num_cpus) or None,
-        resources_per_worker=_resources(cfg) or None,
-    )
-    template = gym.make(env_id, **kwargs)
-    try:
-        recorder = RecordVectorEpisodes(envs, root, template=template, record_autoresets=False)
-    except BaseException:
-        envs.close()
-        raise
-    finally:
-        template.close()
-    n, queue = envs.num_envs, list(seeds)
-    playing: list[int | None] = [None] * n  # each env's seed being recorded
-
-    def start(rows) -> np.ndarray:
-        mask, chosen = np.zeros(n, dtype=bool), [None] * n
-        for i in rows:
-            playing[i] = chosen[i] = queue.pop(0) if queue else None
-            mask[i] = chosen[i] is not None
-        if mask.any():
-            recorder.reset(seed=chosen, options={"reset_mask": mask})
-        return mask
-
-    bar = tqdm(total=len(queue), desc=f"expert {root.name} (ray)", disable=not cfg.train.progress)
-    try:
-        spare = ~start(range(n))  # more workers than seeds: the rest idle, unrecorded
-        if spare.any():
-            envs.reset(options={"reset_mask": spare})
-        while any(s is not None for s in playing):
-            _, _, terminated, truncated, infos = recorder.step(list(envs.call("expert_action")))
-            ended = [
-                i for i in range(n) if playing[i] is not None and (terminated[i] or truncated[i])
-            ]
-            for i in ended:
-                if info_at(infos, i).get("env_fault"):
-                    queue.insert(0, playing[i])  # the recorder dropped it: play it again
-                else:
-                    bar.update(1)
-            start(ended)
-    finally:
-        bar.close()
-        recorder.close()
+    with tqdm(
+        total=len(seeds), desc=f"expert {root.name} (ray)", disable=not cfg.train.progress
+    ) as bar:
+        record_in_ray(
+            env_id,
+            _env_kwargs(cfg),
+            seeds,
+            root,
+            expert_actions,
+            num_workers=int(opts.num_workers) or 2,
+            per_worker=int(opts.per_worker),
+            progress=lambda k: bar.update(k - bar.n),
+            step_timeout=float(opts.step_timeout),
+            max_failures=int(opts.max_failures),
+            address=str(opts.address) or None,
+            num_cpus=int(opts.num_cpus) or None,
+            resources_per_worker=_resources(cfg) or None,
+        )
 
 
 def _resources(cfg: Config) -> dict[str, Any]:

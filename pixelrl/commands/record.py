@@ -5,13 +5,16 @@
     pixelrl record --env pixelrl/PointNav-v0 --agent checkpoint runs/pointnav --episodes 5 --out bc/
     pixelrl record --env pixelrl/PointNav-v0 --agent vlm runs/nav-vlm-sft/model --episodes 5 --out v/
     pixelrl record --env pixelrl/XDesktop-TkCounterThree-v0 --agent human --episodes 1 --out mine/
+    pixelrl record --env pixelrl/MiniWoB-click-button-v0 --agent expert --episodes 200 --out d/ --ray-workers 8
 
 Episode ``k`` is reset with seed ``--seed + k`` (replay re-runs it from that seed), so a run
 records the seeds ``--seed`` .. ``--seed + --episodes - 1``. ``--resume`` appends to an existing
 folder and records only the seeds of that range it does not hold yet: the same command after a
 killed run completes the requested count, and never records a seed twice. ``checkpoint`` plays a policy trained by ``pixelrl train`` (its
 recipe rebuilds it); ``human`` lets a person act on the X11 env's own Xvfb display (F12 ends an
-episode) and stores the screenshot taken before each action.
+episode) and stores the screenshot taken before each action. ``--ray-workers N`` plays the
+expert or random agent in N Ray workers (``pixelrl.envs.recording.remote``: the same seeds, into
+the one dataset, an episode a worker fault cut short played again).
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--frames", choices=("auto", "png", "mp4"), default="auto",
                    help="frame storage: auto = PNG for GUI, MP4 for camera frames")  # fmt: skip
     p.add_argument("--resume", action="store_true", help="append to an existing dataset")
+    p.add_argument("--ray-workers", type=positive_int, default=None, metavar="N",
+                   help="expert / random: play in N Ray workers (a local cluster, or RAY_ADDRESS)")  # fmt: skip
+    p.add_argument("--per-worker", type=positive_int, default=1,
+                   help="with --ray-workers: envs per worker")  # fmt: skip
     p.add_argument("--max-seconds", type=positive_float, default=300.0,
                    help="human mode: per episode")  # fmt: skip
     p.add_argument("--allow-user-display", action="store_true",
@@ -83,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         if env_kwargs is None:  # the observations it learned on
             env_kwargs = dict(spec.env_kwargs)
     env = make_env(args.env, **(env_kwargs or {}))
+    if args.ray_workers:
+        return _record_in_ray(env, kind, env_kwargs or {}, args)
     if kind == "human":
         return _record_human(env, args)
     try:
@@ -111,6 +120,55 @@ def run(args: argparse.Namespace) -> int:
     finally:
         env.close()
     _summary(env.episodes, args.out)
+    return 0
+
+
+def _record_in_ray(env, kind: str, env_kwargs: dict, args: argparse.Namespace) -> int:
+    """``--ray-workers``: the expert or random agent's episodes played in Ray workers."""
+    from pixelrl.cli import UsageError
+    from pixelrl.envs.recording.remote import expert_actions, random_actions, record_in_ray
+
+    try:
+        if kind not in ("expert", "random"):
+            raise UsageError(
+                f"--ray-workers records the expert or random agent; --agent {kind} plays in this "
+                "process (leave --ray-workers out)"
+            )
+        if kind == "expert" and not hasattr(env.unwrapped, "expert_action"):
+            raise UsageError(
+                f"--ray-workers: {args.env} has no expert_action() for a worker to play; "
+                "record its expert without --ray-workers"
+            )
+    finally:
+        env.close()
+    if kind == "expert":
+        act = expert_actions
+    else:
+        seeded = {}
+
+        def act(envs):
+            if not seeded:  # the driver draws the actions: one seed for the run
+                envs.single_action_space.seed(args.seed)
+                seeded[True] = True
+            return random_actions(envs)
+
+    from tqdm import tqdm
+
+    total = None if args.resume else args.episodes  # resumed: only the seeds it lacks
+    with tqdm(total=total, desc=f"record {args.env} (ray)", unit="episode") as bar:
+        entries = record_in_ray(
+            args.env,
+            env_kwargs,
+            lambda recorded: _seeds_to_record(args, recorded),
+            args.out,
+            act,
+            num_workers=args.ray_workers,
+            per_worker=args.per_worker,
+            resume=args.resume,
+            frame_format=args.frames,
+            progress=lambda k: bar.update(k - bar.n),
+        )
+    _summary(entries, args.out)
     return 0
 
 
@@ -164,7 +222,9 @@ def _make_agent(kind: str, env, checkpoint: dict | None, seed: int, path: str | 
             raise ValueError(f"{env.spec.id} has no scripted expert; use --agent random")
         return expert
     if kind == "random":
-        return _Agent(lambda obs: _random_action(env))
+        from pixelrl.envs.actions import sample_action
+
+        return _Agent(lambda obs: sample_action(env.action_space))
     return _checkpoint_agent(checkpoint, env, seed)
 
 
@@ -249,22 +309,6 @@ def _expert_for(env) -> _Agent | None:
         return int(cache["follower"].get_next_action(state.position, state.yaw))
 
     return _Agent(follow, reset=cache.clear)
-
-
-def _random_action(env, tries: int = 100):
-    """A sample of the action space that is a valid action (a GUI sample can be a scroll of
-    zero notches, which no Action is)."""
-    from pixelrl.envs.actions import Action, ActionError
-
-    for _ in range(tries):
-        sample = env.action_space.sample()
-        if not isinstance(sample, dict):
-            return sample
-        try:
-            return Action.from_sample(sample)
-        except ActionError:
-            continue
-    raise RuntimeError(f"no valid action in {tries} samples of {env.action_space}")
 
 
 def _record_human(env, args: argparse.Namespace) -> int:

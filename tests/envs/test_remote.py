@@ -210,3 +210,34 @@ def test_one_factory_per_env_and_a_replacement_builds_its_own():
         assert list(obs[:, 0]) == [11, 21, 30, 40]  # the fresh actor built envs 30 and 40 again
     finally:
         env.close()
+
+
+def _episodes(root):
+    from pixelrl.envs.recording import EpisodeDataset
+
+    data = EpisodeDataset(root)
+    return {
+        e.seed: (e.length, e.total_reward, e.success, list(data.steps(i)["action"]))
+        for i, e in data.episodes.items()
+    }
+
+
+def test_pixelrl_record_in_ray_workers_writes_the_in_process_dataset(tmp_path, capsys):
+    from pixelrl.cli import main
+
+    common = ["record", "--env", "pixelrl/Desktop-FillForm-v0", "--agent", "expert"]
+    common += ["--episodes", "5", "--seed", "10"]
+    assert main([*common, "--out", str(tmp_path / "here")]) == 0
+    assert main([*common, "--out", str(tmp_path / "ray"), "--ray-workers", "2"]) == 0
+    here, there = _episodes(tmp_path / "here"), _episodes(tmp_path / "ray")
+    assert sorted(there) == list(range(10, 15)) and there == here
+    # --resume completes a cut run: the seeds it lacks, none twice
+    more = [*common[:-4], "--episodes", "7", "--seed", "10", "--resume", "--ray-workers", "2"]
+    assert main([*more, "--out", str(tmp_path / "ray")]) == 0
+    assert sorted(_episodes(tmp_path / "ray")) == list(range(10, 17))
+    # an agent that plays in this process is a one-line error
+    code = main(["record", "--env", DESKTOP, "--agent", "human", "--episodes", "1",
+                 "--out", str(tmp_path / "h"), "--ray-workers", "2"])  # fmt: skip
+    assert (
+        code == 2 and "--ray-workers records the expert or random agent" in capsys.readouterr().err
+    )
