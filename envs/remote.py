@@ -111,11 +111,11 @@ class EnvWorker:
         """``env.step(action)``; an action the env refuses (``ActionError``: the agent's mistake,
         not a fault of the env) steps ``refused_action`` instead when one is set, and says why
         in ``info["action_error"]``."""
-        if self.refused_action is None:
-            return env.step(action)
         try:
             return env.step(action)
         except ActionError as err:
+            if self.refused_action is None:
+                raise
             obs, reward, terminated, truncated, info = env.step(self.refused_action)
             return obs, reward, terminated, truncated, {**info, "action_error": str(err)}
 

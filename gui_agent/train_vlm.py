@@ -383,6 +383,7 @@ def _record_expert_on_ray(cfg: Config, env_id: str, seeds: list[int], root: Path
     from tqdm import tqdm
 
     from pixelrl.envs.recording.remote import expert_actions, record_in_ray
+    from pixelrl.train import ray_options
 
     opts = cfg.envs
     with tqdm(
@@ -397,17 +398,8 @@ def _record_expert_on_ray(cfg: Config, env_id: str, seeds: list[int], root: Path
             num_workers=int(opts.num_workers) or 2,
             per_worker=int(opts.per_worker),
             progress=lambda k: bar.update(k - bar.n),
-            step_timeout=float(opts.step_timeout),
-            max_failures=int(opts.max_failures),
-            address=str(opts.address) or None,
-            num_cpus=int(opts.num_cpus) or None,
-            resources_per_worker=_resources(cfg) or None,
+            **ray_options(opts),
         )
-
-
-def _resources(cfg: Config) -> dict[str, Any]:
-    resources = cfg.envs.resources_per_worker
-    return resources.to_dict() if hasattr(resources, "to_dict") else dict(resources or {})
 
 
 def sft_examples(roots: list[Path], policy) -> list[dict[str, Any]]:
@@ -689,23 +681,18 @@ def group_envs(cfg: Config, env_id: str, group_size: int):
     :func:`play_group`; a refused action is played as a ``wait``, as in this process."""
     from pixelrl.envs.actions import Action
     from pixelrl.envs.remote import RayVectorEnv
+    from pixelrl.train import ray_options
 
-    opts = cfg.envs
     _check_envs(cfg, group_size)
-    per_worker = int(opts.per_worker)
-    resources = _resources(cfg)
+    per_worker = int(cfg.envs.per_worker)
     return RayVectorEnv(
         env_id,
         group_size // per_worker,
         per_worker,
         kwargs=_env_kwargs(cfg),
-        step_timeout=float(opts.step_timeout),
-        max_failures=int(opts.max_failures),
         min_envs=group_size,  # a group is all of them
-        resources_per_worker=resources or None,
-        address=str(opts.address) or None,
-        num_cpus=int(opts.num_cpus) or None,
         refused_action=Action.wait(),
+        **ray_options(cfg.envs),
     )
 
 

@@ -158,8 +158,6 @@ def make_vector_envs(task: Any, cfg: Config, num_envs: int, seed: int, split: st
     per_worker = int(opts.per_worker)
     workers = int(opts.num_workers) if split == "train" else 0
     workers = workers or -(-num_envs // per_worker)
-    resources = opts.resources_per_worker
-    resources = resources.to_dict() if hasattr(resources, "to_dict") else dict(resources or {})
     if make_env_fns is not None:
         env = make_env_fns(cfg, workers * per_worker, split)
     else:
@@ -168,13 +166,23 @@ def make_vector_envs(task: Any, cfg: Config, num_envs: int, seed: int, split: st
         env,
         workers,
         per_worker,
-        step_timeout=float(opts.step_timeout),
-        max_failures=int(opts.max_failures),
         min_envs=workers * per_worker,  # the rollout storage cannot shrink
-        resources_per_worker=resources or None,
-        address=str(opts.address) or None,
-        num_cpus=int(opts.num_cpus) or None,
+        **ray_options(opts),
     )
+
+
+def ray_options(opts: Any) -> dict[str, Any]:
+    """``RayVectorEnv``'s fault, placement and cluster settings from a config's ``envs``
+    section (DEFAULTS; the VLM recipes' has the same keys)."""
+    resources = opts.resources_per_worker
+    resources = resources.to_dict() if hasattr(resources, "to_dict") else dict(resources or {})
+    return {
+        "step_timeout": float(opts.step_timeout),
+        "max_failures": int(opts.max_failures),
+        "resources_per_worker": resources or None,
+        "address": str(opts.address) or None,
+        "num_cpus": int(opts.num_cpus) or None,
+    }
 
 
 def join_one_ray_cluster(cfg: Config) -> None:

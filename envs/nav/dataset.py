@@ -205,14 +205,6 @@ def generate_pointnav_episode(
     )
 
 
-def _euclid(grid, point: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Straight-line distances for the ratio rule: in 3D on a multi-storey grid (habitat's
-    generator measures in 3D), on the ground plane otherwise (as the one-floor files were made)."""
-    if getattr(grid, "sloped", False):
-        return np.linalg.norm(points - point, axis=1)
-    return np.hypot(points[:, 0] - point[0], points[:, 2] - point[2])
-
-
 def _pointnav_episode_from_goal(
     grid, graph, island, rng, scene_id, episode_id, rules, goal_field=None
 ) -> NavEpisode:
@@ -220,6 +212,8 @@ def _pointnav_episode_from_goal(
     distance field once, then draw the start uniformly among the island's cells whose grid
     geodesic and euclidean distance pass the rules (the exact generator draws both points and
     rejects; here only a goal without any valid start is redrawn)."""
+    from pixelrl.envs.nav.geodesic import straight_distances
+
     cells = np.flatnonzero(grid.islands.ravel() == island)
     rows, cols = np.divmod(cells, grid.cols)
     centres = grid.cell_centre(rows, cols)
@@ -231,7 +225,7 @@ def _pointnav_episode_from_goal(
             goal = grid.sample_navigable(rng, island)
             field_ = graph.field(goal[None])
         geodesic = field_.values.ravel()[cells]
-        euclid = _euclid(grid, goal, centres)
+        euclid = straight_distances(grid, centres, goal)  # 3D between storeys, as habitat
         ok = (
             np.isfinite(geodesic)
             & (euclid >= rules.min_geodesic)

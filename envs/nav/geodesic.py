@@ -157,7 +157,7 @@ class GeodesicGraph:
         ]
         rr, cc = rr.ravel(), cc.ravel()
         centres = grid.cell_centre(rr, cc)
-        d = _straight(grid, centres, np.asarray(point, dtype=np.float64))
+        d = straight_distances(grid, centres, np.asarray(point, dtype=np.float64))
         keep = (d <= radius) & grid.navigable[rr, cc]
         return self.node_of[rr[keep], cc[keep]], d[keep]
 
@@ -184,27 +184,22 @@ class GeodesicField:
         oz -= (r - r % getattr(grid, "level_rows", grid.rows)) * cell  # a level's rows start at 0
         r0, c0 = max(r - 1, 0), max(c - 1, 0)
         best = math.inf
-        values = self.values[r0 : r + 2, c0 : c + 2].tolist()
-        if getattr(grid, "sloped", False):  # the hop climbs too (a point a stair above a cell)
-            y = float(point[1])
-            for i, (row, floors) in enumerate(
-                zip(values, grid.floor[r0 : r + 2, c0 : c + 2].tolist())
-            ):
-                dz = oz + (r0 + i + 0.5) * cell - z
-                for j, value in enumerate(row):
-                    if value < best:
-                        hop = math.hypot(ox + (c0 + j + 0.5) * cell - x, dz, floors[j] - y)
-                        best = min(best, value + hop)
-            values = []
-        for i, row in enumerate(values):
+        # On a multi-storey grid the hop climbs too (a point a stair above a cell).
+        floors = (
+            grid.floor[r0 : r + 2, c0 : c + 2].tolist() if getattr(grid, "sloped", False) else None
+        )
+        y = float(point[1])
+        for i, row in enumerate(self.values[r0 : r + 2, c0 : c + 2].tolist()):
             dz = oz + (r0 + i + 0.5) * cell - z
             for j, value in enumerate(row):
                 if value < best:  # inf never is; the hop only adds
-                    best = min(best, value + math.hypot(ox + (c0 + j + 0.5) * cell - x, dz))
+                    dx = ox + (c0 + j + 0.5) * cell - x
+                    hop = math.hypot(dx, dz, floors[i][j] - y) if floors else math.hypot(dx, dz)
+                    best = min(best, value + hop)
         if best == math.inf:
             return best
         # Beside the goal itself the straight line is the answer.
-        direct = _straight(grid, self.goals, point)
+        direct = straight_distances(grid, self.goals, point)
         near = direct[direct < grid.cell * 2]
         if len(near) and grid.is_navigable(point):
             best = min(best, float(near.min()))
@@ -215,7 +210,7 @@ class GeodesicField:
         ``point`` (ground plane) when that goal is in line of sight (every other goal's geodesic
         is at least its own straight distance, so no longer path can win); None otherwise."""
         point = np.asarray(point, dtype=np.float64)
-        direct = _straight(self.graph.grid, self.goals, point)
+        direct = straight_distances(self.graph.grid, self.goals, point)
         k = int(np.argmin(direct))
         grid = self.graph.grid
         if grid.is_navigable(point) and grid.line_of_sight(point, self.goals[k]):
@@ -307,7 +302,7 @@ class GeodesicField:
             return float("inf")
         r, c = self.graph.node_rc[node]
         centre = self.graph.grid.cell_centre(r, c)
-        hop = float(_straight(self.graph.grid, centre[None], point)[0])
+        hop = float(straight_distances(self.graph.grid, centre[None], point)[0])
         # values = grid edges + the seed edge (goal to last cell, +1e-9) = the rest of the path.
         return (hop + float(self.values[r, c])) * (1 + 1e-9) + 1e-9
 
@@ -482,7 +477,7 @@ def _first_visible_from_both(
     return int(order[alive[int(np.flatnonzero(both)[0])]])
 
 
-def _straight(grid: NavGrid, points: np.ndarray, point: np.ndarray) -> np.ndarray:
+def straight_distances(grid: NavGrid, points: np.ndarray, point: np.ndarray) -> np.ndarray:
     """Straight-line distances from ``point`` to ``points`` ``(K, 3)``: on the ground plane, or
     in 3D on a multi-storey grid (a goal upstairs is not beside a point below it)."""
     if getattr(grid, "sloped", False):
