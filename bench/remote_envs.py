@@ -1,12 +1,12 @@
 """Steps per second of the emulated desktop in this process against the same envs in Ray actors.
 
-    .venv/bin/python bench/remote_envs.py [--envs 4] [--seconds 5] [--size 320x240]
+    .venv/bin/python bench/remote_envs.py [--envs 32 128] [--seconds 3] [--size 320x240]
     .venv/bin/python bench/remote_envs.py --miniwob click-button [--workers 1 2 4]
 
 Steps ``pixelrl/Desktop-Mixed-v0`` (a random task family per episode) as a ``SyncVectorEnv`` of
 ``--envs`` envs (``SAME_STEP`` autoreset, as the trainers run it) and as a
-``pixelrl.envs.remote.RayVectorEnv`` of the same envs, split into 2 actors and into one actor
-per env, on a local Ray cluster of all this machine's CPUs. Actions are uniform samples drawn
+``pixelrl.envs.remote.RayVectorEnv`` of the same envs, split into 2 actors (and, up to 32 envs,
+into one actor per env), on a local Ray cluster of all this machine's CPUs, for each ``--envs``. Actions are uniform samples drawn
 before timing; episodes run back to back (resets included). Figures are env steps per wall
 second, best of ``--repeats`` chunks (other processes only ever slow a chunk down), and the
 ratio Ray / in-process (issue 24's target: >= 0.8 for batched envs on one machine).
@@ -59,10 +59,24 @@ def steps_per_second(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -
     return rates(envs, seconds, repeats)[0]
 
 
+def in_process_rate(env_id: str, kwargs: dict, n: int, args: argparse.Namespace) -> float:
+    """Steps/s of ``n`` envs in one ``SyncVectorEnv``, as the trainers run them."""
+    from pixelrl.envs.remote import make_registered
+
+    local = gym.vector.SyncVectorEnv(
+        [lambda: make_registered(env_id, kwargs) for _ in range(n)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+    try:
+        return steps_per_second(local, args.seconds, args.repeats)
+    finally:
+        local.close()
+
+
 def miniwob_scaling(args: argparse.Namespace) -> None:
     import ray
 
-    from pixelrl.envs.remote import RayVectorEnv, make_registered
+    from pixelrl.envs.remote import RayVectorEnv
 
     env_id, kwargs = f"pixelrl/MiniWoB-{args.miniwob}-v0", {}
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -72,12 +86,7 @@ def miniwob_scaling(args: argparse.Namespace) -> None:
     one = None
     try:
         for n in args.workers:
-            local = gym.vector.SyncVectorEnv(
-                [lambda: make_registered(env_id, kwargs) for _ in range(n)],
-                autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-            )
-            base = steps_per_second(local, args.seconds, args.repeats)
-            local.close()
+            base = in_process_rate(env_id, kwargs, n, args)
             envs = RayVectorEnv(env_id, n, 1, kwargs=kwargs)
             rate, episodes = rates(envs, args.seconds, args.repeats)
             envs.close()
@@ -90,7 +99,7 @@ def miniwob_scaling(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--envs", type=int, default=4)
+    parser.add_argument("--envs", type=int, nargs="+", default=[32, 128])
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--size", default="320x240", help="screen WxH")
@@ -105,30 +114,30 @@ def main() -> None:
 
     import ray
 
-    from pixelrl.envs.remote import RayVectorEnv, make_registered
+    from pixelrl.envs.remote import RayVectorEnv
 
-    local = gym.vector.SyncVectorEnv(
-        [lambda: make_registered(ENV_ID, kwargs) for _ in range(args.envs)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
-    base = steps_per_second(local, args.seconds, args.repeats)
-    local.close()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"{ENV_ID} {width}x{height}, {args.envs} envs, {cpus} CPUs (steps/s, best chunk)")
-    print(f"  in-process SyncVectorEnv        {base:8.0f}")
+    print(f"{ENV_ID} {width}x{height}, {cpus} CPUs (env steps/s, best chunk)")
     ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    rows = []
     try:
-        for workers in sorted({min(2, args.envs), args.envs}):
-            if args.envs % workers:
-                continue
-            per_worker = args.envs // workers
-            envs = RayVectorEnv(ENV_ID, workers, per_worker, kwargs=kwargs)
-            rate = steps_per_second(envs, args.seconds, args.repeats)
-            envs.close()
-            label = f"Ray {workers} actors x {per_worker} envs"
-            print(f"  {label:<31} {rate:8.0f}   ratio {rate / base:.2f}x")
+        for n in args.envs:
+            base = in_process_rate(ENV_ID, kwargs, n, args)
+            print(f"  {n} envs in-process SyncVectorEnv      {base:8.0f}", flush=True)
+            splits = [w for w in sorted({min(2, n), n}) if n % w == 0 and (w <= 2 or n <= 32)]
+            for workers in splits:
+                envs = RayVectorEnv(ENV_ID, workers, n // workers, kwargs=kwargs)
+                rate = steps_per_second(envs, args.seconds, args.repeats)
+                envs.close()
+                label = f"Ray {workers} actors x {n // workers} envs"
+                print(f"  {n} envs {label:<31} {rate:8.0f}   ratio {rate / base:.2f}x", flush=True)
+                rows.append((n, f"{workers} x {n // workers}", base, rate))
     finally:
         ray.shutdown()
+    print("\n| envs | Ray actors x envs | in-process steps/s | Ray steps/s | ratio |")
+    print("|---|---|---|---|---|")
+    for n, split, base, rate in rows:
+        print(f"| {n} | {split} | {base:,.0f} | {rate:,.0f} | {rate / base:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@ order, exactly as a ``SyncVectorEnv`` of the same 8 envs with ``autoreset_mode=S
 every trainer here uses): a finished env is reset in the same step, its last observation and info
 in ``info["final_obs"]`` / ``info["final_info"]``; ``reset(seed=s)`` seeds env ``i`` with ``s+i``.
 
+Transport: each worker answers in the vector's layout (its envs' observations batched, infos
+merged), so the driver only joins the workers' blocks; a worker on the driver's machine writes
+the large observation arrays into shared memory instead of its answer (``pixelrl.envs.shared_obs``).
+
 Ray: joins the running cluster when there is one (``address="auto"``, ``RAY_ADDRESS`` or an
 ``ray.init`` already made), else starts a local one (``ray.init(num_cpus=...)``).
 
@@ -42,6 +46,81 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from pixelrl.envs.actions import ActionError
+from pixelrl.envs.shared_obs import SharedBuffers, SharedSpec
+
+_ARRAY_SPACES = (
+    gym.spaces.Box,
+    gym.spaces.Discrete,
+    gym.spaces.MultiDiscrete,
+    gym.spaces.MultiBinary,
+)
+
+
+def _rows(space: gym.Space, batch: Any, rows: slice) -> Any:
+    """Rows ``rows`` of a batch of ``space`` (as ``batch_space`` lays it out), without
+    unbatching: arrays are sliced, so a worker's share of the actions costs no per-env work."""
+    if isinstance(space, gym.spaces.Dict):
+        return {key: _rows(sub, batch[key], rows) for key, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_rows(sub, part, rows) for sub, part in zip(space.spaces, batch))
+    if isinstance(space, _ARRAY_SPACES):
+        return batch[rows]
+    return tuple(batch[rows])  # Text, Graph, ...: gymnasium batches them as a tuple of items
+
+
+def _length(space: gym.Space, batch: Any) -> int:
+    """How many rows a batch of ``space`` holds."""
+    if isinstance(space, gym.spaces.Dict):
+        return _length(next(iter(space.spaces.values())), batch[next(iter(space.spaces))])
+    if isinstance(space, gym.spaces.Tuple):
+        return _length(space.spaces[0], batch[0])
+    return len(batch)
+
+
+def _join(space: gym.Space, parts: Sequence[Any]) -> Any:
+    """The batches ``parts`` of ``space`` one after another, as one new (writable) batch."""
+    if isinstance(space, gym.spaces.Dict):
+        return {key: _join(sub, [p[key] for p in parts]) for key, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_join(sub, [p[i] for p in parts]) for i, sub in enumerate(space.spaces))
+    if isinstance(space, _ARRAY_SPACES):
+        return np.concatenate(parts)
+    return tuple(item for part in parts for item in part)
+
+
+def _merge_infos(parts: Sequence[tuple[int, dict[str, Any]]], n: int) -> dict[str, Any]:
+    """Vector infos of consecutive row blocks (``(first row, infos)``) as the infos of one
+    ``n``-env vector: what ``VectorEnv._add_info`` would have built env by env (the first block
+    holding a key sets its dtype; rows without it stay zero / None and unmasked)."""
+    out: dict[str, Any] = {}
+    for first, infos in parts:
+        _merge_into(out, first, infos, n)
+    return out
+
+
+def _merge_into(out: dict[str, Any], first: int, infos: dict[str, Any], n: int) -> None:
+    for key, value in infos.items():
+        if isinstance(value, dict):  # final_info and other nested infos: the same, one level down
+            _merge_into(out.setdefault(key, {}), first, value, n)
+            continue
+        if key not in out:
+            shape = (n, *value.shape[1:])
+            out[key] = (
+                np.full(shape, None, dtype=object)
+                if value.dtype == object
+                else np.zeros(shape, dtype=value.dtype)
+            )
+        out[key][first : first + len(value)] = value
+
+
+class _InfoLayout:
+    """``VectorEnv._add_info`` for a worker, which is not a ``VectorEnv``: its ``num_envs``
+    envs' infos in gymnasium's vector layout (values batched, ``_key`` masks)."""
+
+    _add_info = VectorEnv._add_info
+
+    def __init__(self, num_envs: int) -> None:
+        self.num_envs = num_envs
 
 
 class EnvWorkerError(RuntimeError):
@@ -69,6 +148,22 @@ class EnvWorker:
         fns = list(env_fn) if isinstance(env_fn, list | tuple) else [env_fn] * count
         self.envs = [fn() for fn in fns]
         self.refused_action = refused_action
+        self._obs_space = self.envs[0].observation_space
+        self._action_batch = batch_space(self.envs[0].action_space, len(self.envs))
+        self._obs_out = create_empty_array(self._obs_space, len(self.envs))
+        self._shared: SharedBuffers | None = None
+        self._copies: list[Any] = []
+        self._turn = 0
+
+    def share(self, spec: SharedSpec | None) -> bool:
+        """Write the large observation arrays into the driver's shared memory from now on
+        (``pixelrl.envs.shared_obs``); False when its file is not on this machine."""
+        self._shared = SharedBuffers.attach(spec)
+        if self._shared is None:
+            return False
+        batch = create_empty_array(self._obs_space, len(self.envs))
+        self._copies = [self._shared.place(batch, copy) for copy in (0, 1)]
+        return True
 
     def describe(self) -> dict[str, Any]:
         env = self.envs[0]
@@ -96,16 +191,37 @@ class EnvWorker:
             for env, seed, m in zip(self.envs, seeds, mask)
         ]
 
-    def step(self, actions: Sequence[Any]) -> list[tuple]:
-        out = []
-        for env, action in zip(self.envs, actions):
-            obs, reward, terminated, truncated, info = self._step(env, action)
-            final = None
-            if terminated or truncated:
-                final = (obs, info)
+    def step(self, actions: Any, batched: bool = False) -> tuple:
+        """Step every env (one action each: a list, or with ``batched`` this worker's rows of
+        the vector's action batch) and answer in the vector's own layout, so the driver only
+        joins the workers' blocks: the observations batched, rewards and flags as arrays, infos
+        as ``SyncVectorEnv`` (``SAME_STEP``) builds them. Batching here, in parallel across
+        workers, and sending one array per key instead of one per env is what keeps Ray's
+        overhead small (docs/results, "Ray's overhead on the emulated desktop")."""
+        count = len(self.envs)
+        if batched:
+            actions = iterate(self._action_batch, actions)
+        shared, copy = self._shared, None
+        if shared is not None:  # the copy the driver's last observations are not in
+            copy, self._turn = self._turn, 1 - self._turn
+        obs_items, infos, layout = [], {}, _InfoLayout(count)
+        rewards = np.zeros(count, dtype=np.float64)
+        terminated = np.zeros(count, dtype=bool)
+        truncated = np.zeros(count, dtype=bool)
+        for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
+            obs, rewards[i], terminated[i], truncated[i], info = self._step(env, action)
+            if terminated[i] or truncated[i]:
+                final = obs if shared is None else shared.put_final(obs, copy, i)
+                infos = layout._add_info(infos, {"final_obs": final, "final_info": info}, i)
                 obs, info = env.reset()
-            out.append((obs, float(reward), bool(terminated), bool(truncated), info, final))
-        return out
+            infos = layout._add_info(infos, info, i)
+            obs_items.append(obs)
+        if shared is not None:
+            batch = concatenate(self._obs_space, obs_items, self._copies[copy])
+            return (shared.strip(batch), copy), rewards, terminated, truncated, infos
+        # one buffer for the life of the worker: Ray has copied the answer out when it returns
+        self._obs_out = concatenate(self._obs_space, obs_items, self._obs_out)
+        return (self._obs_out, None), rewards, terminated, truncated, infos
 
     def _step(self, env: gym.Env, action: Any) -> tuple:
         """``env.step(action)``; an action the env refuses (``ActionError``: the agent's mistake,
@@ -143,6 +259,7 @@ class _Slot:
     restarts: int = 0
     removed: bool = False
     reasons: list[str] = field(default_factory=list)
+    shared: SharedBuffers | None = None  # its actor's observations, when it is on this machine
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
@@ -225,7 +342,8 @@ class RayVectorEnv(VectorEnv):
         self.faults, self.restarts, self.removed_workers = 0, 0, 0
         self.fault_reasons: dict[str, int] = {}
         self._seed: int | None = None
-        self._last_obs: list[Any] = []
+        # each live worker's last observations, as the batch of its envs it sent
+        self._slot_obs: dict[int, Any] = {}
         self.slots = [
             _Slot(i, per_worker, env_fn[i * per_worker : (i + 1) * per_worker])
             if isinstance(env_fn, list)
@@ -252,7 +370,8 @@ class RayVectorEnv(VectorEnv):
         self.metadata = {**spec["metadata"], "autoreset_mode": AutoresetMode.SAME_STEP}
         self.render_mode = spec["render_mode"]
         self._resize()
-        self._last_obs = [None] * self.num_envs  # step() before reset() is the caller's error
+        for slot in self.slots:
+            self._share(slot)
         self.closed = False
 
     # ------------------------------------------------------------------ bookkeeping
@@ -281,8 +400,19 @@ class RayVectorEnv(VectorEnv):
             return [None] * slot.count
         return [self._seed + first + i + 7919 * self.restarts for i in range(slot.count)]
 
+    def _share(self, slot: _Slot) -> None:
+        """Give the slot's (new) actor shared memory for its observations (Ray runs an actor's
+        calls in order, so its first step already writes there)."""
+        slot.shared = SharedBuffers.create(self.single_observation_space, slot.count)
+        if slot.shared is not None:
+            slot.actor.share.remote(slot.shared.spec)
+
     def _kill(self, slot: _Slot) -> None:
         import ray
+
+        if slot.shared is not None:  # the mapping lives on in views of its last observations
+            slot.shared.unlink()
+            slot.shared = None
 
         if slot.actor is not None:
             try:
@@ -335,9 +465,8 @@ class RayVectorEnv(VectorEnv):
         except RayError:  # a timeout or a failure: sort the answers out one by one below
             pass
         else:
-            if clears:
-                for slot, _ in pairs:
-                    slot.failures = 0
+            for slot, _ in pairs:
+                self._answered(slot, clears)
             return {slot.index: value for (slot, _), value in zip(pairs, values)}
         left = max(0.0, deadline - time.monotonic())
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=left)
@@ -356,9 +485,15 @@ class RayVectorEnv(VectorEnv):
                     raise err.cause from None  # the caller's action, not the env's fault
                 self._fault(slot, f"error: {type(err.cause).__name__}: {err.cause}")
             else:
-                if clears:
-                    slot.failures = 0
+                self._answered(slot, clears)
         return results
+
+    @staticmethod
+    def _answered(slot: _Slot, clears: bool) -> None:
+        if clears:
+            slot.failures = 0
+        if slot.shared is not None:  # it has mapped its file by now (its calls run in order)
+            slot.shared.unlink()
 
     def _restart(
         self, slots: list[_Slot], starts: dict[int, int], seeds: Sequence[int | None] | None = None
@@ -371,6 +506,7 @@ class RayVectorEnv(VectorEnv):
             pairs = []
             for slot in pending:
                 slot.actor = self._actor_class.remote(slot.env_fn, slot.count, self.refused_action)
+                self._share(slot)
                 slot.restarts += 1
                 self.restarts += 1
                 first = starts[slot.index]
@@ -423,77 +559,103 @@ class RayVectorEnv(VectorEnv):
         # a worker that failed its reset gets a fresh actor (reset in full: nothing was running)
         failed = [s for s, _ in calls if s.index not in results]
         results.update(self._restart(failed, starts, seeds))
-        if len(self._last_obs) != n:
-            self._last_obs = [None] * n
         # nothing was running on a worker taken out here: its rows go at once
         self._drop_removed(starts)
         starts = self._starts()
         infos: dict[str, Any] = {}
         for slot in self.live:
+            pairs = results.get(slot.index)
+            if pairs is None:
+                continue
             first = starts[slot.index]
-            for j, pair in enumerate(results.get(slot.index, [])):
+            kept = self._slot_rows(slot)  # the envs reset_mask leaves running keep theirs
+            items = [kept[j] if pair is None else pair[0] for j, pair in enumerate(pairs)]
+            self._slot_obs[slot.index] = self._slot_batch(items)
+            for j, pair in enumerate(pairs):
                 if pair is not None:
-                    self._last_obs[first + j] = pair[0]
                     infos = self._add_info(infos, pair[1], first + j)
-        return self._batch(self._last_obs), infos
+        return self._batch(self.live), infos
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         n, starts = self.num_envs, self._starts()
-        # a batch of the action space, or one action per env (a GUI agent's Action objects)
-        per_env = (
-            list(actions)
-            if isinstance(actions, list)
-            else list(iterate(self.action_space, actions))
-        )
-        if len(per_env) != n:
-            raise ValueError(f"step: {len(per_env)} actions for {n} envs")
+        if any(s.index not in self._slot_obs for s in self.live):
+            raise RuntimeError("RayVectorEnv.step() before reset()")
+        # one action per env (a GUI agent's Action objects), or a batch of the action space,
+        # which each worker gets its rows of, still batched
+        batched = not isinstance(actions, list)
+        count = _length(self.single_action_space, actions) if batched else len(actions)
+        if count != n:
+            raise ValueError(f"step: {count} actions for {n} envs")
         calls = []
         for slot in self.live:
-            rows = per_env[starts[slot.index] : starts[slot.index] + slot.count]
-            calls.append((slot, slot.actor.step.remote(rows)))
+            rows = slice(starts[slot.index], starts[slot.index] + slot.count)
+            part = _rows(self.single_action_space, actions, rows) if batched else actions[rows]
+            calls.append((slot, slot.actor.step.remote(part, batched)))
         results = self._call(calls, self.step_timeout)
         failed = [slot for slot, _ in calls if slot.index not in results]
         fresh = self._restart(failed, starts)
 
-        obs = list(self._last_obs)
         rewards = np.zeros(n, dtype=np.float64)
         terminated = np.zeros(n, dtype=bool)
         truncated = np.zeros(n, dtype=bool)
-        infos: dict[str, Any] = {}
+        answered = []
         for slot, _ in calls:
-            first = starts[slot.index]
             if slot.index in results:
-                for j, (o, r, term, trunc, info, final) in enumerate(results[slot.index]):
-                    i = first + j
-                    obs[i], rewards[i], terminated[i], truncated[i] = o, r, term, trunc
-                    if final is not None:
-                        infos = self._add_info(
-                            infos, {"final_obs": final[0], "final_info": final[1]}, i
-                        )
-                    infos = self._add_info(infos, info, i)
-                continue
+                first = starts[slot.index]
+                rows = slice(first, first + slot.count)
+                (obs, copy), rewards[rows], terminated[rows], truncated[rows], part = results[
+                    slot.index
+                ]
+                if copy is not None:  # written into shared memory, left out of the answer
+                    obs = slot.shared.place(obs, copy)
+                    ended = part.get("_final_obs", ())
+                    for j in np.flatnonzero(ended):
+                        part["final_obs"][j] = slot.shared.take_final(part["final_obs"][j], copy, j)
+                else:  # on another machine: its buffers here would only hold memory
+                    slot.shared = None
+                self._slot_obs[slot.index] = obs
+                answered.append((first, part))
+        infos = _merge_infos(answered, n)
+        for slot in failed:
             # the step of this worker's envs never happened: end their episodes (module doc)
+            first = starts[slot.index]
             fault = {"env_fault": True, "env_fault_reason": slot.reasons[-1]}
             if slot.removed:
                 fault["env_removed"] = True
+            last = self._slot_rows(slot)
+            truncated[first : first + slot.count] = True
             for j in range(slot.count):
-                i = first + j
-                truncated[i] = True
-                final = {"final_obs": self._last_obs[i], "final_info": dict(fault)}
-                infos = self._add_info(infos, final, i)
+                final = {"final_obs": last[j], "final_info": dict(fault)}
+                infos = self._add_info(infos, final, first + j)
                 if slot.index in fresh:
-                    obs[i], reset_info = fresh[slot.index][j]
-                    infos = self._add_info(infos, {**reset_info, **fault}, i)
-                else:  # taken out: the row is dropped from the next call on
-                    infos = self._add_info(infos, fault, i)
-        batch = self._batch(obs)
-        self._last_obs = obs
+                    infos = self._add_info(infos, {**fresh[slot.index][j][1], **fault}, first + j)
+                else:  # taken out: the rows are dropped from the next call on
+                    infos = self._add_info(infos, fault, first + j)
+            if slot.index in fresh:
+                self._slot_obs[slot.index] = self._slot_batch([o for o, _ in fresh[slot.index]])
+        batch = self._batch([slot for slot, _ in calls])  # with the rows of any taken out now
         self._drop_removed(starts)
         return batch, rewards, terminated, truncated, infos
 
-    def _batch(self, obs: list[Any]) -> Any:
-        out = create_empty_array(self.single_observation_space, len(obs))
-        return concatenate(self.single_observation_space, obs, out)
+    def _slot_batch(self, items: list[Any]) -> Any:
+        """One worker's envs' observations as its batch."""
+        out = create_empty_array(self.single_observation_space, len(items))
+        return concatenate(self.single_observation_space, items, out)
+
+    def _slot_rows(self, slot: _Slot) -> list[Any]:
+        """One worker's last observations, env by env, copied out (they may sit in shared
+        memory the worker writes again); ``None`` before its first reset."""
+        batch = self._slot_obs.get(slot.index)
+        if batch is None:
+            return [None] * slot.count
+        space = self.single_observation_space
+        return list(iterate(batch_space(space, slot.count), _join(space, [batch])))
+
+    def _batch(self, slots: list[_Slot]) -> Any:
+        """The observations of ``slots`` (their batches in row order) as one new batch
+        (writable, as a ``SyncVectorEnv``'s; what Ray hands back is read-only)."""
+        parts = [self._slot_obs[s.index] for s in slots]
+        return _join(self.single_observation_space, parts)
 
     def _drop_removed(self, starts: dict[int, int]) -> None:
         """After a call whose batch still held them, forget the rows of workers taken out."""
@@ -501,10 +663,8 @@ class RayVectorEnv(VectorEnv):
         if not gone:
             return
         self._check_enough()
-        keep = np.ones(len(self._last_obs), dtype=bool)
         for slot in gone:
-            keep[starts[slot.index] : starts[slot.index] + slot.count] = False
-        self._last_obs = [o for o, k in zip(self._last_obs, keep) if k]
+            self._slot_obs.pop(slot.index, None)
         self._resize()
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:

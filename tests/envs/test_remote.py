@@ -16,6 +16,7 @@ from gymnasium.utils.env_checker import data_equivalence
 
 ray = pytest.importorskip("ray")
 
+from pixelrl.envs import shared_obs  # noqa: E402
 from pixelrl.envs.remote import EnvWorkerError, RayVectorEnv, make_registered  # noqa: E402
 
 DESKTOP = "pixelrl/Desktop-ClickButton-v0"
@@ -57,6 +58,20 @@ class Tagged(Faulty):
         return (obs + self.tag, *rest)
 
 
+class Big(Faulty):
+    """Faulty with a 128 KiB observation: large enough to travel through shared memory."""
+
+    observation_space = gym.spaces.Box(0, 255, (128 * 1024,), np.uint8)
+
+    def reset(self, *, seed=None, options=None):
+        _, info = super().reset(seed=seed, options=options)
+        return np.zeros(128 * 1024, np.uint8), info
+
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return (np.full(128 * 1024, obs[0], np.uint8), *rest)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
     # The actors are fresh processes that cannot import this test module: send Faulty by value.
@@ -66,7 +81,10 @@ def local_ray():
     ray.shutdown()
 
 
-def test_same_batches_as_sync_vector_env_for_the_same_seeds():
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-memory", "object-store"])
+def test_same_batches_as_sync_vector_env_for_the_same_seeds(shared, monkeypatch, tmp_path):
+    if not shared:  # as for a worker on another machine: every observation through Ray
+        monkeypatch.setattr(shared_obs, "SHM_DIR", str(tmp_path / "no-shm"))
     remote = RayVectorEnv(DESKTOP, num_workers=2, per_worker=2, kwargs=DESKTOP_KWARGS)
     local = gym.vector.SyncVectorEnv(
         [lambda: make_registered(DESKTOP, DESKTOP_KWARGS) for _ in range(4)],
@@ -77,7 +95,12 @@ def test_same_batches_as_sync_vector_env_for_the_same_seeds():
         assert remote.single_observation_space == local.single_observation_space
         assert remote.action_space == local.action_space
         assert remote.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+        assert all((slot.shared is not None) == shared for slot in remote.slots)
         a, b = remote.reset(seed=7), local.reset(seed=7)
+        # each worker has mapped its file: no name is left behind in /dev/shm
+        assert not any(
+            slot.shared and os.path.exists(slot.shared.spec.path) for slot in remote.slots
+        )
         assert remote.observation_space.contains(a[0])
         assert data_equivalence(a, b, exact=True)
         remote.action_space.seed(3)
@@ -86,7 +109,8 @@ def test_same_batches_as_sync_vector_env_for_the_same_seeds():
             actions = remote.action_space.sample()
             a, b = remote.step(actions), local.step(actions)
             assert remote.observation_space.contains(a[0])
-            assert data_equivalence(a, b, exact=True)
+            assert data_equivalence(a, b, exact=True)  # final_obs and final_info included
+            assert a[0]["screenshot"].flags.writeable  # a batch of its own, as SyncVectorEnv's
             ended += int((a[2] | a[3]).sum())
         assert ended >= 4
         assert remote.stats()["faults"] == 0
@@ -100,9 +124,11 @@ def _pid(env: RayVectorEnv, worker: int) -> int:
     return ray.get(env.slots[worker].actor.pid.remote())
 
 
-def test_a_killed_actor_is_replaced_and_its_episode_truncated_with_env_fault():
-    env = RayVectorEnv(Faulty, num_workers=2, per_worker=1, step_timeout=30)
+@pytest.mark.parametrize("env_cls", [Faulty, Big])
+def test_a_killed_actor_is_replaced_and_its_episode_truncated_with_env_fault(env_cls):
+    env = RayVectorEnv(env_cls, num_workers=2, per_worker=1, step_timeout=30)
     try:
+        assert (env.slots[0].shared is not None) == (env_cls is Big)
         env.reset(seed=0)
         obs, *_ = env.step(np.array([0, 0]))
         before = obs.copy()
@@ -117,7 +143,7 @@ def test_a_killed_actor_is_replaced_and_its_episode_truncated_with_env_fault():
         assert obs[0, 0] == 0.0 and obs[1, 0] == 2.0
         assert env.stats() == {"faults": 1, "restarts": 1, "removed_workers": 0, "num_envs": 2}
         obs, *_ = env.step(np.array([0, 0]))  # the replacement steps on
-        assert list(obs[:, 0]) == [1.0, 3.0]
+        assert list(obs[:, 0]) == [1.0, 3.0] and list(obs[:, -1]) == [1.0, 3.0]
     finally:
         env.close()
 
