@@ -21,6 +21,11 @@ and the ratio pixelrl / SB3 (issue 25's target: >= 2)::
 
     .venv/bin/python bench/ppo_learner.py                 # 64 px depth, 8 envs x 128 steps
     .venv/bin/python bench/ppo_learner.py --size 128 --repeats 5
+    .venv/bin/python bench/ppo_learner.py --backbone nature   # SB3's NatureCNN on both sides
+
+``--backbone nature`` is the reverse row: SB3's own image encoder (NatureCNN's three convs and
+its linear layer, ``pixelrl.embodied.resnet.NatureCNN``, the same layer shapes as SB3's class)
+in our trainer (``policy.backbone=nature``) and as RecurrentPPO's features extractor.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ class Ours:
             f"ppo.num_minibatches={MINIBATCHES}",
             "ppo.critic_warmup_updates=0",
             "policy.rnn_type=lstm",
+            f"policy.backbone={args.backbone}",
             f"policy.hidden_size={HIDDEN}",
             "imitation.updates=0",
             "train.async=false",
@@ -94,7 +100,7 @@ class Ours:
         self._dir.cleanup()
 
 
-def _extractor_class():
+def _extractor_class(backbone: str):
     import torch
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
     from torch import nn
@@ -112,7 +118,7 @@ def _extractor_class():
                 depth.shape[-1],
                 tuple(depth.shape[:2]),
                 HIDDEN,
-                "resnet",
+                backbone,
                 policy["base_planes"],
                 policy["ngroups"],
                 tuple(policy["layers"]),
@@ -156,7 +162,7 @@ class SB3:
             vf_coef=0.5,
             max_grad_norm=0.5,
             policy_kwargs=dict(
-                features_extractor_class=_extractor_class(),
+                features_extractor_class=_extractor_class(args.backbone),
                 features_extractor_kwargs={
                     k: policy[k] for k in ("base_planes", "ngroups", "layers", "feature_size")
                 },
@@ -192,6 +198,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--scenes", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3, help="updates timed per side")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--backbone",
+        choices=["resnet", "nature"],
+        default="resnet",
+        help="image encoder, both sides",
+    )
     args = parser.parse_args(argv)
 
     import torch
@@ -208,7 +220,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     print(
         f"\nPPO update on a stored rollout of {args.envs} x {args.steps} frames, depth "
-        f"{args.size} px, {EPOCHS} epochs x {MINIBATCHES} minibatches, 1 thread, median of "
+        f"{args.size} px, {args.backbone} encoder + LSTM, {EPOCHS} epochs x {MINIBATCHES} minibatches, 1 thread, median of "
         f"{args.repeats}"
     )
     print(f"{'learner':<14}{'parameters':>12}{'s / update':>12}{'frames/s':>10}")

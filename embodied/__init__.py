@@ -1,7 +1,7 @@
 """Embodied agents: ResNet+GRU actor-critic, navigation recipes, shortest-path expert, benchmark.
 
 - ``pixelrl.embodied.policy``     ``PointNavResNetPolicy`` (habitat-baselines' shape) for PointNav / ObjectNav
-- ``pixelrl.embodied.resnet``     GroupNorm ResNet / timm backbones with running input normalisation
+- ``pixelrl.embodied.resnet``     GroupNorm ResNet / NatureCNN / timm backbones with running input normalisation
 - ``pixelrl.embodied.task``       the recipes' task module: nav vector envs and the policy from a config
 - ``pixelrl.embodied.configs``    recipes: ``pointnav.yaml``, ``pointnav_small.yaml``, ``pointnav_rgbd.yaml``,
                           ``objectnav.yaml`` (``pixelrl train embodied/pointnav ...``)

@@ -6,8 +6,11 @@
 - :class:`GroupNormResNet` -- a ResNet with GroupNorm instead of BatchNorm (batch statistics are
   meaningless across the correlated frames of a rollout); habitat's ``resnet18``/``resnet50``
   with configurable width (``base_planes``) and depth (``layers``).
-- :class:`VisualEncoder` -- normalisation -> backbone (ours or any timm model) -> a 3x3
-  "compression" conv to about ``feature_size`` values -> flatten -> linear -> ReLU.
+- :class:`NatureCNN` -- the DQN paper's three convs (stable-baselines3's default image encoder),
+  for comparing trainers on the network the other one uses (``policy.backbone=nature``).
+- :class:`VisualEncoder` -- normalisation -> backbone (ours, NatureCNN or any timm model) -> a 3x3
+  "compression" conv to about ``feature_size`` values (not for NatureCNN, which SB3 flattens
+  as is) -> flatten -> linear -> ReLU.
 """
 
 from __future__ import annotations
@@ -89,6 +92,26 @@ class GroupNormResNet(nn.Module):
         return self.stages(self.stem(x))
 
 
+class NatureCNN(nn.Module):
+    """Mnih et al. (2015)'s convs, as stable-baselines3's ``NatureCNN`` has them (8x8/4 32,
+    4x4/2 64, 3x3/1 64, ReLU after each; its linear layer is :class:`VisualEncoder`'s ``fc``)."""
+
+    def __init__(self, in_channels: int):
+        super().__init__()
+        self.convs = nn.Sequential(
+            nn.Conv2d(in_channels, 32, 8, 4),
+            nn.ReLU(),
+            nn.Conv2d(32, 64, 4, 2),
+            nn.ReLU(),
+            nn.Conv2d(64, 64, 3, 1),
+            nn.ReLU(),
+        )
+        self.out_channels = 64
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.convs(x)
+
+
 def _timm_backbone(name: str, in_channels: int) -> tuple[nn.Module, int]:
     import timm  # heavy; only when asked for
 
@@ -118,24 +141,31 @@ class VisualEncoder(nn.Module):
         if backbone == "resnet":
             self.backbone = GroupNormResNet(in_channels, base_planes, ngroups, layers)
             channels = self.backbone.out_channels
+        elif backbone == "nature":
+            self.backbone = NatureCNN(in_channels)
+            channels = self.backbone.out_channels
         elif backbone.startswith("timm:"):
             self.backbone, channels = _timm_backbone(backbone[len("timm:") :], in_channels)
         else:
             raise ValueError(
-                f"policy.backbone must be 'resnet' or 'timm:<model name>', got {backbone!r}"
+                "policy.backbone must be 'resnet', 'nature' or 'timm:<model name>', "
+                f"got {backbone!r}"
             )
         with torch.no_grad():  # the backbone's output grid for this image size
             self.backbone.eval()  # (BatchNorm in timm models refuses a batch of one in training)
             h, w = self.backbone(torch.zeros(1, in_channels, *image_size)).shape[-2:]
             self.backbone.train()
-        # habitat: a 3x3 conv squeezes the channels so that the flattened map has ~feature_size values
-        compressed = max(1, round(feature_size / (h * w)))
-        groups = 1 if compressed % ngroups else ngroups
-        self.compression = nn.Sequential(
-            nn.Conv2d(channels, compressed, 3, 1, 1, bias=False),
-            nn.GroupNorm(groups, compressed),
-            nn.ReLU(inplace=True),
-        )
+        if backbone == "nature":  # SB3 flattens NatureCNN's map as it is
+            compressed, self.compression = channels, nn.Identity()
+        else:
+            # habitat: a 3x3 conv squeezes the channels so the flattened map has ~feature_size values
+            compressed = max(1, round(feature_size / (h * w)))
+            groups = 1 if compressed % ngroups else ngroups
+            self.compression = nn.Sequential(
+                nn.Conv2d(channels, compressed, 3, 1, 1, bias=False),
+                nn.GroupNorm(groups, compressed),
+                nn.ReLU(inplace=True),
+            )
         self.fc = nn.Sequential(
             nn.Flatten(), nn.Linear(compressed * h * w, output_size), nn.ReLU(inplace=True)
         )

@@ -31,6 +31,7 @@ OBJECTNAV = gym.spaces.Dict(
         "compass": gym.spaces.Box(-np.pi, np.pi, (1,), np.float32),
     }
 )
+POINTGOAL = "pointgoal_with_gps_compass"
 SMALL = dict(hidden_size=32, base_planes=8, ngroups=4, feature_size=64)
 
 
@@ -91,6 +92,20 @@ def test_timm_backbone_builds():
         POINTNAV, gym.spaces.Discrete(4), backbone="timm:resnet10t", **SMALL
     )
     actions, *_ = policy.act(_batch(POINTNAV, 2), policy.initial_state(2))
+    assert actions.shape == (2,)
+
+
+def test_nature_backbone_is_sb3s_nature_cnn():
+    sb3 = pytest.importorskip("stable_baselines3.common.torch_layers")
+    depth = gym.spaces.Box(0.0, 1.0, (64, 64, 1), np.float32)  # NatureCNN needs >= 36 px
+    space = gym.spaces.Dict({"depth": depth, POINTGOAL: POINTNAV[POINTGOAL]})
+    policy = PointNavResNetPolicy(space, gym.spaces.Discrete(4), backbone="nature", **SMALL)
+    encoder = policy.visual_encoder
+    channel_first = gym.spaces.Box(0.0, 1.0, (depth.shape[2], *depth.shape[:2]), np.float32)
+    theirs = sb3.NatureCNN(channel_first, features_dim=policy.hidden_size, normalized_image=True)
+    ours = list(encoder.backbone.parameters()) + list(encoder.fc.parameters())
+    assert [p.shape for p in ours] == [p.shape for p in theirs.parameters()]
+    actions, *_ = policy.act(_batch(space, 2), policy.initial_state(2))
     assert actions.shape == (2,)
 
 
