@@ -93,6 +93,12 @@ class ChannelFirstDepth(gym.ObservationWrapper):
         return {**obs, "depth": np.ascontiguousarray(np.moveaxis(obs["depth"], -1, 0))}
 
 
+# SB3 reads the normalised float depth as an image (NatureCNN), not as a vector for its MLP
+SB3_DEPTH_POLICY = dict(
+    normalize_images=False, features_extractor_kwargs=dict(normalized_image=True)
+)
+
+
 def run_sb3(args: argparse.Namespace) -> tuple[int, float]:
     import torch
     from stable_baselines3 import PPO
@@ -122,9 +128,7 @@ def run_sb3(args: argparse.Namespace) -> tuple[int, float]:
         ent_coef=0.01,
         vf_coef=0.5,
         max_grad_norm=0.5,
-        policy_kwargs=dict(
-            normalize_images=False, features_extractor_kwargs=dict(normalized_image=True)
-        ),
+        policy_kwargs=SB3_DEPTH_POLICY,
         device="cpu",
         seed=args.seed,
         verbose=0,

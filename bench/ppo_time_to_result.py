@@ -39,7 +39,7 @@ import gymnasium as gym
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ppo_throughput import ChannelFirstDepth  # noqa: E402
+from ppo_throughput import SB3_DEPTH_POLICY, ChannelFirstDepth  # noqa: E402
 
 RECIPE = "embodied/pointnav"
 TARGET = 0.80
@@ -109,9 +109,7 @@ def train_sb3(args: argparse.Namespace) -> None:
         max_grad_norm=0.5,
         gamma=0.99,
         gae_lambda=0.95,
-        policy_kwargs=dict(
-            normalize_images=False, features_extractor_kwargs=dict(normalized_image=True)
-        ),
+        policy_kwargs=SB3_DEPTH_POLICY,
         device="cpu",
         seed=args.seed,
         verbose=0,
