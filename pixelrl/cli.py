@@ -33,6 +33,7 @@ USER_ERRORS = frozenset(
         "pixelrl.envs.nav.dataset.EpisodeFileError",
         "pixelrl.envs.nav.mesh_io.SceneFileError",
         "pixelrl.envs.x11.tasks.TaskError",
+        "pixelrl.envs.x11.sandbox.SandboxError",
         "pixelrl.embodied.vlm_agent.AgentFileError",
     }
 )

@@ -1,6 +1,6 @@
 """The X display an env acts on: a private Xvfb it starts, or an existing one it was allowed to use.
 
-A private display is the default: ``Xvfb -displayfd`` picks a free display number itself (no race
+A private display is the default, and when we are root it runs as ``nobody``: ``Xvfb -displayfd`` picks a free display number itself (no race
 between two envs choosing the same ``:N``) and writes it back on a pipe once the server accepts
 connections. Attaching to a display someone else owns (a desktop at ``:0``) needs
 ``allow_existing_display=True``: the env would move that user's real mouse and type into their
@@ -86,6 +86,14 @@ class XDisplay:
             "tcp",
             "-noreset",
         ]
+        if os.geteuid() == 0:
+            # The task's apps are this server's clients: whatever a bug in it lets a client do,
+            # it must not do as root. /tmp/.X11-unix is made here, as root, as Xvfb would.
+            from pixelrl.envs.x11.sandbox import drop_root_argv
+
+            os.makedirs("/tmp/.X11-unix", exist_ok=True)
+            os.chmod("/tmp/.X11-unix", 0o1777)  # as on a desktop (1755 when root's Xvfb made it)
+            argv = drop_root_argv() + argv
         try:
             self.server = ChildProcess(argv, pass_fds=(write_fd,), name="Xvfb")
         except OSError as e:

@@ -15,8 +15,11 @@ Processes: Xvfb, the apps and the actuator each run in their own process group a
 
 Task files are untrusted: every step, app and getter command of a task runs in the episode's
 sandbox (:mod:`pixelrl.envs.x11.sandbox`: bubblewrap, no network, read-only system, private home
-and /tmp, only this env's display, never as root). Only the env's own code (Xvfb, the actuator,
-window titles, the clipboard reader) runs outside it. Tasks in OSWorld's schema run their steps,
+and /tmp, only this env's display, never as root, within :class:`SandboxLimits`). Only the env's
+own code runs outside it, and none of it interprets what the task's display or files hold: Xvfb
+(as ``nobody`` when we are root), the actuator (pyautogui, mss, xdotool), window titles read with
+python-xlib (a bounded property read) and the metrics (size-bounded, time-limited). The clipboard
+is read inside the sandbox. Tasks in OSWorld's schema run their steps,
 ``postconfig`` and metrics as :mod:`pixelrl.envs.x11.osworld` describes; they are evaluated when
 the agent says ``done`` or at the step limit (like OSWorld), not after every step, and an
 ``infeasible`` task is solved by ``fail``.
@@ -26,9 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import sys
-import tempfile
 import time
 from typing import Any
 
@@ -41,9 +42,19 @@ from pixelrl.envs.real_gui import Outcome, RealGuiEnv
 from pixelrl.envs.x11 import osworld
 from pixelrl.envs.x11.actuator import ActionTimeout, Actuator
 from pixelrl.envs.x11.display import XDisplay
-from pixelrl.envs.x11.sandbox import Sandbox
-from pixelrl.envs.x11.tasks import APPS_DIR, X11Task, check, get_result, resolve_task, substitute
-from pixelrl.envs.x11.windows import Windows
+from pixelrl.envs.x11.sandbox import Sandbox, SandboxLimits
+from pixelrl.envs.x11.tasks import (
+    APPS_DIR,
+    TaskError,
+    X11Task,
+    check,
+    check_task_limits,
+    get_result,
+    resolve_task,
+    sleep_seconds,
+    substitute,
+)
+from pixelrl.envs.x11.windows import Windows, WindowTimeout
 
 # Actions the actuator performs; wait/done/fail happen here.
 INPUT_KINDS = POINTER_KINDS | {"type", "key", "hotkey", "key_down", "key_up"}
@@ -68,6 +79,9 @@ class XDesktopEnv(RealGuiEnv):
             False evaluates only on ``done`` or at the step limit, like OSWorld. Default: True
             for pixelrl's own tasks, False for OSWorld's (their postconfig must run once).
         window_timeout_s: how long a launched app may take to map its window.
+        limits: the sandbox's :class:`~pixelrl.envs.x11.sandbox.SandboxLimits`, or a dict of
+            some of its fields (``{"step_s": 10}``): time of each step, getter and metric,
+            output kept, size of home and /tmp, processes, memory a process.
     """
 
     def __init__(
@@ -86,8 +100,11 @@ class XDesktopEnv(RealGuiEnv):
         window_timeout_s: float = 15.0,
         a11y_text: bool = False,
         render_mode: str | None = None,
+        limits: SandboxLimits | dict | None = None,
     ) -> None:
         self.task = resolve_task(task)
+        self.limits = SandboxLimits.parse(limits)
+        check_task_limits(self.task, self.limits)
         self._display_args = dict(
             size=tuple(screen_size),
             depth=depth,
@@ -101,8 +118,6 @@ class XDesktopEnv(RealGuiEnv):
         self._held: list[str] = []  # keys held by key_down, released before the next episode
         self._apps: list[ChildProcess] = []
         self._sandbox: Sandbox | None = None
-        self._episode_dir: str | None = None
-        self._workdir: str | None = None
         self.setup_errors: list[str] = []
         self._last_failed = False
         self._start_display()  # fail early (no Xvfb, refused display) and learn the screen size
@@ -143,10 +158,6 @@ class XDesktopEnv(RealGuiEnv):
         for app in reversed(self._apps):
             app.kill(grace_s=1.0)
         self._apps = []
-        if self._episode_dir is not None:
-            shutil.rmtree(self._episode_dir, ignore_errors=True)
-            self._episode_dir = None
-        self._workdir = None
 
     def _shutdown(self) -> None:
         self._stop_apps()
@@ -163,8 +174,15 @@ class XDesktopEnv(RealGuiEnv):
     @property
     def workdir(self) -> str | None:
         """This episode's work folder (``{workdir}`` in the task file): the sandbox's home,
-        ``/home/user`` inside and this same path both inside and on the host."""
-        return self._workdir
+        ``/home/user``, a tmpfs that only the sandbox sees (read it with :meth:`read_file`)."""
+        return self._sandbox.home if self._sandbox is not None else None
+
+    def read_file(self, path: str) -> bytes | None:
+        """A file as the task's sandbox sees it now (``{workdir}/x`` or an absolute path), or
+        None where there is no regular file."""
+        if self._sandbox is None:
+            return None
+        return self._sandbox.read(substitute(path, self._variables()))
 
     @property
     def sandbox(self) -> Sandbox | None:
@@ -184,7 +202,7 @@ class XDesktopEnv(RealGuiEnv):
     # -- episode ------------------------------------------------------------------------------
     def _variables(self) -> dict[str, str]:
         return {
-            "workdir": self._workdir or "",
+            "workdir": self.workdir or "",
             "apps": str(APPS_DIR),
             "python": sys.executable,
             "display": self.display.name,
@@ -193,10 +211,8 @@ class XDesktopEnv(RealGuiEnv):
     def _begin(self, seed: int | None, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self._stop_apps()
         self._ensure_running()
-        self._episode_dir = tempfile.mkdtemp(prefix="pixelrl-x11-")
-        self._sandbox = Sandbox(self.display.name, self._episode_dir)
+        self._sandbox = Sandbox(self.display.name, self.limits)
         self._apps = [self._sandbox.process]
-        self._workdir = self._sandbox.home
         self._last_failed = False
         self.setup_errors = []
         # Park the pointer off the apps (next to, not in, a fail-safe corner): hover highlights
@@ -209,8 +225,10 @@ class XDesktopEnv(RealGuiEnv):
             )
         if self.task.schema == "osworld":
             osworld.seed_home(self._sandbox)
-            for step in substitute(self.task.config, self._variables()):
-                error = osworld.run_step(step, self._sandbox, self._windows, self.window_timeout_s)
+            for i, step in enumerate(substitute(self.task.config, self._variables())):
+                error = osworld.run_step(
+                    step, self._sandbox, self._windows, self.window_timeout_s, where=f"config[{i}]"
+                )
                 if error:  # OSWorld logs a failed step and goes on; so do we, in info
                     self.setup_errors.append(error)
             self._settle()
@@ -226,9 +244,11 @@ class XDesktopEnv(RealGuiEnv):
             if kind == "write_file":
                 self._sandbox.write(step["path"], step.get("content", "").encode("utf-8"))
             elif kind == "sleep":
-                time.sleep(float(step.get("seconds", 0.1)))
+                time.sleep(sleep_seconds(step, where, self.limits.step_s))
             elif kind == "command":
-                rc, _, err = self._sandbox.run(step["command"], timeout_s=30.0)
+                rc, _, err = self._sandbox.run(step["command"])
+                if rc is None and err.startswith("timed out"):
+                    raise TaskError(f"{where}: command {step['command']} {err}")
                 if rc != 0:
                     raise RuntimeError(
                         f"{where}: command {step['command']} failed ({rc}): {err[-500:]}"
@@ -242,7 +262,10 @@ class XDesktopEnv(RealGuiEnv):
                         "(see scripts/install_system_deps.sh)"
                     ) from None
                 if step.get("window"):
-                    self._windows.wait_for(step["window"], timeout_s=self.window_timeout_s)
+                    try:
+                        self._windows.wait_for(step["window"], timeout_s=self.window_timeout_s)
+                    except WindowTimeout as e:
+                        raise TaskError(f"{where}: {e}") from None
         self._settle()
         return self.task.instruction, {"task": self.task.id, "display": self.display.name}
 
@@ -288,18 +311,22 @@ class XDesktopEnv(RealGuiEnv):
         if self.task.schema != "osworld":
             return float(self.evaluate())
         ev = substitute(self.task.evaluator, self._variables())
-        for step in ev["postconfig"]:
-            error = osworld.run_step(step, self._sandbox, self._windows, self.window_timeout_s)
+        for i, step in enumerate(ev["postconfig"]):
+            error = osworld.run_step(
+                step, self._sandbox, self._windows, self.window_timeout_s, f"postconfig[{i}]"
+            )
             if error:
                 self.setup_errors.append(f"postconfig: {error}")
-        return osworld.score(ev, self._sandbox, last_action_failed=self._last_failed)
+        return osworld.score(
+            ev, self._sandbox, last_action_failed=self._last_failed, timeout_s=self.limits.step_s
+        )
 
     def evaluate(self) -> bool:
         """Run the task's evaluator (getter + checker) on the desktop as it is now."""
         if self.task.schema == "osworld":
             return self.score() >= 1.0
         ev = substitute(self.task.evaluator, self._variables())
-        result = get_result(ev["result"], self.display.name, self._windows, self._sandbox)
+        result = get_result(ev["result"], self._windows, self._sandbox)
         return check(ev["func"], result, ev["expected"], ev)
 
     # -- looking ------------------------------------------------------------------------------

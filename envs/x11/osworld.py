@@ -19,7 +19,7 @@ Strings may use pixelrl's placeholders (``{apps}``, ``{python}``, ``{workdir}``,
 so a task can start the test apps shipped in ``assets/x11_apps``.
 
 Steps (``config`` and ``evaluator.postconfig``): ``execute`` / ``command`` (run to completion,
-30 s), ``launch`` (start; with pixelrl's ``window``, a title regex, wait for it), ``open`` (``xdg-open`` the path; text opens in xedit at
+within the sandbox's step time, 30 s by default), ``launch`` (start; with pixelrl's ``window``, a title regex, wait for it), ``open`` (``xdg-open`` the path; text opens in xedit at
 the top left, and the step waits for its window), ``activate_window`` (``window_name``,
 ``strict``, ``by_class``), ``sleep``. Every command runs in the episode's sandbox
 (:mod:`pixelrl.envs.x11.sandbox`), as ``nobody``, with ``/home/user`` as home.
@@ -29,10 +29,13 @@ Getters: ``vm_command_line`` (stdout of ``command``), ``vm_command_error`` (its 
 OSWorld's ``vm_file`` hands a metric a downloaded copy's *path*, here the metric gets the text.
 
 Metrics, with OSWorld's meaning: ``exact_match``, ``check_include_exclude``, ``match_in_list``,
-``is_in_list``, ``literal_match``, ``fuzzy_match`` (rapidfuzz's ratio, computed here),
+``is_in_list``, ``literal_match``, ``fuzzy_match`` (rapidfuzz's ratio, as OSWorld),
 ``check_direct_json_object``, ``compare_text_file``, ``diff_text_file``, and ``infeasible``
 (success when the agent's last action is ``fail``). Several metrics combine with ``conj``:
 ``and`` is 0 as soon as one is 0, else their mean; ``or`` is 1 as soon as one is 1, else the max.
+Getters read at most the sandbox's ``output_bytes``; a metric runs in a child process killed
+past the step time (:func:`bounded_metric`: ``diff_text_file`` and ``fuzzy_match`` are quadratic
+on texts a task chooses), which is then a :class:`~pixelrl.envs.x11.tasks.TaskError`.
 """
 
 from __future__ import annotations
@@ -42,8 +45,11 @@ import difflib
 import json
 import os
 import re
+import select
 import shlex
 import shutil
+import signal
+import struct
 import sys
 import time
 from dataclasses import dataclass
@@ -221,8 +227,20 @@ def _check_steps(steps: Any, where: str, refusals: list[Refusal]) -> list[dict[s
             refusals.append(Refusal(w, "bad schema", "an open step needs a path"))
         elif kind == "activate_window" and not isinstance(step.get("window_name"), str):
             refusals.append(Refusal(w, "bad schema", "an activate_window step needs window_name"))
-        elif kind == "sleep" and not isinstance(step.get("seconds", 0), (int, float)):
-            refusals.append(Refusal(w, "bad schema", "a sleep step needs seconds (a number)"))
+        elif kind == "sleep":
+            from pixelrl.envs.x11.tasks import TaskError, check_sleep
+
+            try:
+                check_sleep(step.get("seconds", 0), w)
+            except TaskError as e:
+                refusals.append(Refusal(w, "bad sleep", str(e).replace(f"{w}: ", "")))
+        if kind == "launch" and "window" in step:
+            from pixelrl.envs.x11.tasks import TaskError, compile_pattern
+
+            try:
+                compile_pattern(step["window"], w)
+            except TaskError as e:
+                refusals.append(Refusal(w, "bad pattern", str(e).replace(f"{w}: ", "")))
         out.append(step)
     return out
 
@@ -370,14 +388,21 @@ def seed_home(sandbox) -> None:
     sandbox.write(".config/mimeapps.list", _MIMEAPPS.encode())
 
 
-def run_step(step: dict[str, Any], sandbox, windows, window_timeout_s: float = 15.0) -> str | None:
-    """Run one OSWorld step in ``sandbox``; a problem comes back as text (OSWorld logs and goes on)."""
+def run_step(
+    step: dict[str, Any], sandbox, windows, window_timeout_s: float = 15.0, where: str = "step"
+) -> str | None:
+    """Run one OSWorld step in ``sandbox``; a problem comes back as text (OSWorld logs and goes
+    on), except a step past the sandbox's time limit: a :class:`TaskError` naming ``where``."""
+    from pixelrl.envs.x11.tasks import TaskError, sleep_seconds
+
     kind = step["type"]
     if kind == "sleep":
-        time.sleep(float(step.get("seconds", 0)))
+        time.sleep(sleep_seconds({"seconds": step.get("seconds", 0)}, where, sandbox.limits.step_s))
         return None
     if kind in ("execute", "command"):
-        rc, _, err = sandbox.run(step["command"], bool(step.get("shell")), timeout_s=30.0)
+        rc, _, err = sandbox.run(step["command"], bool(step.get("shell")))
+        if rc is None and err.startswith("timed out"):
+            raise TaskError(f"{where}: {kind} {step['command']!r} {err}")
         return None if rc == 0 else f"{kind} {step['command']!r}: exit {rc}: {err[-300:]}"
     if kind == "launch":
         try:
@@ -442,7 +467,7 @@ def get_state(getter: dict[str, Any] | None, sandbox) -> Any:
     if kind == "rule":
         return getter["rules"]
     if kind in ("vm_command_line", "vm_command_error"):
-        rc, out, err = sandbox.run(getter["command"], bool(getter.get("shell")), timeout_s=30.0)
+        rc, out, err = sandbox.run(getter["command"], bool(getter.get("shell")))
         if rc is None and kind == "vm_command_line":
             return None
         return out if kind == "vm_command_line" else err
@@ -466,18 +491,6 @@ def get_state(getter: dict[str, Any] | None, sandbox) -> Any:
 
 
 # -- metrics (OSWorld's meaning; a metric given None scores 0) --------------------------------
-def _indel_ratio(a: str, b: str) -> float:
-    """rapidfuzz's ``fuzz.ratio`` / 100: 1 - InDel distance / (len a + len b)."""
-    if not a and not b:
-        return 1.0
-    prev = [0] * (len(b) + 1)
-    for ca in a:
-        cur = [0]
-        for j, cb in enumerate(b):
-            cur.append(prev[j] + 1 if ca == cb else max(prev[j + 1], cur[j]))
-        prev = cur
-    lcs = prev[-1]
-    return 2.0 * lcs / (len(a) + len(b))
 
 
 def _blank(text: str, options: dict[str, Any]) -> str:
@@ -492,8 +505,37 @@ def metric(func: str, result: Any, expected: Any, options: dict[str, Any]) -> fl
     """One OSWorld metric's score in [0, 1]; bad input for it scores 0, never raises."""
     try:
         return float(_metric(func, result, expected, options))
-    except (KeyError, TypeError, ValueError, AttributeError):
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError, MemoryError):
         return 0.0
+
+
+def bounded_metric(
+    func: str, result: Any, expected: Any, options: dict[str, Any], timeout_s: float, where: str
+) -> float:
+    """:func:`metric` in a forked child, killed past ``timeout_s`` (then :class:`TaskError`):
+    the texts are the task's, and some metrics are quadratic in them."""
+    from pixelrl.envs.x11.tasks import TaskError
+
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, write 8 bytes, leave without any clean-up of the parent's
+        try:
+            os.close(read_fd)
+            os.write(write_fd, struct.pack("<d", metric(func, result, expected, options)))
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    try:
+        ready = select.select([read_fd], [], [], timeout_s)[0]
+        answer = os.read(read_fd, 8) if ready else b""
+    finally:
+        os.close(read_fd)
+        if len(answer) != 8:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    if len(answer) != 8:
+        raise TaskError(f"{where}: metric {func} ran past the step time limit ({timeout_s:g} s)")
+    return struct.unpack("<d", answer)[0]
 
 
 def _metric(func: str, result: Any, expected: Any, options: dict[str, Any]) -> float:
@@ -528,10 +570,12 @@ def _metric(func: str, result: Any, expected: Any, options: dict[str, Any]) -> f
             return float([norm(s) for s in result] == [norm(s) for s in expected])
         return 0.0
     if func == "fuzzy_match":
-        return _indel_ratio(str(result), str(rules["expected"]))
+        from rapidfuzz import fuzz
+
+        return fuzz.ratio(str(result), str(rules["expected"])) / 100.0
     if func == "check_direct_json_object":
         if isinstance(result, str):
-            result = json.loads(result.strip().replace("'", '"'))
+            result = json.loads(result.strip().replace("'", '"'))  # RecursionError: scores 0
         if not isinstance(result, dict):
             return 0.0
         want = rules["expected"]
@@ -559,8 +603,11 @@ def _metric(func: str, result: Any, expected: Any, options: dict[str, Any]) -> f
     raise ValueError(f"unknown metric {func!r}")
 
 
-def score(evaluator: dict[str, Any], sandbox, last_action_failed: bool = False) -> float:
-    """OSWorld's ``DesktopEnv.evaluate`` on a normalized evaluator (postconfig already run)."""
+def score(
+    evaluator: dict[str, Any], sandbox, last_action_failed: bool = False, timeout_s: float = 30.0
+) -> float:
+    """OSWorld's ``DesktopEnv.evaluate`` on a normalized evaluator (postconfig already run);
+    each metric within ``timeout_s`` (:func:`bounded_metric`)."""
     funcs = evaluator["func"]
     if funcs == ["infeasible"]:
         return float(last_action_failed)
@@ -568,10 +615,11 @@ def score(evaluator: dict[str, Any], sandbox, last_action_failed: bool = False) 
         return 0.0
     conj = evaluator.get("conj", "and")
     scores = []
-    for func, res, exp, opt in zip(
-        funcs, evaluator["result"], evaluator["expected"], evaluator["options"]
+    for i, (func, res, exp, opt) in enumerate(
+        zip(funcs, evaluator["result"], evaluator["expected"], evaluator["options"])
     ):
-        s = metric(func, get_state(res, sandbox), get_state(exp, sandbox) if exp else None, opt)
+        result, expected = get_state(res, sandbox), get_state(exp, sandbox) if exp else None
+        s = bounded_metric(func, result, expected, opt, timeout_s, f"evaluator.func[{i}]")
         if conj == "and" and s == 0.0:
             return 0.0
         if conj == "or" and s == 1.0:
@@ -607,6 +655,8 @@ def survey(folder: str | os.PathLike) -> list[Verdict]:
             verdicts.append(Verdict(str(path), refusals=e.refusals))
         except TaskError as e:
             verdicts.append(Verdict(str(path), error=str(e)))
+        except RecursionError:  # a structure deep enough for the checks themselves
+            verdicts.append(Verdict(str(path), error=f"{path}: nested too deeply"))
     return verdicts
 
 

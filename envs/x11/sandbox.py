@@ -8,27 +8,37 @@ commands and apps, all in the same namespaces for the episode:
 
 - the whole system read-only (``--ro-bind / /``); ``/root``, ``/home``, ``/run``, ``/var/tmp``
   hidden under empty tmpfs (no host secrets, no host sockets such as D-Bus); a private home
-  (``/home/user``, also at the episode's ``{workdir}`` path) and a private ``/tmp``, both host
-  folders of this episode only;
+  (``/home/user``, ``{workdir}`` in task files) and a private ``/tmp``, each a size-capped tmpfs
+  that lives in the sandbox's mount namespace only: nothing of an episode is ever on the host's
+  disk, so nothing is left behind however the env ends (a killed parent included);
 - no network (``--unshare-net``: no TCP, no abstract sockets, so no other X display either),
   its own pid, IPC and UTS namespaces; the only X socket inside is this env's display;
 - never as root: run as root (as here), bwrap sets up the mounts and the command server drops
   to ``nobody`` (uid/gid 65534, no capabilities, ``no_new_privs``) before anything of the task
-  runs; run as a user, bwrap uses a user namespace and everything runs as that user.
+  runs; run as a user, bwrap uses a user namespace and everything runs as that user;
+- no new user namespaces (a seccomp filter, :mod:`pixelrl.envs.x11.seccomp`), and resource
+  limits (:class:`SandboxLimits`): processes, memory a process, the size of home and /tmp, the
+  wall-clock time and the output of every command;
+- bwrap reads its options from a pipe (``--args``), so ``/proc/1/cmdline`` inside shows no host
+  path, and ``mountinfo`` shows none either (the private folders are tmpfs, not host binds).
 
 Killing the sandbox (``close``) kills every process of the episode: they live in its pid
-namespace, which ends with it.
+namespace, which ends with it. Every answer of the command server is read with a size bound and
+a time limit; a server that dies or misbehaves is a :class:`SandboxError`.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import select
 import shutil
 import subprocess
 import sys
+import time
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +52,68 @@ HOME = "/home/user"  # OSWorld's VM user's home, where task files point
 NOBODY = 65534
 HIDDEN = ("/root", "/home", "/run", "/var/tmp")  # emptied inside (tmpfs)
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """What one episode's sandbox may use. Past a limit a command fails (a time-out, a full
+    disk, a refused fork or allocation), never the host.
+
+    Attributes:
+        step_s: wall-clock seconds of every set-up step, getter command and metric.
+        output_bytes: what is kept of a command's stdout and of its stderr, and of a file read.
+        home_bytes / tmp_bytes: size of the private home and /tmp (tmpfs, i.e. memory).
+        processes: processes the sandbox's user may have beyond those it had at the start.
+        memory_bytes: address space of one process of the task.
+    """
+
+    step_s: float = 30.0
+    output_bytes: int = 1 * MiB
+    home_bytes: int = 256 * MiB
+    tmp_bytes: int = 256 * MiB
+    processes: int = 256
+    memory_bytes: int = 4096 * MiB
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number or not math.isfinite(value) or value <= 0:
+                raise SandboxError(
+                    f"sandbox limit {f.name} must be a finite number > 0, got {value!r}"
+                )
+            if f.type == "int" and value != int(value):
+                raise SandboxError(f"sandbox limit {f.name} must be a whole number, got {value!r}")
+
+    @classmethod
+    def parse(cls, value: SandboxLimits | dict[str, Any] | None) -> SandboxLimits:
+        """Limits from an instance, a dict of some fields (the rest default) or None."""
+        if value is None:
+            return cls()
+        if isinstance(value, SandboxLimits):
+            return value
+        if not isinstance(value, dict):
+            raise SandboxError(f"sandbox limits must be a dict of fields, got {value!r}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(value) - set(known))
+        if unknown:
+            raise SandboxError(f"unknown sandbox limit(s) {unknown}; known: {known}")
+        return cls(**value)
+
 
 # The command server inside the sandbox: one JSON request a line on stdin, one reply a line on
-# stdout. It runs the task's commands (never evaluates anything itself).
+# stdout. It runs the task's commands (never evaluates anything itself). Its first argument is
+# the limits (JSON), which it sets on itself so that every process of the task inherits them.
 _SERVER = r"""
-import base64, json, os, shlex, signal, subprocess, sys
+import base64, json, os, resource, selectors, shlex, signal, stat, subprocess, sys, time
 out = os.fdopen(os.dup(1), "w"); devnull = os.open(os.devnull, os.O_RDWR); os.dup2(devnull, 1)
 home = os.environ["HOME"]
+limits = json.loads(sys.argv[1])
+for name, value in (("RLIMIT_NPROC", limits["nproc"]), ("RLIMIT_AS", limits["memory_bytes"]),
+                    ("RLIMIT_CORE", 0)):
+    resource.setrlimit(getattr(resource, name), (value, value))
+CAP = limits["output_bytes"]
 def argv(req):
     cmd, shell = req["command"], bool(req.get("shell", False))
     if isinstance(cmd, list) and shell:
@@ -56,19 +121,62 @@ def argv(req):
     elif isinstance(cmd, str) and not shell:
         cmd = shlex.split(cmd)
     return cmd, shell
+def collect(p, data, timeout):
+    # stdout and stderr, CAP bytes of each kept (the rest read and dropped), within timeout
+    kept = {p.stdout.fileno(): bytearray(), p.stderr.fileno(): bytearray()}
+    dropped = 0
+    sel = selectors.DefaultSelector()
+    for fd in kept:
+        sel.register(fd, selectors.EVENT_READ)
+    fin = p.stdin.fileno(); os.set_blocking(fin, False)
+    if data:
+        sel.register(fin, selectors.EVENT_WRITE)
+    else:
+        p.stdin.close()
+    deadline = time.monotonic() + timeout
+    while sel.get_map():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None, dropped
+        for key, _ in sel.select(left):
+            fd = key.fd
+            if fd == fin:
+                try:
+                    data = data[os.write(fin, data[:65536]):]
+                except BrokenPipeError:
+                    data = b""
+                if not data:
+                    sel.unregister(fin); p.stdin.close()
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                sel.unregister(fd)
+                continue
+            room = CAP - len(kept[fd])
+            kept[fd] += chunk[:max(room, 0)]
+            dropped += max(len(chunk) - max(room, 0), 0)
+    try:
+        p.wait(max(deadline - time.monotonic(), 0.001))
+    except subprocess.TimeoutExpired:
+        return None, dropped
+    return (bytes(kept[p.stdout.fileno()]), bytes(kept[p.stderr.fileno()])), dropped
 def handle(req):
     op = req["op"]
     if op == "run":
         cmd, shell = argv(req)
         p = subprocess.Popen(cmd, shell=shell, cwd=home, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        try:
-            so, se = p.communicate(base64.b64decode(req.get("input", "")), timeout=req["timeout"])
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL); p.communicate()
+        got, dropped = collect(p, base64.b64decode(req.get("input", "")), req["timeout"])
+        if got is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            p.wait()
             return {"ok": False, "error": f"timed out after {req['timeout']} s"}
+        so, se = got
         return {"ok": True, "rc": p.returncode, "stdout": base64.b64encode(so).decode(),
-                "stderr": base64.b64encode(se).decode()}
+                "stderr": base64.b64encode(se).decode(), "dropped": dropped}
     if op == "launch":
         cmd, shell = argv(req)
         p = subprocess.Popen(cmd, shell=shell, cwd=home, stdin=subprocess.DEVNULL,
@@ -76,8 +184,20 @@ def handle(req):
                              start_new_session=True)
         return {"ok": True, "pid": p.pid}
     if op == "read":
-        with open(req["path"], "rb") as f:
-            return {"ok": True, "data": base64.b64encode(f.read(req["limit"])).decode()}
+        # never block on a FIFO or a device: open without waiting, read regular files only
+        fd = os.open(req["path"], os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return {"ok": False, "error": "not a regular file"}
+            data = bytearray()
+            while len(data) < req["limit"]:
+                chunk = os.read(fd, min(req["limit"] - len(data), 1 << 20))
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(fd)
+        return {"ok": True, "data": base64.b64encode(bytes(data)).decode()}
     if op == "write":
         path = os.path.join(home, req["path"])
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -88,14 +208,15 @@ def handle(req):
 for line in sys.stdin:
     try:
         reply = handle(json.loads(line))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, subprocess.SubprocessError) as e:
         reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
     out.write(json.dumps(reply) + "\n"); out.flush()
 """
 
 
 class SandboxError(RuntimeError):
-    """The sandbox cannot be started (bwrap missing or refused) or stopped answering."""
+    """The sandbox cannot be started (bwrap missing or refused), stopped answering, or was
+    asked for something outside its limits."""
 
 
 def find_bwrap() -> str:
@@ -112,24 +233,29 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
 
 
 def bwrap_argv(
-    home: str, tmp: str, display: str, exposed: list[str] | None = None, root: bool | None = None
+    display: str,
+    limits: SandboxLimits | None = None,
+    exposed: list[str] | None = None,
+    root: bool | None = None,
 ) -> list[str]:
-    """The bwrap command line of a sandbox with ``home``/``tmp`` (host folders) and ``display``.
+    """The bwrap options (without the program) of a sandbox on ``display``: private home and
+    /tmp of the sizes in ``limits``, and the folders ``exposed`` shown read-only.
 
     ``exposed``: host folders hidden by :data:`HIDDEN` that must show inside, read-only (this
-    interpreter, when it lives under /root)."""
+    interpreter, when it lives under /root). The command that follows is the caller's."""
+    limits = limits or SandboxLimits()
     root = os.geteuid() == 0 if root is None else root
     number = display.split(":")[-1].split(".")[0]
     socket = f"/tmp/.X11-unix/X{number}"
-    argv = [find_bwrap()]
-    argv += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+    argv = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
     argv += ["--unshare-cgroup-try"] + ([] if root else ["--unshare-user"])
     argv += ["--die-with-parent", "--new-session", "--hostname", "pixelrl-sandbox"]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for hidden in HIDDEN:
         if os.path.isdir(hidden):
             argv += ["--tmpfs", hidden]
-    argv += ["--bind", tmp, "/tmp", "--perms", "1777", "--dir", "/tmp/.X11-unix"]
+    argv += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+    argv += ["--dir", "/tmp/.X11-unix"]
     if os.path.exists(socket):
         argv += ["--ro-bind", socket, socket]
     made: set[str] = set()
@@ -143,9 +269,8 @@ def bwrap_argv(
                 out += ["--perms", "0755", "--dir", p]
         return out
 
-    argv += parents(HOME) + ["--bind", home, HOME]
-    if home != HOME:
-        argv += parents(home) + ["--bind", home, home]  # {workdir}: same path inside and out
+    # 0777: as root the tmpfs belongs to root, and the task runs as nobody
+    argv += parents(HOME) + ["--perms", "0777", "--size", str(limits.home_bytes), "--tmpfs", HOME]
     for path in exposed or []:
         argv += parents(path) + ["--ro-bind", path, path]
     argv += ["--chdir", HOME, "--clearenv"]
@@ -163,12 +288,18 @@ def bwrap_argv(
     }
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    argv.append("--")
-    if root:
-        setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
-        argv += [setpriv, "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups"]
-        argv += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
     return argv
+
+
+def drop_root_argv() -> list[str]:
+    """``setpriv`` to ``nobody`` with no capabilities and ``no_new_privs`` (the command follows).
+
+    A change of uid clears the parent-death signal (see :mod:`pixelrl.envs.processes`), so
+    setpriv sets it again after the change."""
+    setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+    argv = [setpriv, "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups"]
+    argv += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "TERM"]
+    return argv + ["--"]
 
 
 def _exposed_paths() -> list[str]:
@@ -189,32 +320,66 @@ def exposed_paths(wanted: set[str]) -> list[str]:
     return [p for p in paths if not any(p != q and _under(p, (q,)) for q in paths)]
 
 
+def _processes_of(uid: int) -> int:
+    """How many processes of ``uid`` run on this machine now (RLIMIT_NPROC counts them all)."""
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.stat(f"/proc/{pid}").st_uid == uid:
+                count += 1
+        except OSError:
+            pass
+    return count
+
+
+def _pipe_with(data: bytes) -> int:
+    """The read end of a pipe that holds ``data`` and then ends (for bwrap's fd options)."""
+    read_fd, write_fd = os.pipe()
+    try:
+        if len(data) > 65536:  # a pipe holds 64 KiB without a reader
+            raise SandboxError("sandbox options too long")
+        os.write(write_fd, data)
+    finally:
+        os.close(write_fd)
+    return read_fd
+
+
 class Sandbox:
-    """One episode's sandbox: a private home (:attr:`home`, host path) and /tmp, ``display``.
+    """One episode's sandbox: a private home (``/home/user``) and /tmp on ``display``.
 
     :meth:`run` runs a command to completion, :meth:`launch` starts an app, :meth:`read` and
     :meth:`write` move file contents in and out, all inside; :meth:`close` ends it all."""
 
-    def __init__(self, display: str, base_dir: str) -> None:
+    home = HOME
+
+    def __init__(self, display: str, limits: SandboxLimits | dict | None = None) -> None:
+        from pixelrl.envs.x11.seccomp import no_user_namespaces
+
         self.display = display
-        self.base_dir = base_dir
-        self.home = os.path.join(base_dir, "home")
-        self.tmp = os.path.join(base_dir, "tmp")
-        for d in (self.home, self.tmp):
-            os.makedirs(d, exist_ok=True)
+        self.limits = SandboxLimits.parse(limits)
         self.root = os.geteuid() == 0
-        if self.root:
-            for d in (base_dir, self.home, self.tmp):
-                os.chown(d, NOBODY, NOBODY)
-        argv = bwrap_argv(self.home, self.tmp, display, _exposed_paths(), self.root)
-        argv += [sys.executable, "-I", "-c", _SERVER]
-        self.process = ChildProcess(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            name="sandbox",
-        )
+        self._dead: str | None = None
+        self._pending = b""
+        uid = NOBODY if self.root else os.getuid()
+        server_limits = dict(asdict(self.limits), nproc=_processes_of(uid) + self.limits.processes)
+        options = bwrap_argv(display, self.limits, _exposed_paths(), self.root)
+        command = drop_root_argv() if self.root else []
+        command += [sys.executable, "-I", "-c", _SERVER, json.dumps(server_limits)]
+        args_fd = _pipe_with(b"".join(a.encode() + b"\0" for a in options))
+        seccomp_fd = _pipe_with(no_user_namespaces())
+        argv = [find_bwrap(), "--args", str(args_fd), "--seccomp", str(seccomp_fd), "--"]
+        try:
+            self.process = ChildProcess(
+                argv + command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(args_fd, seccomp_fd),
+                name="sandbox",
+            )
+        finally:
+            os.close(args_fd)
+            os.close(seccomp_fd)
         try:
             reply = self._request({"op": "run", "command": ["true"], "timeout": 10}, 30.0)
         except SandboxError as e:
@@ -225,40 +390,69 @@ class Sandbox:
             raise SandboxError(f"the task sandbox did not start: {reply.get('error')}")
 
     def alive(self) -> bool:
-        return self.process.alive()
+        return self._dead is None and self.process.alive()
+
+    def _fail(self, why: str) -> SandboxError:
+        """Kill the sandbox (its state is unknown now) and the error that says why."""
+        if self._dead is None:
+            self._dead = why
+            self.process.kill(grace_s=0.5)
+        return SandboxError(why)
 
     def _request(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        if self._dead is not None:
+            raise SandboxError(f"the sandbox is gone: {self._dead}")
         if not self.process.alive():
-            raise SandboxError(f"the sandbox exited: {self._stderr()}")
-        pipe_in, pipe_out = self.process.popen.stdin, self.process.popen.stdout
+            raise self._fail(f"the sandbox exited: {self._stderr()}")
         try:
-            pipe_in.write((json.dumps(req) + "\n").encode())
-            pipe_in.flush()
-        except BrokenPipeError:
-            raise SandboxError(f"the sandbox exited: {self._stderr()}") from None
-        ready, _, _ = select.select([pipe_out], [], [], timeout_s)
-        line = pipe_out.readline() if ready else b""
-        if not line:
-            self.process.kill()
-            raise SandboxError(
-                f"the sandbox did not answer within {timeout_s:.0f} s: {self._stderr()}"
-            )
-        return json.loads(line)
+            self.process.popen.stdin.write((json.dumps(req) + "\n").encode())
+            self.process.popen.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            raise self._fail(f"the sandbox exited: {self._stderr()}") from None
+        # One line, read with a size bound: base64 of two capped streams and a little framing.
+        bound = 3 * self.limits.output_bytes + (1 << 16)
+        fd = self.process.popen.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._pending:
+            left = deadline - time.monotonic()
+            ready = select.select([fd], [], [], max(left, 0))[0] if left > 0 else []
+            if not ready:
+                raise self._fail(
+                    f"the sandbox did not answer within {timeout_s:.0f} s (request {req['op']!r})"
+                )
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                raise self._fail(f"the sandbox exited: {self._stderr()}")
+            self._pending += chunk
+            if len(self._pending) > bound:
+                raise self._fail(f"the sandbox answered more than {bound} bytes")
+        line, self._pending = self._pending.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise self._fail("the sandbox answered something that is not JSON") from None
 
     def _stderr(self) -> str:
+        """The end of the sandbox's own stderr once it has exited (bwrap's or the server's)."""
         stream = self.process.popen.stderr
-        if stream is None or self.process.alive():
-            return "(running)"
-        return stream.read().decode(errors="replace")[-500:]
+        if stream is None or stream.closed or self.process.alive():
+            return "(no message)"
+        fd = stream.fileno()
+        if not select.select([fd], [], [], 0.5)[0]:
+            return "(no message)"
+        text = os.read(fd, 1 << 16).decode(errors="replace").strip()
+        return text[-500:] or "(no message)"
 
     def run(
         self,
         command: list[str] | str,
         shell: bool = False,
-        timeout_s: float = 30.0,
+        timeout_s: float | None = None,
         stdin: bytes = b"",
     ) -> tuple[int | None, str, str]:
-        """(exit status or None on a time-out or a missing program, stdout, stderr)."""
+        """(exit status or None on a time-out or a missing program, stdout, stderr); each stream
+        keeps its first ``limits.output_bytes``. ``timeout_s`` defaults to ``limits.step_s``."""
+        timeout_s = self.limits.step_s if timeout_s is None else timeout_s
         reply = self._request(
             {
                 "op": "run",
@@ -280,8 +474,10 @@ class Sandbox:
         if not reply["ok"]:
             raise FileNotFoundError(reply["error"])
 
-    def read(self, path: str, limit: int = 16 << 20) -> bytes | None:
-        """The file at ``path`` as the sandbox sees it, or None (missing, unreadable, a folder)."""
+    def read(self, path: str, limit: int | None = None) -> bytes | None:
+        """The regular file at ``path`` as the sandbox sees it (its first ``limit`` bytes, by
+        default ``limits.output_bytes``), or None (missing, unreadable, a folder, a FIFO)."""
+        limit = self.limits.output_bytes if limit is None else limit
         reply = self._request({"op": "read", "path": path, "limit": limit}, 30.0)
         return base64.b64decode(reply["data"]) if reply["ok"] else None
 
@@ -295,4 +491,6 @@ class Sandbox:
 
     def close(self) -> None:
         """Kill every process of the sandbox (its pid namespace ends with it)."""
+        if self._dead is None:
+            self._dead = "closed"
         self.process.kill(grace_s=1.0)

@@ -25,8 +25,9 @@ Strings in ``config`` and ``result`` may use ``{workdir}`` (a fresh folder per e
 
 Getters (``result.type``): ``file`` (``path``; text, or None when missing), ``window_title``
 (``pattern``: title of the first window whose title matches, or None), ``clipboard``
-(``selection``: ``clipboard`` or ``primary``; read through Tk), ``command`` (``command``: its
-stdout). Checkers (``func``): ``exact_match``, ``contains``, ``regex_match``, ``number_match``
+(``selection``: ``clipboard`` or ``primary``; read through Tk inside the sandbox: Tk answers
+``send`` from any client of the display, so a reader on the host would run the task's Tcl),
+``command`` (``command``: its stdout). Checkers (``func``): ``exact_match``, ``contains``, ``regex_match``, ``number_match``
 (``tolerance``), ``json_match`` (every key of ``expected`` has that value). A getter that finds
 nothing (None) fails every checker.
 
@@ -34,7 +35,13 @@ Task files in OSWorld's own schema (UUID ids, ``parameters``, ``related_apps``, 
 ``expected``, ``postconfig``, ``options``) load as they are: see :mod:`pixelrl.envs.x11.osworld`.
 What of them cannot run here is refused at load (:class:`UnsupportedTaskError`, every part
 listed). Every command of a task, either schema, runs in the episode's sandbox
-(:mod:`pixelrl.envs.x11.sandbox`), never on the host.
+(:mod:`pixelrl.envs.x11.sandbox`), never on the host, within its limits (a wall-clock time for
+each step, getter and metric: :class:`~pixelrl.envs.x11.sandbox.SandboxLimits`).
+
+A task file is hostile input: at most :data:`MAX_TASK_BYTES`, valid UTF-8 JSON of sane depth;
+sleeps are finite and within the step time; regular expressions (window titles, ``regex_match``)
+must compile and run under the ``regex`` engine with a time limit (:func:`search`), since a
+pattern like ``^(a+)+$`` takes exponential time in Python's ``re``.
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ import json
 import math
 import os
 import re
-import subprocess
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +79,9 @@ GETTER_TYPES = {
 }
 CHECKERS = ("exact_match", "contains", "regex_match", "number_match", "json_match")
 _TASK_ID = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+MAX_TASK_BYTES = 1 << 20  # a task file is a few kB; a larger one is refused unread
+REGEX_TIMEOUT_S = 1.0  # one search of a task's pattern (a window title, a checker)
+MAX_SLEEP_S = 30.0  # a sleep step at most (SandboxLimits.step_s bounds it again at run time)
 
 
 class TaskError(ValueError):
@@ -114,6 +124,56 @@ def _check_command(value: Any, where: str) -> None:
         where,
         "command must be a non-empty list of strings (argv; no shell)",
     )
+
+
+def compile_pattern(pattern: Any, where: str) -> Any:
+    """A task's regular expression, compiled by the ``regex`` engine, or :class:`TaskError`."""
+    import regex
+
+    _require(isinstance(pattern, str), where, "must be a regular expression (a string)")
+    try:
+        return regex.compile(pattern, flags=regex.VERSION0)
+    except (regex.error, RecursionError, OverflowError) as e:
+        raise TaskError(f"{where}: not a valid regular expression {pattern!r}: {e}") from None
+
+
+def search(pattern: str, text: str, where: str = "pattern") -> bool:
+    """Whether ``pattern`` matches somewhere in ``text``, within :data:`REGEX_TIMEOUT_S`
+    (:class:`TaskError` past it: the pattern backtracks without end on such text)."""
+    try:
+        return compile_pattern(pattern, where).search(text, timeout=REGEX_TIMEOUT_S) is not None
+    except TimeoutError:
+        raise TaskError(
+            f"{where}: the regular expression {pattern!r} ran past {REGEX_TIMEOUT_S:g} s "
+            f"on a text of {len(text)} characters (catastrophic backtracking)"
+        ) from None
+
+
+def check_sleep(seconds: Any, where: str, limit_s: float = MAX_SLEEP_S) -> float:
+    """A sleep step's seconds: a finite number in [0, ``limit_s``], or :class:`TaskError`."""
+    ok = isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+    _require(ok and math.isfinite(seconds), where, f"seconds must be a number, got {seconds!r}")
+    _require(
+        0 <= seconds <= limit_s,
+        where,
+        f"sleeps {seconds:g} s; a step may take 0 to {limit_s:g} s (the step time limit)",
+    )
+    return float(seconds)
+
+
+def sleep_seconds(step: dict[str, Any], where: str, limit_s: float) -> float:
+    """How long a ``sleep`` step sleeps (0.1 s when it does not say), checked against the limit."""
+    return check_sleep(step.get("seconds", 0.1), where, limit_s)
+
+
+def check_task_limits(task: X11Task, limits: Any) -> None:
+    """Refuse a task whose sleeps exceed ``limits.step_s`` (a sandbox's limits)."""
+    steps = list(task.config)
+    if task.schema == "osworld":
+        steps += list(task.evaluator.get("postconfig", []))
+    for i, step in enumerate(steps):
+        if step.get("type") == "sleep":
+            check_sleep(step.get("seconds", 0), f"{task.path}: step {i}", limits.step_s)
 
 
 def _limit_and_solution(data: dict[str, Any], source: str) -> tuple[int, list[str]]:
@@ -206,8 +266,15 @@ def parse_task(data: Any, source: str = "<task>") -> X11Task:
             _require(key in step, where, f"a {kind} step needs {key!r}")
         if kind in ("launch", "command"):
             _check_command(step["command"], f"{where}.command")
-        if kind == "launch":
-            _require(isinstance(step.get("window", ""), str), f"{where}.window", "must be a regex")
+        if kind == "launch" and "window" in step:
+            compile_pattern(step["window"], f"{where}.window")
+        if kind == "sleep":
+            check_sleep(step.get("seconds", 0.1), f"{where}.seconds")
+        if kind == "write_file":
+            _require(isinstance(step["path"], str), f"{where}.path", "must be a string")
+            _require(
+                isinstance(step.get("content", ""), str), f"{where}.content", "must be a string"
+            )
     ev = data["evaluator"]
     _require(isinstance(ev, dict), f"{source}: evaluator", "must be an object")
     for key in ("result", "func", "expected"):
@@ -229,6 +296,10 @@ def parse_task(data: Any, source: str = "<task>") -> X11Task:
         )
     if result["type"] == "command":
         _check_command(result["command"], f"{source}: evaluator.result.command")
+    if result["type"] == "window_title":
+        compile_pattern(result["pattern"], f"{source}: evaluator.result.pattern")
+    if result["type"] == "file":
+        _require(isinstance(result["path"], str), f"{source}: evaluator.result.path", "a string")
     if result["type"] == "clipboard":
         _require(
             result.get("selection", "clipboard") in ("clipboard", "primary"),
@@ -252,10 +323,19 @@ def parse_task(data: Any, source: str = "<task>") -> X11Task:
             f"{source}: evaluator.expected",
             f"{ev['func']} expects a string or a number",
         )
+    if ev["func"] == "regex_match":
+        compile_pattern(str(ev["expected"]), f"{source}: evaluator.expected")
     if ev["func"] == "number_match":
         try:
-            float(ev["expected"])
-        except ValueError:
+            _require(
+                math.isfinite(float(ev["expected"])), f"{source}: evaluator.expected", "finite"
+            )
+            _require(
+                math.isfinite(float(ev.get("tolerance", 0))) and float(ev.get("tolerance", 0)) >= 0,
+                f"{source}: evaluator.tolerance",
+                "must be a number >= 0",
+            )
+        except (ValueError, TypeError):
             raise TaskError(
                 f"{source}: evaluator.expected: number_match expects a number"
             ) from None
@@ -271,16 +351,39 @@ def parse_task(data: Any, source: str = "<task>") -> X11Task:
     )
 
 
-def load_task(path: str | os.PathLike) -> X11Task:
-    """Read and validate one task file."""
+def read_task_file(path: str | os.PathLike) -> Any:
+    """The JSON of a task file, read as hostile input: a regular file (never a FIFO or a
+    device, which would block), at most :data:`MAX_TASK_BYTES`, UTF-8, of sane depth."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
         raise TaskError(f"{path}: no such task file") from None
+    except OSError as e:
+        raise TaskError(f"{path}: cannot read: {e.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TaskError(f"{path}: not a regular file")
+        raw = f.read(MAX_TASK_BYTES + 1)
+    if len(raw) > MAX_TASK_BYTES:
+        raise TaskError(f"{path}: larger than {MAX_TASK_BYTES} bytes; a task file is a few kB")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise TaskError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise TaskError(f"{path}: not valid JSON: {e}") from None
-    return parse_task(data, str(path))
+    except RecursionError:
+        raise TaskError(f"{path}: JSON nested too deeply") from None
+
+
+def load_task(path: str | os.PathLike) -> X11Task:
+    """Read and validate one task file."""
+    data = read_task_file(path)
+    try:
+        return parse_task(data, str(path))
+    except RecursionError:
+        raise TaskError(f"{path}: nested too deeply") from None
 
 
 def task_files(task_dir: str | os.PathLike = TASK_DIR) -> list[Path]:
@@ -317,6 +420,8 @@ def substitute(value: Any, variables: dict[str, str]) -> Any:
 
 
 # -- getters ----------------------------------------------------------------------------------
+# Runs inside the sandbox, as the task's user: Tk would run any Tcl another client of the display
+# sends it (``send``), so this reader must never run on the host.
 _CLIPBOARD_READER = """
 import sys, tkinter
 root = tkinter.Tk(); root.withdraw()
@@ -331,13 +436,11 @@ else:
 """
 
 
-def get_result(
-    getter: dict[str, Any], display_name: str, windows, sandbox, timeout_s: float = 10.0
-) -> str | None:
+def get_result(getter: dict[str, Any], windows, sandbox) -> str | None:
     """What ``getter`` reads off the desktop now, as text; None when there is nothing to read.
 
     The task's paths and commands are read and run inside ``sandbox`` (a
-    :class:`~pixelrl.envs.x11.sandbox.Sandbox`), never on the host."""
+    :class:`~pixelrl.envs.x11.sandbox.Sandbox`, within its limits), never on the host."""
     kind = getter["type"]
     if kind == "file":
         data = sandbox.read(getter["path"])
@@ -346,23 +449,16 @@ def get_result(
         except UnicodeDecodeError:
             return None
     if kind == "window_title":
-        regex = re.compile(getter["pattern"])
         for w in windows.list():
-            if regex.search(w.title):
+            if search(getter["pattern"], w.title, "evaluator.result.pattern"):
                 return w.title
         return None
-    if kind == "clipboard":  # our own reader, on the host: it only talks to the env's display
+    if kind == "clipboard":
         selection = getter.get("selection", "clipboard").upper()
-        run = subprocess.run(
-            [sys.executable, "-c", _CLIPBOARD_READER, selection],
-            env=dict(os.environ, DISPLAY=display_name),
-            capture_output=True,
-            timeout=timeout_s,
-            text=True,
-        )
-        return run.stdout if run.returncode == 0 else None
+        rc, out, _ = sandbox.run([sys.executable, "-I", "-c", _CLIPBOARD_READER, selection])
+        return out if rc == 0 else None
     if kind == "command":
-        rc, out, _ = sandbox.run(getter["command"], timeout_s=timeout_s)
+        rc, out, _ = sandbox.run(getter["command"])
         return None if rc is None else out
     raise TaskError(f"unknown getter type {kind!r}")
 
@@ -379,7 +475,7 @@ def check(func: str, result: str | None, expected: Any, evaluator: dict[str, Any
     if func == "contains":
         return str(expected) in text
     if func == "regex_match":
-        return re.search(str(expected), text) is not None
+        return search(str(expected), text, "evaluator.expected")
     if func == "number_match":
         try:
             value = float(text)
@@ -389,7 +485,7 @@ def check(func: str, result: str | None, expected: Any, evaluator: dict[str, Any
     if func == "json_match":
         try:
             data = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return False
         return isinstance(data, dict) and all(data.get(k) == v for k, v in expected.items())
     raise TaskError(f"unknown checker {func!r}")

@@ -7,9 +7,10 @@ the windows that carry a title (``WM_NAME`` / ``_NET_WM_NAME``) and are viewable
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
+
+MAX_TITLE_BYTES = 4096  # what is read of a window's title (python-xlib reads it all otherwise)
 
 
 @dataclass(frozen=True)
@@ -37,17 +38,20 @@ class Windows:
         self._utf8 = self._d.intern_atom("UTF8_STRING")
 
     def _title(self, w) -> str | None:
+        """The window's title, its first :data:`MAX_TITLE_BYTES` only: the task's app sets it."""
+        from Xlib import X, Xatom
         from Xlib.error import XError
 
         try:
-            prop = w.get_full_property(self._net_wm_name, self._utf8)
-            if prop is not None and prop.value:
-                v = prop.value
-                return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
-            name = w.get_wm_name()
-            if isinstance(name, bytes):
-                name = name.decode("latin-1")
-            return name or None
+            for atom, kind, encoding in (
+                (self._net_wm_name, self._utf8, "utf-8"),
+                (Xatom.WM_NAME, X.AnyPropertyType, "latin-1"),
+            ):
+                prop = w.get_property(atom, kind, 0, MAX_TITLE_BYTES // 4)
+                if prop is not None and prop.value:
+                    v = prop.value
+                    return v.decode(encoding, "replace") if isinstance(v, bytes) else str(v)
+            return None
         except XError:
             return None  # the window went away while we looked
 
@@ -83,12 +87,14 @@ class Windows:
         return [w.title for w in self.list()]
 
     def wait_for(self, pattern: str, timeout_s: float = 10.0, poll_s: float = 0.05) -> Window:
-        """The first viewable window whose title matches the regex ``pattern`` (re.search)."""
-        regex = re.compile(pattern)
+        """The first viewable window whose title matches the regex ``pattern`` (a search by the
+        ``regex`` engine with a time limit: both the pattern and the titles come from the task)."""
+        from pixelrl.envs.x11.tasks import search
+
         deadline = time.monotonic() + timeout_s
         while True:
             for w in self.list():
-                if regex.search(w.title):
+                if search(pattern, w.title, "window"):
                     return w
             if time.monotonic() > deadline:
                 raise WindowTimeout(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -113,16 +112,16 @@ def test_click_tk_button_and_type_into_entry(tmp_path):
     )
     with pixelrl.envs.x11.env.XDesktopEnv(task, screen_size=(800, 600)) as env:
         obs, info = env.reset(seed=0)
-        out = Path(env.workdir) / "form.json"
+        out = "{workdir}/form.json"
         assert obs["screenshot"].shape == (600, 800, 3)
         assert [e["name"] for e in info["a11y"]] == ["sign-up form"]
         before = obs["screenshot"].copy()
         obs, reward, terminated, _, info = env.step(Action.click(280, 35))  # the Name entry
         obs, reward, terminated, _, info = env.step(Action.type_text("pixel"))
         assert not np.array_equal(obs["screenshot"], before)  # the typed text is on screen
-        assert not out.exists() and not terminated
+        assert env.read_file(out) is None and not terminated
         obs, reward, terminated, _, info = env.step(Action.click(170, 248))  # Submit button
-        assert json.loads(out.read_text())["name"] == "pixel"
+        assert json.loads(env.read_file(out))["name"] == "pixel"
         assert (reward, terminated, info["success"]) == (1.0, True, True)
         assert info["a11y"][0]["name"] == "sign-up form (submitted)"
 
@@ -189,7 +188,7 @@ def test_scroll_drag_keys_and_hotkeys_reach_the_app():
         task, screen_size=(800, 600), check_every_step=False
     ) as env:
         env.reset(seed=0)
-        path = Path(env.workdir) / "keys.txt"
+        path = "{workdir}/keys.txt"
         for action in [
             Action.click(300, 250),
             Action.type_text("abX"),
@@ -202,7 +201,7 @@ def test_scroll_drag_keys_and_hotkeys_reach_the_app():
         ]:
             env.step(action)
         obs, reward, terminated, _, info = env.step(Action.click(54, 10))  # Save
-        assert path.read_text() == "ab\ncd", info.get("error")
+        assert env.read_file(path) == b"ab\ncd", info.get("error")
         _, reward, terminated, _, info = env.step(Action.done())
         assert reward == 1.0 and terminated
 

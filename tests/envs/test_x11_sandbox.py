@@ -13,7 +13,13 @@ import pytest
 from pixelrl.envs.actions import Action
 from pixelrl.envs.x11.display import XDisplay
 from pixelrl.envs.x11.env import XDesktopEnv
-from pixelrl.envs.x11.sandbox import NOBODY, bwrap_argv, exposed_paths
+from pixelrl.envs.x11.sandbox import (
+    NOBODY,
+    SandboxLimits,
+    bwrap_argv,
+    drop_root_argv,
+    exposed_paths,
+)
 from pixelrl.envs.x11.tasks import APPS_DIR, parse_task
 
 MISSING = [p for p in ("Xvfb", "xdotool", "bwrap") if shutil.which(p) is None]
@@ -81,14 +87,14 @@ def test_an_execute_step_cannot_leave_the_sandbox(tmp_path):
         task = parse_task(hostile_task(str(outside), other.name, listener.getsockname()[1]))
         with XDesktopEnv(task, screen_size=(640, 480)) as env:
             _, info = env.reset(seed=0)
-            home = env.workdir
             # Every escape failed (its step said so) and the sandbox's own display worked.
             assert len(info["setup_errors"]) == 6, info["setup_errors"]
-            assert {"Desktop", "home.txt", "own-display", "root.txt"} <= set(os.listdir(home))
-            assert not [n for n in os.listdir(home) if n.startswith("reached")]
-            assert open(os.path.join(home, "root.txt")).read() == ""  # /root is empty inside
-            assert open(os.path.join(home, "home.txt")).read() == "user\n"
-            uid = int(open(os.path.join(home, "uid.txt")).read())
+            _, listing, _ = env.sandbox.run(["ls", "-a", env.workdir])
+            assert {"Desktop", "home.txt", "own-display", "root.txt"} <= set(listing.split())
+            assert not [n for n in listing.split() if n.startswith("reached")]
+            assert env.read_file("{workdir}/root.txt") == b""  # /root is empty inside
+            assert env.read_file("{workdir}/home.txt") == b"user\n"
+            uid = int(env.read_file("{workdir}/uid.txt"))
             assert uid == (NOBODY if os.geteuid() == 0 else os.geteuid()) and uid != 0
             assert sleepers(), "the background process of the step should run until the end"
             _, reward, terminated, _, info = env.step(Action.done())
@@ -98,7 +104,6 @@ def test_an_execute_step_cannot_leave_the_sandbox(tmp_path):
         assert not os.path.exists(APPS_DIR / "pwned")
         assert not os.path.exists("/var/tmp/pixelrl-pwned")
         assert sleepers() == [], "a process the task started outlived the episode"
-        assert not os.path.exists(home)  # the episode's home is gone too
     finally:
         other.close()
         listener.close()
@@ -116,8 +121,8 @@ def test_a_checkout_under_tmp_is_exposed_but_never_tmp_itself(tmp_path):
 
 
 def test_the_sandbox_command_line_hides_host_folders_and_drops_root():
-    argv = bwrap_argv("/tmp/e/home", "/tmp/e/tmp", ":5", [], root=True)
-    text = " ".join(argv)
+    limits = SandboxLimits(home_bytes=5 << 20, tmp_bytes=7 << 20)
+    text = " ".join(bwrap_argv(":5", limits, [], root=True))
     for part in [
         "--unshare-net",
         "--unshare-pid",
@@ -125,13 +130,15 @@ def test_the_sandbox_command_line_hides_host_folders_and_drops_root():
         "--tmpfs /root",
         "--tmpfs /home",
         "--tmpfs /run",
-        "--bind /tmp/e/tmp /tmp",
-        "--bind /tmp/e/home /home/user",
+        f"--perms 1777 --size {7 << 20} --tmpfs /tmp",
+        f"--perms 0777 --size {5 << 20} --tmpfs /home/user",
         "--clearenv",
         "--setenv DISPLAY :5",
-        f"--reuid {NOBODY} --regid {NOBODY} --clear-groups",
-        "--no-new-privs",
     ]:
         assert part in text, part
-    user = " ".join(bwrap_argv("/tmp/e/home", "/tmp/e/tmp", ":5", [], root=False))
-    assert "--unshare-user" in user and "setpriv" not in user
+    assert "--bind " not in text  # no host folder is writable inside
+    assert "--unshare-user" not in text  # as root: the real nobody, not a mapped root
+    user = " ".join(bwrap_argv(":5", limits, [], root=False))
+    assert "--unshare-user" in user
+    drop = " ".join(drop_root_argv())
+    assert f"--reuid {NOBODY} --regid {NOBODY} --clear-groups" in drop and "--no-new-privs" in drop

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -44,7 +43,7 @@ def form_task() -> object:
 def test_unicode_text_and_held_shift_reach_a_tk_entry():
     with XDesktopEnv(form_task(), screen_size=(800, 600)) as env:
         env.reset(seed=0)
-        out = Path(env.workdir) / "form.json"
+        out = "{workdir}/form.json"
         env.step(Action.click(280, 35))  # the Name entry
         env.step("type(content='Caf\u00e9 \u5317\u4eac ')")
         env.step(Action.key_down("shift"))
@@ -52,18 +51,18 @@ def test_unicode_text_and_held_shift_reach_a_tk_entry():
         env.step(Action.key_up("shift"))
         env.step(Action.key("b"))
         env.step(Action.click(170, 248))  # Submit
-        assert json.loads(out.read_text())["name"] == "Caf\u00e9 \u5317\u4eac Ab"
+        assert json.loads(env.read_file(out))["name"] == "Caf\u00e9 \u5317\u4eac Ab"
 
 
 def test_angle_brackets_are_typed_as_themselves():
     # pyautogui alone typed '<' as '>' (shift on the key that carries less/greater).
     with XDesktopEnv(form_task(), screen_size=(800, 600)) as env:
         env.reset(seed=0)
-        out = Path(env.workdir) / "form.json"
+        out = "{workdir}/form.json"
         env.step(Action.click(280, 35))
         env.step(Action.type_text("a<b>c <= 2"))
         env.step(Action.click(170, 248))
-        assert json.loads(out.read_text())["name"] == "a<b>c <= 2"
+        assert json.loads(env.read_file(out))["name"] == "a<b>c <= 2"
 
 
 def test_a_key_left_held_is_released_before_the_next_episode():
@@ -71,8 +70,8 @@ def test_a_key_left_held_is_released_before_the_next_episode():
         env.reset(seed=0)
         env.step(Action.key_down("shift"))  # never released by the agent
         env.reset(seed=0)
-        out = Path(env.workdir) / "form.json"
+        out = "{workdir}/form.json"
         env.step(Action.click(280, 35))
         env.step(Action.key("b"))
         env.step(Action.click(170, 248))
-        assert json.loads(out.read_text())["name"] == "b"
+        assert json.loads(env.read_file(out))["name"] == "b"
