@@ -37,7 +37,7 @@ def env_option(text: str) -> tuple[str, Any]:
 
     from pixelrl.config import ConfigError, parse_override
     from pixelrl.embodied.benchmark import EPISODE_SOURCE_OPTIONS
-    from pixelrl.envs.nav.config import NavConfig
+    from pixelrl.envs.nav.config import NavConfig, check_option
 
     try:
         parts, value = parse_override(text)
@@ -54,6 +54,10 @@ def env_option(text: str) -> tuple[str, Any]:
         near = difflib.get_close_matches(key, names, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise argparse.ArgumentTypeError(f"unknown env option {key!r}{hint}")
+    try:
+        check_option(key, value)  # its type and range on its own; the rest when the env is made
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     return key, value
 
 
