@@ -125,6 +125,20 @@ class NavEpisodeState:
         self.category_ids = category_ids
         self.path = [self.position.copy()]
 
+    @property
+    def start_pending(self) -> bool:
+        """Whether l is still a stored grid geodesic, made exact when the episode ends."""
+        return self._start_pending
+
+    def replace_start_distance(self, value: float) -> None:
+        """Take ``value`` as l (SPL's start geodesic) instead of the one the episode carried
+        (a benchmark that found the file's ``info.geodesic_distance`` wrong); before the first
+        step DistanceToGoal is l too."""
+        if self.steps == 0 and self.measured == self.start_distance:
+            self.measured = float(value)
+        self.start_distance = float(value)
+        self._start_pending = False
+
     def step(self, action: int) -> tuple[float, bool, bool]:
         """Apply ``action``; returns (reward, terminated, truncated)."""
         cfg = self.cfg

@@ -93,6 +93,20 @@ CASES = [
     ("bench-scene-ids-without-options",
      ["bench", "nav", "--dataset", "{data}/old.json.gz", "--agent", "expert"],
      "'apartment:seed=3'"),
+    ("bench-geodesic-negative",
+     ["bench", "nav", "--dataset", "{data}/geodesic_negative.json.gz", "--agent", "expert"],
+     "episodes[0] (episode_id '0'): info.geodesic_distance must be a finite number >= 0 (m), "
+     "got -5"),
+    ("bench-geodesic-text",
+     ["bench", "nav", "--dataset", "{data}/geodesic_text.json.gz", "--agent", "expert"],
+     "info.geodesic_distance must be a finite number >= 0 (m), got 'far'"),
+    ("bench-radius-negative",
+     ["bench", "nav", "--dataset", "{data}/radius_negative.json.gz", "--agent", "expert"],
+     "episodes[1].goals[0].radius must be a finite number >= 0 (m) or null, got -1"),
+    ("bench-task-contradicts-file",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "expert",
+      "--task", "objectnav"],
+     "--task objectnav does not match new.json.gz: its episodes are pointnav episodes"),
     # bench nav's --agent and --env-option
     ("bench-agent-swallows-option",
      ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "expert", "width=64"],
@@ -156,6 +170,17 @@ def data(tmp_path_factory) -> Path:
     (root / "cut.json.gz").write_bytes(raw[: len(raw) // 2])
     with gzip.open(root / "old.json.gz", "wt") as f:  # written before ids carried options
         json.dump({"episodes": [episode_to_json(e) for e in episodes]}, f)
+    for name, (k, where, key, value) in {
+        "geodesic_negative": (0, "info", "geodesic_distance", -5),
+        "geodesic_text": (0, "info", "geodesic_distance", "far"),
+        "radius_negative": (1, "goal", "radius", -1),
+    }.items():
+        with gzip.open(root / "new.json.gz", "rt") as f:
+            raw = json.load(f)
+        episode = raw["episodes"][k]
+        (episode["info"] if where == "info" else episode["goals"][0])[key] = value
+        with gzip.open(root / f"{name}.json.gz", "wt") as f:
+            json.dump(raw, f)
     env = RecordEpisodes(gymnasium.make(CLICK, screen_size=(320, 240)), root / "demos")
     env.reset(seed=0)
     env.step(env.unwrapped.expert_action())
