@@ -145,6 +145,22 @@ CASES = [
     ("bench-vlm-not-an-agent",
      ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "vlm", "{data}/demos"],
      "is not a navigation VLM agent"),
+    ("bench-vlm-cut-weights",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "vlm", "{data}/agent_cut"],
+     "agent_cut: cannot load the model: Error while deserializing header"),
+    ("bench-vlm-random-weights",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "vlm", "{data}/agent_random"],
+     "agent_random: cannot load the model: Error while deserializing header"),
+    ("bench-vlm-max-repeat-text",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "vlm", "{data}/agent_many"],
+     "'max_repeat' must be an integer >= 1, got 'many'"),
+    ("eval-cut-weights", ["eval", "--policy", "{data}/gui_cut", "--grounding", "2"],
+     "gui_cut: cannot load the model folder: Error while deserializing header"),
+    ("eval-nav-vlm-agent", ["eval", "--policy", "{data}/agent_many", "--grounding", "2"],
+     "is a navigation VLM agent (it has pixelrl_nav_agent.json), not a GUI policy; benchmark "
+     "it with: pixelrl bench nav --dataset EPISODES.json.gz --agent vlm"),
+    ("demo-size-too-small", ["demo", "--size", "10x10"],
+     "10x10 is outside the desktop's screen sizes, 320x240 to 1920x1080"),
     ("train-vlm-unknown-model", ["train", "embodied/vlm-sft", "model=tiny-gpt5",
                                  "train.output_dir=run"], "unknown tiny model 'tiny-gpt5'"),
     ("train-vlm-steps-zero", ["train", "embodied/vlm-sft", "sft.steps=0", "train.output_dir=run"],
@@ -181,11 +197,33 @@ def data(tmp_path_factory) -> Path:
         (episode["info"] if where == "info" else episode["goals"][0])[key] = value
         with gzip.open(root / f"{name}.json.gz", "wt") as f:
             json.dump(raw, f)
+    _vlm_agent_folders(root)
     env = RecordEpisodes(gymnasium.make(CLICK, screen_size=(320, 240)), root / "demos")
     env.reset(seed=0)
     env.step(env.unwrapped.expert_action())
     env.close()
     return root
+
+
+def _vlm_agent_folders(root: Path) -> None:
+    """A tiny navigation VLM agent (random weights), then broken copies of it: weights cut in
+    half, random bytes, ``max_repeat`` as text, and a GUI model folder with cut weights."""
+    import shutil
+
+    from pixelrl.embodied.vlm_agent import AGENT_FILE, AgentSpec, save_agent
+    from pixelrl.vision.vlm import load_vlm
+
+    spec = AgentSpec(env_kwargs={"width": 32, "height": 32})
+    save_agent(load_vlm("tiny-qwen2_vl", codec=spec.codec(0.25, 10.0)), spec, root / "agent")
+    weights = (root / "agent" / "model.safetensors").read_bytes()
+    for name in ("agent_cut", "agent_random", "agent_many", "gui_cut"):
+        shutil.copytree(root / "agent", root / name)
+    (root / "agent_cut" / "model.safetensors").write_bytes(weights[: len(weights) // 2])
+    (root / "gui_cut" / "model.safetensors").write_bytes(weights[: len(weights) // 2])
+    (root / "gui_cut" / AGENT_FILE).unlink()
+    (root / "agent_random" / "model.safetensors").write_bytes(bytes(range(256)) * 64)
+    raw = json.loads((root / "agent_many" / AGENT_FILE).read_text())
+    (root / "agent_many" / AGENT_FILE).write_text(json.dumps({**raw, "max_repeat": "many"}))
 
 
 def _run(case, data: Path, cwd: Path) -> dict:
