@@ -161,7 +161,7 @@ class Benchmark:
         )
         self.rows, maps = [], []
         disagreements: list[tuple[str, float, float]] = []
-        from pixelrl.envs.nav.tasks import action_index
+        from pixelrl.envs.nav.tasks import ACTION_NAMES, IDLE, IDLE_INDEX, action_index
 
         names = getattr(self.env.unwrapped, "action_names", None)
         for k in tqdm(range(n), desc="episodes", unit="ep", disable=not progress):
@@ -174,7 +174,8 @@ class Benchmark:
             while reason is None:  # an episode that cannot be measured is not played
                 # habitat's forms: an index, a name, {"action": index or name}
                 action = agent.act(obs)
-                action = action_index(action, names) if names else action_index(action)
+                index = action_index(action, names or ACTION_NAMES, idle=True)
+                action = IDLE if index == IDLE_INDEX else index  # "idle": a text policy's turn
                 obs, _, terminated, truncated, info = self.env.step(action)
                 if terminated or truncated:
                     break

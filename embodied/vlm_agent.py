@@ -14,7 +14,7 @@ A :class:`~pixelrl.vision.vlm.VLMPolicy` with the navigation codec
 It answers with one or more actions (``move_forward(3)``): :class:`VLMNavAgent` executes them
 one low-level step at a time, so the episode's measures (Success, SPL, path length, the step
 limit) count low-level steps exactly as for any other agent. An unparsable answer executes
-nothing: the agent returns ``IDLE`` (-1) for that turn, which the navigation env plays as a
+nothing: the agent returns ``IDLE`` ("idle") for that turn, which the navigation env plays as a
 step that does nothing (a step of the budget, no motion; not one of habitat's actions).
 
 The agent's files: a model folder (``save_pretrained``) with ``pixelrl_nav_agent.json`` beside
@@ -170,17 +170,11 @@ class AgentSpec:
         }
         for key, (value, least) in counts.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(
-                    f"'{key}' must be an integer >= {least}, got {value!r}"
-                )
+                raise ValueError(f"'{key}' must be an integer >= {least}, got {value!r}")
         if not isinstance(self.prompt.depth, bool):
-            raise ValueError(
-                f"'prompt.depth' must be true or false, got {self.prompt.depth!r}"
-            )
+            raise ValueError(f"'prompt.depth' must be true or false, got {self.prompt.depth!r}")
         if not isinstance(self.env_kwargs, dict):
-            raise ValueError(
-                f"'env_kwargs' must be an object, got {self.env_kwargs!r}"
-            )
+            raise ValueError(f"'env_kwargs' must be an object, got {self.env_kwargs!r}")
 
 
 class VLMNavAgent:
@@ -206,7 +200,7 @@ class VLMNavAgent:
         self.turns = 0
         self.idled = False
 
-    def act(self, observations: dict[str, Any]) -> int:
+    def act(self, observations: dict[str, Any]) -> int | str:
         if self.idled:  # the frame after an idle turn is the same view: keep one copy
             self.frames[-1] = observations
         else:
