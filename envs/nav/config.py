@@ -115,6 +115,11 @@ _UNITS = {"width": " px", "height": " px", "hfov": " degrees", "turn_angle": " d
           "tilt_angle": " degrees"}  # fmt: skip
 
 
+def _finite(value: Any) -> bool:
+    """A finite number (not a bool)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def check_option(name: str, value: Any) -> None:
     """``ValueError`` (one line naming the option and its range) if ``value`` is no valid value
     of the scalar option ``name`` on its own: booleans must be booleans, counts integers,
@@ -271,7 +276,7 @@ class NavConfig:
                 else (
                     isinstance(vector, (list, tuple))
                     and len(vector) == 3
-                    and all(isinstance(v, (int, float)) for v in vector)
+                    and all(_finite(v) for v in vector)
                     and any(v != 0 for v in vector)
                 )
             )
@@ -284,10 +289,7 @@ class NavConfig:
         if (
             levels is not None
             and levels != "auto"
-            and not (
-                isinstance(levels, (list, tuple))
-                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in levels)
-            )
+            and not (isinstance(levels, (list, tuple)) and all(_finite(v) for v in levels))
         ):
             raise ValueError(
                 f"NavConfig.floor_levels must be 'auto' or a list of floor heights (m), got {levels!r}"

@@ -116,6 +116,18 @@ class EpisodeRules:
     exact_spl: bool = True
 
     def validate(self) -> None:
+        if not (isinstance(self.min_ratio, (int, float)) and 0 <= self.min_ratio < math.inf):
+            raise ValueError(
+                f"EpisodeRules.min_ratio must be a finite number >= 0, got {self.min_ratio!r}"
+            )
+        if (
+            isinstance(self.max_tries, bool)
+            or not isinstance(self.max_tries, int)
+            or (self.max_tries < 1)
+        ):
+            raise ValueError(
+                f"EpisodeRules.max_tries must be an integer >= 1, got {self.max_tries!r}"
+            )
         if not 0 <= self.min_geodesic < self.max_geodesic:
             raise ValueError(f"EpisodeRules needs 0 <= min_geodesic < max_geodesic, got {self}")
         if self.geodesic not in ("exact", "grid"):

@@ -145,6 +145,8 @@ def test_bad_options_are_clear_errors():
         ({"hfov": True}, "hfov must be a finite number in (0, 180) degrees, got True"),
         ({"agent_radius": -0.1}, "agent_radius must be a finite number > 0"),
         ({"min_depth": 5.0, "max_depth": 1.0}, "min_depth < max_depth, got 5.0 and 1.0"),
+        ({"up_axis": [0, math.nan, 1]}, "up_axis must be one of"),
+        ({"floor_levels": [0.0, math.inf]}, "floor_levels must be 'auto' or a list"),
     ],
 )
 def test_nonsense_option_values_are_refused_before_anything_is_built(option, message):
@@ -153,6 +155,15 @@ def test_nonsense_option_values_are_refused_before_anything_is_built(option, mes
     with pytest.raises(ValueError) as e:
         NavConfig.from_options(**option)
     assert message in str(e.value)
+
+
+def test_nonsense_episode_rules_are_refused():
+    from pixelrl.envs.nav.dataset import EpisodeRules
+
+    with pytest.raises(ValueError, match="min_ratio must be a finite number >= 0, got nan"):
+        EpisodeRules(min_ratio=math.nan).validate()
+    with pytest.raises(ValueError, match="max_tries must be an integer >= 1, got 0"):
+        EpisodeRules(max_tries=0).validate()
 
 
 def test_vector_env_matches_single_envs_and_autoresets():
