@@ -18,7 +18,11 @@ SPL lie in [0, 1]). An episode that cannot be measured (its start cannot reach i
 scene, or a measure comes out infinite) is kept in ``episodes.csv`` with its ``reason`` and left
 out of the means, and the table says so: a table never shows ``inf`` or ``nan``. With
 ``output_dir`` it writes ``episodes.csv`` (one row per episode) and ``paths.png`` (top-down maps
-of the first episodes' paths, with a legend). :func:`comparison_table` puts several agents' runs
+of the first episodes' paths, with a legend). SPL's l is checked: an episode's
+``info.geodesic_distance`` that differs from the geodesic recomputed here by more than
+max(0.5 m, 10%) (:data:`GEODESIC_TOLERANCE`) is replaced by ours, and one line on stderr counts
+those episodes (a negative or non-numeric one is an ``EpisodeFileError`` when the file is read).
+The task comes from the file (:func:`~pixelrl.envs.nav.dataset.dataset_task`). :func:`comparison_table` puts several agents' runs
 side by side, one named row each (``pixelrl bench nav --agent A --agent B``).
 """
 
@@ -51,6 +55,24 @@ TASK_ENV_IDS = {
     "instructnav": "pixelrl/InstructNav-v0",
 }
 
+# A file's info.geodesic_distance (SPL's l) that differs from ours by more than max(0.5 m, 10%)
+# is wrong, not a navmesh's rounding (habitat's and our geodesics agree to centimetres on the
+# same scene): the benchmark uses ours and warns, counting the episodes.
+GEODESIC_TOLERANCE = (0.5, 0.10)
+
+
+def geodesic_disagrees(stored: float, ours: float) -> bool:
+    """Whether a stored l and the recomputed one differ beyond :data:`GEODESIC_TOLERANCE`."""
+    return abs(stored - ours) > max(GEODESIC_TOLERANCE[0], GEODESIC_TOLERANCE[1] * ours)
+
+
+# What in an episode says its task (dataset_task), for error messages.
+TASK_EVIDENCE = {
+    "pointnav": "point goals, no object categories or instructions",
+    "objectnav": "they name object categories, their goals have view points",
+    "instructnav": "they carry instructions",
+}
+
 
 # The values a measure can take: confidence intervals are cut to them.
 BOUNDS = {"success": (0.0, 1.0), "spl": (0.0, 1.0), "softspl": (0.0, 1.0)}
@@ -78,13 +100,21 @@ def mean_ci(values: list[float] | np.ndarray, confidence: float = 0.95) -> tuple
 class Benchmark:
     """Evaluate agents over an episode dataset with the embedded simulator (module doc)."""
 
-    def __init__(self, dataset: str | Path, task: str | None = None, **env_options: Any):
-        """``task``: one of ``TASK_ENV_IDS``; by default "instructnav" when the dataset's episodes
-        carry instructions, else "pointnav"."""
+    def __init__(
+        self,
+        dataset: str | Path,
+        task: str | None = None,
+        task_source: str | None = None,
+        **env_options: Any,
+    ):
+        """``task``: one of ``TASK_ENV_IDS``; the dataset's episodes say theirs
+        (:func:`~pixelrl.envs.nav.dataset.dataset_task`: instructions, object categories or view
+        points, else PointNav), and a ``task`` that contradicts them is a ``ValueError`` (naming
+        ``task_source``, where the task came from: "task 'pointnav'" by default)."""
         import gymnasium as gym
 
         import pixelrl.envs  # noqa: F401  (registers the ids)
-        from pixelrl.envs.nav.dataset import load_episodes
+        from pixelrl.envs.nav.dataset import dataset_task, load_episodes
 
         dataset = Path(dataset)
         if not dataset.is_file():
@@ -92,11 +122,16 @@ class Benchmark:
         self.dataset = dataset
         episodes = load_episodes(dataset)
         self.num_dataset_episodes = len(episodes)
-        if task is None:
-            task = "instructnav" if any(e.instruction for e in episodes) else "pointnav"
-        env_id = TASK_ENV_IDS.get(task)
-        if env_id is None:
+        if task is not None and task not in TASK_ENV_IDS:
             raise ValueError(f"task must be one of {', '.join(TASK_ENV_IDS)}, got {task!r}")
+        file_task = dataset_task(dataset, episodes)
+        if task is not None and task != file_task:
+            raise ValueError(
+                f"{task_source or f'task {task!r}'} does not match {dataset.name}: its episodes "
+                f"are {file_task} episodes ({TASK_EVIDENCE[file_task]})"
+            )
+        task = file_task
+        env_id = TASK_ENV_IDS[task]
         options = {k: v for k, v in env_options.items() if k not in EPISODE_SOURCE_OPTIONS}
         self.env = gym.make(env_id, dataset_path=str(dataset), **options)
         self.env_id = env_id
@@ -104,6 +139,8 @@ class Benchmark:
         self.summary: dict[str, tuple[float, float]] = {}
         self.csv_path: Path | None = None
         self.png_path: Path | None = None
+        # (episode_id, the file's l, ours) where the file's info.geodesic_distance was wrong
+        self.geodesic_disagreements: list[tuple[str, float, float]] = []
 
     def evaluate(
         self,
@@ -123,18 +160,22 @@ class Benchmark:
             else min(num_episodes, self.num_dataset_episodes)
         )
         self.rows, maps = [], []
-        from pixelrl.envs.nav.tasks import action_index
+        disagreements: list[tuple[str, float, float]] = []
+        from pixelrl.envs.nav.tasks import ACTION_NAMES, IDLE, IDLE_INDEX, action_index
 
         names = getattr(self.env.unwrapped, "action_names", None)
         for k in tqdm(range(n), desc="episodes", unit="ep", disable=not progress):
             obs, info = self.env.reset(seed=seed if k == 0 else None, options={"episode_index": k})
             agent.reset()  # after the env's reset, as habitat.Benchmark
             state = self.env.unwrapped.state
+            if self._checked_start(state, disagreements):
+                info = {**info, "distance_to_goal": state.measured}
             reason = _unmeasurable(float(state.start_distance), info.get("distance_to_goal"))
             while reason is None:  # an episode that cannot be measured is not played
                 # habitat's forms: an index, a name, {"action": index or name}
                 action = agent.act(obs)
-                action = action_index(action, names) if names else action_index(action)
+                index = action_index(action, names or ACTION_NAMES, idle=True)
+                action = IDLE if index == IDLE_INDEX else index  # "idle": a text policy's turn
                 obs, _, terminated, truncated, info = self.env.step(action)
                 if terminated or truncated:
                     break
@@ -155,6 +196,19 @@ class Benchmark:
             self.rows.append(row)
             if len(maps) < num_path_plots:
                 maps.append((row, self.env.unwrapped.topdown(scale=3)))
+        self.geodesic_disagreements = disagreements
+        if disagreements:
+            import sys
+
+            eid, stored, ours = disagreements[0]
+            print(
+                f"warning: {self.dataset.name}: info.geodesic_distance of {len(disagreements)} of "
+                f"{n} episodes disagrees with the recomputed geodesic by more than "
+                f"max({GEODESIC_TOLERANCE[0]} m, {GEODESIC_TOLERANCE[1]:.0%}) (episode {eid}: "
+                f"{stored:g} m in the file, {ours:.3f} m recomputed); their SPL and SoftSPL use "
+                "the recomputed one",
+                file=sys.stderr,
+            )
         valid = [r for r in self.rows if r["valid"]]
         self.summary = {
             m: mean_ci([r[m] for r in valid]) for m in MEASURES + EXTRA if valid and m in valid[0]
@@ -165,6 +219,27 @@ class Benchmark:
             self.csv_path = self.write_csv(out / "episodes.csv")
             self.png_path = self.plot_paths(maps, out / "paths.png") if maps else None
         return {m: mean for m, (mean, _) in self.summary.items()}
+
+    @staticmethod
+    def _checked_start(state: Any, disagreements: list[tuple[str, float, float]]) -> bool:
+        """SPL's l checked against the file: the episode's ``info.geodesic_distance`` is compared
+        with the exact geodesic recomputed here; one that disagrees by more than
+        :data:`GEODESIC_TOLERANCE` is replaced (True) and listed in ``disagreements``. (An l the
+        env already recomputed, from a file not written by us, is ours; one still a grid geodesic
+        becomes exact when the episode ends.)"""
+        from pixelrl.envs.nav.sim import stored_geodesic
+
+        stored = stored_geodesic(state.episode)
+        if stored is None or state.start_pending:
+            return False
+        ours = float(state.start_distance)
+        if ours == stored:  # the file's l, taken as it was: search ours
+            ours = float(state.field.exact_distance(state.start_position))
+        if not math.isfinite(ours) or not geodesic_disagrees(stored, ours):
+            return False  # agreeing, or unreachable (which the benchmark reports on its own)
+        disagreements.append((str(state.episode.episode_id), stored, ours))
+        state.replace_start_distance(ours)
+        return True
 
     def table(self) -> str:
         """The summary as a text table: measure, mean, 95% CI (cut to the measure's range)."""
@@ -358,7 +433,8 @@ def make_agent(
     options.update(env_options)
     if scene_dir is not None:
         options["scene_dir"] = scene_dir
-    bench = Benchmark(dataset, task=task or agent_task, **options)
+    source = None if task is not None or agent_task is None else f"this {agent_task} agent"
+    bench = Benchmark(dataset, task=task or agent_task, task_source=source, **options)
     try:
         agent = build_agent(kind, bench.env, path, seed, deterministic)
     except BaseException:

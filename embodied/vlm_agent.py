@@ -14,7 +14,7 @@ A :class:`~pixelrl.vision.vlm.VLMPolicy` with the navigation codec
 It answers with one or more actions (``move_forward(3)``): :class:`VLMNavAgent` executes them
 one low-level step at a time, so the episode's measures (Success, SPL, path length, the step
 limit) count low-level steps exactly as for any other agent. An unparsable answer executes
-nothing: the agent returns ``IDLE`` (-1) for that turn, which the navigation env plays as a
+nothing: the agent returns ``IDLE`` ("idle") for that turn, which the navigation env plays as a
 step that does nothing (a step of the budget, no motion; not one of habitat's actions).
 
 The agent's files: a model folder (``save_pretrained``) with ``pixelrl_nav_agent.json`` beside
@@ -142,10 +142,39 @@ class AgentSpec:
         known = set(cls.__dataclass_fields__)
         unknown = set(raw) - known
         if unknown:
-            raise ValueError(f"{AGENT_FILE}: unknown keys {sorted(unknown)}")
+            raise ValueError(f"unknown keys {sorted(unknown)}")
         raw = dict(raw)
-        raw["prompt"] = NavPrompt(**raw.get("prompt", {}))
-        return cls(**raw)
+        prompt = raw.get("prompt", {})
+        if not isinstance(prompt, dict):
+            raise ValueError(f"'prompt' must be an object, got {prompt!r}")
+        unknown = set(prompt) - set(NavPrompt.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown keys in 'prompt': {sorted(unknown)}")
+        raw["prompt"] = NavPrompt(**prompt)
+        spec = cls(**raw)
+        spec.validate()
+        return spec
+
+    def validate(self) -> None:
+        """``ValueError`` naming the key whose value is of the wrong type or out of range."""
+        if self.task not in TASKS.values():
+            raise ValueError(
+                f"'task' must be one of {', '.join(TASKS.values())}, got {self.task!r}"
+            )
+        counts = {
+            "max_repeat": (self.max_repeat, 1),
+            "max_steps": (self.max_steps, 1),
+            "max_new_tokens": (self.max_new_tokens, 1),
+            "prompt.memory_frames": (self.prompt.memory_frames, 0),
+            "prompt.history_steps": (self.prompt.history_steps, 0),
+        }
+        for key, (value, least) in counts.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"'{key}' must be an integer >= {least}, got {value!r}")
+        if not isinstance(self.prompt.depth, bool):
+            raise ValueError(f"'prompt.depth' must be true or false, got {self.prompt.depth!r}")
+        if not isinstance(self.env_kwargs, dict):
+            raise ValueError(f"'env_kwargs' must be an object, got {self.env_kwargs!r}")
 
 
 class VLMNavAgent:
@@ -171,7 +200,7 @@ class VLMNavAgent:
         self.turns = 0
         self.idled = False
 
-    def act(self, observations: dict[str, Any]) -> int:
+    def act(self, observations: dict[str, Any]) -> int | str:
         if self.idled:  # the frame after an idle turn is the same view: keep one copy
             self.frames[-1] = observations
         else:
@@ -246,12 +275,12 @@ def load_agent(
     **agent_kwargs: Any,
 ) -> VLMNavAgent:  # fmt: skip
     """The agent saved in ``folder`` by :func:`save_agent`, acting with the env's step sizes."""
-    from pixelrl.vision.vlm import load_vlm
+    from pixelrl.vision.vlm import MODEL_FILE_ERRORS, load_vlm
 
     spec = read_spec(folder)
     try:
         policy = load_vlm(str(folder), device=device, codec=spec.codec(forward_step, turn_degrees))
-    except OSError as e:  # weights or processor files missing or unreadable
+    except MODEL_FILE_ERRORS as e:  # weights or processor files missing, cut or not weights
         raise AgentFileError(f"{folder}: cannot load the model: {e}") from None
     policy.model.eval()
     return VLMNavAgent(policy, spec, **agent_kwargs)

@@ -36,7 +36,7 @@ import numpy as np
 
 from pixelrl.config import Config, ConfigError, check_ranges, load_config
 from pixelrl.embodied.vlm_agent import TASKS, AgentSpec, NavPrompt, VLMNavAgent, goal_text
-from pixelrl.envs.nav.tasks import IDLE
+from pixelrl.envs.nav.tasks import IDLE, IDLE_INDEX
 from pixelrl.gui_agent.evaluate import wilson_interval
 from pixelrl.rl.grpo import RECIPE_DEFAULTS as GRPO_DEFAULTS
 from pixelrl.run_folder import Run, recipe_config
@@ -352,7 +352,8 @@ def sft_examples(
                 f"data.dataset: {root} records {data.info.env_id}, not a navigation task"
             )
         for e in data.episodes:
-            actions = [int(a) for a in data.actions(e)]
+            # a recorded idle turn reads back as "idle" (what env.step takes), stored as -1
+            actions = [IDLE_INDEX if a == IDLE else int(a) for a in data.actions(e)]
             frames = []
             for t in range(len(actions)):
                 frames.append(data.observation(e, t))

@@ -124,6 +124,11 @@ class VLMAgent:
         return action
 
 
+# The file beside a navigation VLM agent's weights (pixelrl.embodied.vlm_agent.AGENT_FILE; named
+# here, not imported: GUI agents do not depend on the embodied package).
+NAV_AGENT_FILE = "pixelrl_nav_agent.json"
+
+
 def is_model_folder(path: str | Path) -> bool:
     """A transformers model folder (``config.json`` next to the weights)."""
     return (Path(path) / "config.json").is_file()
@@ -140,11 +145,21 @@ def load_agent(path: str | Path):
         is_hub_id,
         missing_path_message,
     )
-    from pixelrl.vision.vlm import load_vlm
+    from pixelrl.vision.vlm import MODEL_FILE_ERRORS, load_vlm
 
     text = str(path)
-    if text.startswith("tiny-") or is_model_folder(text):
+    if (Path(text) / NAV_AGENT_FILE).is_file():
+        raise CheckpointError(
+            f"{text} is a navigation VLM agent (it has {NAV_AGENT_FILE}), not a GUI policy; "
+            f"benchmark it with: pixelrl bench nav --dataset EPISODES.json.gz --agent vlm {text}"
+        )
+    if text.startswith("tiny-"):
         return VLMAgent(load_vlm(text))
+    if is_model_folder(text):
+        try:
+            return VLMAgent(load_vlm(text))
+        except MODEL_FILE_ERRORS as e:  # a cut or random model.safetensors, a bad config.json
+            raise CheckpointError(f"{text}: cannot load the model folder: {e}") from None
     p = Path(text)
     if p.exists():
         return PointerAgent.from_checkpoint(p)

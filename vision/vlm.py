@@ -662,6 +662,22 @@ def model_source_problem(name_or_path: str) -> str | None:
     return None
 
 
+def _model_file_errors() -> tuple[type[BaseException], ...]:
+    errors: tuple[type[BaseException], ...] = (OSError, ValueError)
+    try:  # a cut or random model.safetensors: "incomplete metadata", "header too large"
+        from safetensors import SafetensorError
+
+        errors += (SafetensorError,)
+    except ImportError:
+        pass
+    return errors
+
+
+# What loading a model folder raises when its files are missing, cut short or not a model's
+# (callers turn it into their own error: a CheckpointError, an AgentFileError).
+MODEL_FILE_ERRORS = _model_file_errors()
+
+
 def load_vlm(
     name_or_path: str,
     dtype: str | None = None,

@@ -7,12 +7,17 @@ keyword arguments here; an unknown key is an error that lists the valid ones.
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
 TASKS = ("pointnav", "objectnav", "instructnav")
 SENSORS = ("rgb", "depth", "semantic")
 RENDERERS = ("raster", "embree")
+# The largest sensor side: a 4096 x 4096 RGB-D frame is ~120 MB already; more is a typo
+# (width=100000 would ask for tens of GiB before the first frame).
+MAX_SENSOR_SIDE = 4096
 
 
 # habitat-lab's benchmark configs (habitat/config/benchmark/nav/...), copied value for value onto
@@ -77,6 +82,72 @@ PRESETS: dict[str, dict[str, Any]] = {
         "max_climb": 0.1,
     },
 }
+
+
+BOOLEAN_OPTIONS = ("normalize_depth", "allow_sliding", "shuffle", "look_actions")
+_SIDE = MAX_SENSOR_SIDE
+# Scalar options: (low, high, low included, high included, integer); None: no bound. Options
+# whose default is None (turn_angle, success_distance, render_threads) may stay None.
+RANGES: dict[str, tuple[float | None, float | None, bool, bool, bool]] = {
+    "width": (1, _SIDE, True, True, True),
+    "height": (1, _SIDE, True, True, True),
+    "max_episode_steps": (1, None, True, True, True),
+    "num_scenes": (1, None, True, True, True),
+    "scene_seed": (None, None, True, True, True),
+    "render_threads": (1, None, True, True, True),
+    "hfov": (0, 180, False, False, False),
+    "sensor_height": (0, None, True, True, False),
+    "min_depth": (0, None, True, True, False),
+    "max_depth": (0, None, False, True, False),
+    "forward_step": (0, None, False, True, False),
+    "turn_angle": (0, 180, False, True, False),
+    "tilt_angle": (0, 90, False, True, False),
+    "success_distance": (0, None, False, True, False),
+    "slack_reward": (None, None, True, True, False),
+    "success_reward": (None, None, True, True, False),
+    "agent_radius": (0, None, False, True, False),
+    "agent_height": (0, None, False, True, False),
+    "max_climb": (0, None, True, True, False),
+    "cell_size": (0, None, False, True, False),
+}
+_OPTIONAL = ("turn_angle", "success_distance", "render_threads")
+_UNITS = {"width": " px", "height": " px", "hfov": " degrees", "turn_angle": " degrees",
+          "tilt_angle": " degrees"}  # fmt: skip
+
+
+def _finite(value: Any) -> bool:
+    """A finite number (not a bool)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_option(name: str, value: Any) -> None:
+    """``ValueError`` (one line naming the option and its range) if ``value`` is no valid value
+    of the scalar option ``name`` on its own: booleans must be booleans, counts integers,
+    distances and angles finite numbers in their range. Other options pass (``validate`` checks
+    them with the rest of the config)."""
+    if name in BOOLEAN_OPTIONS:
+        if not isinstance(value, bool):
+            raise ValueError(f"NavConfig.{name} must be true or false, got {value!r}")
+        return
+    if name not in RANGES or (value is None and name in _OPTIONAL):
+        return
+    lo, hi, lo_in, hi_in, integer = RANGES[name]
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ok = ok and (isinstance(value, numbers.Integral) if integer else math.isfinite(value))
+    if ok:
+        ok = (lo is None or value > lo or (lo_in and value == lo)) and (
+            hi is None or value < hi or (hi_in and value == hi)
+        )
+    if not ok:
+        if lo is not None and hi is not None:
+            bound = f" in {'[' if lo_in else '('}{lo}, {hi}{']' if hi_in else ')'}"
+        elif lo is not None:
+            bound = f" {'>=' if lo_in else '>'} {lo}"
+        else:
+            bound = ""
+        unit = _UNITS.get(name, "") if bound else ""
+        kind = "an integer" if integer else "a finite number"
+        raise ValueError(f"NavConfig.{name} must be {kind}{bound}{unit}, got {value!r}")
 
 
 @dataclass
@@ -194,10 +265,7 @@ class NavConfig:
             raise ValueError(
                 f"NavConfig.sensors must be a non-empty subset of {SENSORS}, got {self.sensors}"
             )
-        if self.max_episode_steps < 1:
-            raise ValueError(
-                f"NavConfig.max_episode_steps must be >= 1, got {self.max_episode_steps}"
-            )
+        self._check_values()
         if self.up_axis is not None:  # checked here too: generated scenes never read it
             from pixelrl.envs.nav.mesh_io import UP_AXES
 
@@ -208,7 +276,7 @@ class NavConfig:
                 else (
                     isinstance(vector, (list, tuple))
                     and len(vector) == 3
-                    and all(isinstance(v, (int, float)) for v in vector)
+                    and all(_finite(v) for v in vector)
                     and any(v != 0 for v in vector)
                 )
             )
@@ -221,26 +289,24 @@ class NavConfig:
         if (
             levels is not None
             and levels != "auto"
-            and not (
-                isinstance(levels, (list, tuple))
-                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in levels)
-            )
+            and not (isinstance(levels, (list, tuple)) and all(_finite(v) for v in levels))
         ):
             raise ValueError(
                 f"NavConfig.floor_levels must be 'auto' or a list of floor heights (m), got {levels!r}"
-            )
-        if self.forward_step <= 0:
-            raise ValueError(f"NavConfig.forward_step must be > 0, got {self.forward_step}")
-        if self.turn_angle is not None and not 0 < self.turn_angle <= 180:
-            raise ValueError(
-                f"NavConfig.turn_angle must be in (0, 180] degrees, got {self.turn_angle}"
             )
         if self.instruction_rules and self.task != "instructnav":
             raise ValueError(
                 f"option 'instruction_rules' is for task 'instructnav', not {self.task!r}"
             )
-        if self.num_scenes < 1:
-            raise ValueError(f"NavConfig.num_scenes must be >= 1, got {self.num_scenes}")
+
+    def _check_values(self) -> None:
+        """Types and ranges of the scalar options (:func:`check_option`), and the depth range."""
+        for name in (*BOOLEAN_OPTIONS, *RANGES):
+            check_option(name, getattr(self, name))
+        if not self.min_depth < self.max_depth:
+            raise ValueError(
+                f"NavConfig needs min_depth < max_depth, got {self.min_depth} and {self.max_depth}"
+            )
 
     @property
     def turn_degrees(self) -> float:

@@ -116,6 +116,18 @@ class EpisodeRules:
     exact_spl: bool = True
 
     def validate(self) -> None:
+        if not (isinstance(self.min_ratio, (int, float)) and 0 <= self.min_ratio < math.inf):
+            raise ValueError(
+                f"EpisodeRules.min_ratio must be a finite number >= 0, got {self.min_ratio!r}"
+            )
+        if (
+            isinstance(self.max_tries, bool)
+            or not isinstance(self.max_tries, int)
+            or (self.max_tries < 1)
+        ):
+            raise ValueError(
+                f"EpisodeRules.max_tries must be an integer >= 1, got {self.max_tries!r}"
+            )
         if not 0 <= self.min_geodesic < self.max_geodesic:
             raise ValueError(f"EpisodeRules needs 0 <= min_geodesic < max_geodesic, got {self}")
         if self.geodesic not in ("exact", "grid"):
@@ -427,6 +439,31 @@ def save_episodes(
         json.dump(data, f)
 
 
+def episode_task(episode: NavEpisode) -> str:
+    """The task an episode is for, from its fields: "instructnav" with an ``instruction``,
+    "objectnav" when it names an ``object_category`` (its own or its goals') or its goals have
+    ``view_points``, else "pointnav"."""
+    if episode.instruction is not None:
+        return "instructnav"
+    if episode.object_category is not None or any(
+        g.object_category is not None or g.view_points is not None for g in episode.goals
+    ):
+        return "objectnav"
+    return "pointnav"
+
+
+def dataset_task(path: str | os.PathLike, episodes: list[NavEpisode]) -> str:
+    """The task of a file's episodes (:func:`episode_task`); :class:`EpisodeFileError` if they
+    are for different tasks."""
+    tasks: dict[str, int] = {}
+    for i, e in enumerate(episodes):
+        tasks.setdefault(episode_task(e), i)
+    if len(tasks) > 1:
+        found = ", ".join(f"{t} (episodes[{i}])" for t, i in tasks.items())
+        raise EpisodeFileError(f"{os.fspath(path)}: its episodes mix tasks: {found}")
+    return next(iter(tasks), "pointnav")
+
+
 def scene_id_format(path: str | os.PathLike) -> str | None:
     """The file's top-level ``scene_id_format`` (see :data:`SCENE_ID_FORMAT`), or None."""
     return _read_json(os.fspath(path)).get("scene_id_format")
@@ -480,6 +517,16 @@ def _vec(path: str, where: str, value: Any, n: int) -> np.ndarray:
     return arr
 
 
+def _non_negative(value: Any) -> bool:
+    """A finite number >= 0 (not a bool)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
+
+
 def _goal_from_json(path: str, where: str, g: Any) -> NavGoal:
     if not isinstance(g, dict) or "position" not in g:
         raise EpisodeFileError(f"{path}: {where} must be an object with field 'position'")
@@ -500,9 +547,14 @@ def _goal_from_json(path: str, where: str, g: Any) -> NavGoal:
         ious = [vp.get("iou") for vp in g["view_points"]]
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in ious):
             view_ious = np.asarray(ious, dtype=np.float64)
+    radius = g.get("radius")
+    if radius is not None and not _non_negative(radius):
+        raise EpisodeFileError(
+            f"{path}: {where}.radius must be a finite number >= 0 (m) or null, got {radius!r}"
+        )
     return NavGoal(
         position=_vec(path, f"{where}.position", g["position"], 3),
-        radius=g.get("radius"),
+        radius=radius,
         object_id=g.get("object_id"),
         object_category=g.get("object_category"),
         view_points=vps,
@@ -534,6 +586,12 @@ def _episode_from_json(path: str, i: int, e: Any, by_category: dict) -> NavEpiso
     info = e.get("info") or {}
     if not isinstance(info, dict):
         raise EpisodeFileError(f"{path}: {where}.info must be an object")
+    for key in ("geodesic_distance", "euclidean_distance"):
+        if info.get(key) is not None and not _non_negative(info[key]):
+            raise EpisodeFileError(
+                f"{path}: {where} (episode_id {e.get('episode_id', i)!r}): info.{key} must be a "
+                f"finite number >= 0 (m), got {info[key]!r}"
+            )
     return NavEpisode(
         episode_id=str(e.get("episode_id", i)),
         scene_id=e["scene_id"],

@@ -8,7 +8,8 @@ and ``compass`` (radians from the start heading); InstructNav has ``instruction`
 route in words, see :mod:`pixelrl.envs.nav.instructions`) with ObjectNav's ``gps`` and
 ``compass``. Actions ``Discrete(4)``: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right, with
 ``look_actions`` ``Discrete(6)``: 4 look_up, 5 look_down (``step`` also takes the name or
-habitat's ``{"action": name}``). The
+habitat's ``{"action": name}``, and ``"idle"``: a text policy's turn that runs nothing; an
+index outside the action space is an ``ActionError``). The
 episode terminates on stop, truncates after ``max_episode_steps``. ``info`` carries the measures (distance_to_goal, success, spl, soft_spl
 (alias softspl), path_length, collisions, num_steps) plus episode_id, scene_id and collided.
 
@@ -89,7 +90,9 @@ class NavEnv(gym.Env):
     def step(self, action):
         if self.state is None:
             raise RuntimeError("call reset() before step()")
-        reward, terminated, truncated = self.state.step(action_index(action, self.action_names))
+        # an index, a name, {"action": ...}, or "idle" (a text policy's turn that runs nothing)
+        index = action_index(action, self.action_names, idle=True)
+        reward, terminated, truncated = self.state.step(index)
         obs = self._observe()
         return obs, reward, terminated, truncated, self._info()
 

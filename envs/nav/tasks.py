@@ -33,8 +33,11 @@ from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
 
 STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = 0, 1, 2, 3
 # A turn that does nothing: what a text policy's unparsable answer plays (never one of its
-# actions). Outside Discrete(4), so no policy samples it; it spends a step of the budget.
-IDLE = -1
+# actions), asked for by name, ``env.step("idle")``; it spends a step of the budget. Not in
+# Discrete(4), so no policy samples it, and an index outside the action space (-1 included) is
+# an ActionError, never an idle turn. Recordings store it as IDLE_INDEX.
+IDLE = "idle"
+IDLE_INDEX = -1
 ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")
 # habitat's ObjectNav adds these two (NavConfig.look_actions): tilt the camera by tilt_angle.
 LOOK_UP, LOOK_DOWN = 4, 5
@@ -46,27 +49,36 @@ def action_names(cfg: NavConfig) -> tuple[str, ...]:
     return LOOK_ACTION_NAMES if cfg.look_actions else ACTION_NAMES
 
 
-def action_index(action, names: tuple[str, ...] = ACTION_NAMES) -> int:
+def action_index(action, names: tuple[str, ...] = ACTION_NAMES, idle: bool = False) -> int:
     """An action as habitat's ``Env.step`` takes it -- an index, a name (``"turn_left"``) or a
-    dict ``{"action": index or name, ...}`` -- as the index into ``names``; ``ValueError``
-    (one line) for anything else."""
+    dict ``{"action": index or name, ...}`` -- as the index into ``names``; with ``idle``, the
+    name ``"idle"`` is :data:`IDLE_INDEX`. :class:`~pixelrl.envs.actions.ActionError` (one line)
+    for anything else, an index outside ``names`` included."""
+    from pixelrl.envs.actions import ActionError
+
+    listed = ", ".join(f"{k} {n}" for k, n in enumerate(names))
     if isinstance(action, dict):
         if "action" not in action:
-            raise ValueError(
+            raise ActionError(
                 f"an action dict needs the key 'action' (habitat's {{'action': name}}), got keys "
                 f"{sorted(action)}"
             )
         action = action["action"]
     if isinstance(action, str):
+        if idle and action == IDLE:
+            return IDLE_INDEX
         if action not in names:
-            raise ValueError(f"unknown action {action!r}; the env's actions: {', '.join(names)}")
+            raise ActionError(f"unknown action {action!r}; the env's actions: {', '.join(names)}")
         return names.index(action)
     if isinstance(action, np.ndarray) and action.size == 1:
         action = action.reshape(()).item()
     if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
-        raise ValueError(
+        raise ActionError(
             f"an action is an index, a name ({', '.join(names)}) or {{'action': ...}}, got {action!r}"
         )
+    if not 0 <= action < len(names):
+        hint = " (a text policy's idle turn is step('idle'))" if idle else ""
+        raise ActionError(f"action {int(action)} is not one of the env's actions: {listed}{hint}")
     return int(action)
 
 
@@ -125,17 +137,29 @@ class NavEpisodeState:
         self.category_ids = category_ids
         self.path = [self.position.copy()]
 
+    @property
+    def start_pending(self) -> bool:
+        """Whether l is still a stored grid geodesic, made exact when the episode ends."""
+        return self._start_pending
+
+    def replace_start_distance(self, value: float) -> None:
+        """Take ``value`` as l (SPL's start geodesic) instead of the one the episode carried
+        (a benchmark that found the file's ``info.geodesic_distance`` wrong); before the first
+        step DistanceToGoal is l too."""
+        if self.steps == 0 and self.measured == self.start_distance:
+            self.measured = float(value)
+        self.start_distance = float(value)
+        self._start_pending = False
+
     def step(self, action: int) -> tuple[float, bool, bool]:
         """Apply ``action``; returns (reward, terminated, truncated)."""
         cfg = self.cfg
         if self.done:
             raise RuntimeError("step() called on a finished episode; call reset()")
         action = int(action)
-        if action == IDLE:
+        if action == IDLE_INDEX:
             return self.idle()
-        if not 0 <= action < len(action_names(cfg)):
-            listed = ", ".join(f"{k} {n}" for k, n in enumerate(action_names(cfg)))
-            raise ValueError(f"action must be one of {listed}; got {action}")
+        action_index(action, action_names(cfg))  # in range, else an ActionError
         self.steps += 1
         self.collided = False
         if action == STOP:
@@ -171,7 +195,7 @@ class NavEpisodeState:
         return float(reward), terminated, truncated
 
     def idle(self) -> tuple[float, bool, bool]:
-        """``step(IDLE)``: a turn in which the agent does nothing -- a text policy's unparsable
+        """``step(IDLE_INDEX)`` (the env's ``step("idle")``): a turn in which the agent does nothing -- a text policy's unparsable
         answer, which is never executed. Not one of habitat's actions: the pose stays, but the
         turn costs what time costs (a step of the episode's budget and the slack reward), so an
         agent that keeps answering nonsense still reaches the step limit."""

@@ -25,7 +25,7 @@ from gymnasium.vector.utils import batch_space
 
 from pixelrl.envs.nav.config import NavConfig
 from pixelrl.envs.nav.sim import NavSim
-from pixelrl.envs.nav.tasks import NavEpisodeState, action_names
+from pixelrl.envs.nav.tasks import NavEpisodeState, action_index, action_names
 
 
 class NavVectorEnv(VectorEnv):
@@ -96,6 +96,10 @@ class NavVectorEnv(VectorEnv):
 
     def step(self, actions):
         actions = np.asarray(actions).reshape(self.num_envs)
+        if actions.dtype.kind in "iuf":  # an index outside the space (-1 too) is an error
+            bad = (actions < 0) | (actions >= self.single_action_space.n)
+            if bad.any():
+                action_index(int(actions[bad][0]), action_names(self.cfg))
         rewards = np.zeros(self.num_envs, np.float64)
         terminated = np.zeros(self.num_envs, bool)
         truncated = np.zeros(self.num_envs, bool)

@@ -102,6 +102,11 @@ def split_observation(observation: Any, features: dict[str, Feature]) -> dict[st
 
 
 # -- actions ----------------------------------------------------------------------------------
+# A navigation text policy's idle turn (pixelrl.envs.nav.tasks.IDLE: ``env.step("idle")``, a turn
+# that runs nothing): discrete recordings store it as -1, which no Discrete space holds.
+IDLE, IDLE_INDEX = "idle", -1
+
+
 def action_format(action_space) -> str:
     from gymnasium import spaces
 
@@ -133,6 +138,8 @@ def encode_action(action: Any, fmt: str, screen_size: tuple[int, int] | None = N
                 return action
             raise
     if fmt == "discrete":
+        if isinstance(action, str) and action == IDLE:
+            return IDLE_INDEX
         return int(np.asarray(action).item())
     return json.dumps(to_builtin(action))
 
@@ -145,7 +152,7 @@ def decode_action(value: Any, fmt: str, screen_size: tuple[int, int] | None = No
         except ActionError:
             return str(value)  # recorded as raw text the env rejected: replay it verbatim
     if fmt == "discrete":
-        return int(value)
+        return IDLE if int(value) == IDLE_INDEX else int(value)
     raw = json.loads(value)
     return np.asarray(raw) if isinstance(raw, list) else raw
 

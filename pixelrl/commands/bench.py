@@ -37,7 +37,7 @@ def env_option(text: str) -> tuple[str, Any]:
 
     from pixelrl.config import ConfigError, parse_override
     from pixelrl.embodied.benchmark import EPISODE_SOURCE_OPTIONS
-    from pixelrl.envs.nav.config import NavConfig
+    from pixelrl.envs.nav.config import NavConfig, check_option
 
     try:
         parts, value = parse_override(text)
@@ -54,6 +54,10 @@ def env_option(text: str) -> tuple[str, Any]:
         near = difflib.get_close_matches(key, names, n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise argparse.ArgumentTypeError(f"unknown env option {key!r}{hint}")
+    try:
+        check_option(key, value)  # its type and range on its own; the rest when the env is made
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     return key, value
 
 
@@ -78,7 +82,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--task",
         choices=("pointnav", "objectnav", "instructnav"),
         default=None,
-        help="default: the checkpoint's or VLM agent's, else from the dataset",
+        help="the dataset's (its episodes say it: object categories, instructions or points); "
+        "a --task that contradicts them is an error",
     )
     nav.add_argument("--episodes", type=positive_int, default=None, help="the first N episodes")
     nav.add_argument("--out", default=None,
@@ -118,6 +123,16 @@ def run_nav(args: argparse.Namespace) -> int:
     dataset = Path(args.dataset)
     if not dataset.is_file():
         raise UsageError(f"no such episode dataset: {dataset}")
+    if args.task is not None:  # the episodes say their task; a --task must agree
+        from pixelrl.embodied.benchmark import TASK_EVIDENCE
+        from pixelrl.envs.nav.dataset import dataset_task, load_episodes
+
+        file_task = dataset_task(dataset, load_episodes(dataset))
+        if args.task != file_task:
+            raise UsageError(
+                f"--task {args.task} does not match {dataset.name}: its episodes are "
+                f"{file_task} episodes ({TASK_EVIDENCE[file_task]}); leave --task out"
+            )
     out = Path(args.out) if args.out else Path("outputs/bench_nav") / dataset.name.split(".")[0]
     names = _unique([agent_name(kind, path) for kind, path in args.agent])
     runs = {}

@@ -43,13 +43,19 @@ def parts(text: str) -> list[str]:
 
 
 def screen_size(text: str) -> tuple[int, int]:
-    """``1280x800`` -> (1280, 800), both > 0."""
+    """``1280x800`` -> (1280, 800), within the desktop's screen sizes (``theme.MIN_SCREEN`` to
+    ``MAX_SCREEN``)."""
     try:
         w, h = (int(v) for v in text.lower().split("x"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"must look like 1280x800, got {text!r}") from None
-    if w <= 0 or h <= 0:
-        raise argparse.ArgumentTypeError(f"width and height must be > 0, got {text!r}")
+    from pixelrl.envs.desktop.theme import MAX_SCREEN, MIN_SCREEN  # what the desktop draws
+
+    (w0, h0), (w1, h1) = MIN_SCREEN, MAX_SCREEN
+    if not (w0 <= w <= w1 and h0 <= h <= h1):
+        raise argparse.ArgumentTypeError(
+            f"{w}x{h} is outside the desktop's screen sizes, {w0}x{h0} to {w1}x{h1}"
+        )
     return w, h
 
 

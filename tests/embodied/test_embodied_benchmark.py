@@ -190,3 +190,55 @@ def test_an_episode_starting_on_its_goal_is_not_averaged(dataset, tmp_path):
         bench.close()
     assert [r["valid"] for r in bench.rows] == [False, True]
     assert "starts on its goal (l = 0" in bench.rows[0]["reason"]
+
+
+def test_a_wrong_stored_geodesic_is_replaced_by_ours_and_counted(bench, dataset, tmp_path, capsys):
+    """info.geodesic_distance 0.001 on a 5 m episode made the expert's SPL 0.0002: the benchmark
+    recomputes l, uses its own beyond max(0.5 m, 10%), and says so in one line on stderr."""
+    with gzip.open(dataset, "rt") as f:
+        raw = json.load(f)
+    truth = raw["episodes"][0]["info"]["geodesic_distance"]
+    raw["episodes"][0]["info"]["geodesic_distance"] = 0.001
+    raw["episodes"][1]["info"]["geodesic_distance"] *= 1.05  # within the tolerance: kept
+    tampered = tmp_path / "lying.json.gz"
+    with gzip.open(tampered, "wt") as f:
+        json.dump(raw, f)
+    plain = bench.evaluate(ExpertAgent(bench.env), num_episodes=2, progress=False)
+    plain_rows = bench.rows
+    capsys.readouterr()
+    lying = Benchmark(tampered, sensors=["depth"], width=16, height=16)
+    try:
+        means = lying.evaluate(ExpertAgent(lying.env), num_episodes=2, progress=False)
+    finally:
+        lying.close()
+    assert lying.rows[0]["spl"] == pytest.approx(plain_rows[0]["spl"])
+    assert lying.rows[0]["start_geodesic"] == pytest.approx(truth, rel=1e-6)
+    assert lying.rows[1]["spl"] != plain_rows[1]["spl"]  # 5% off: the file's l stands
+    assert [e for e, _, _ in lying.geodesic_disagreements] == ["0"]
+    assert means["success"] == plain["success"] == 1.0
+    err = capsys.readouterr().err
+    assert "info.geodesic_distance of 1 of 2 episodes disagrees" in err
+    assert "(episode 0: 0.001 m in the file" in err
+
+
+def test_the_task_comes_from_the_file_and_a_contradicting_one_is_refused(dataset):
+    with pytest.raises(ValueError, match="task 'objectnav' does not match val.json.gz: its "
+                       "episodes are pointnav episodes"):  # fmt: skip
+        Benchmark(dataset, task="objectnav", sensors=["depth"], width=16, height=16)
+
+
+def test_an_objectnav_file_is_benchmarked_as_objectnav_without_task(tmp_path):
+    """Its episodes say ObjectNav (categories, view points): it ran as PointNav before (the
+    expert's SPL then measured to the object's centre, 0.993 instead of 0.937)."""
+    from pixelrl.envs.nav.sim import generate_dataset
+
+    path = tmp_path / "objnav.json.gz"
+    generate_dataset(str(path), 1, seed=4, task="objectnav", num_scenes=1, scene_seed=9)
+    bench = Benchmark(path, sensors=["depth"], width=16, height=16)
+    try:
+        assert bench.env_id == "pixelrl/ObjectNav-v0"
+        assert bench.env.unwrapped.cfg.success_radius == 0.1
+    finally:
+        bench.close()
+    with pytest.raises(ValueError, match="its episodes are objectnav episodes"):
+        Benchmark(path, task="pointnav", sensors=["depth"], width=16, height=16)

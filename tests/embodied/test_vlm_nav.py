@@ -258,3 +258,44 @@ def test_agent_folders_that_are_not_agents_are_clear_errors(sft_run, tmp_path):
     (tmp_path / AGENT_FILE).write_text('{"task": "pointnav", "colour": 3}')
     with pytest.raises(AgentFileError, match="unknown keys"):
         load_agent(tmp_path, 0.25, 30.0)
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ({"max_repeat": "many"}, "'max_repeat' must be an integer >= 1, got 'many'"),
+        ({"max_steps": 0}, "'max_steps' must be an integer >= 1, got 0"),
+        ({"max_new_tokens": 2.5}, "'max_new_tokens' must be an integer >= 1, got 2.5"),
+        ({"task": "flynav"}, "'task' must be one of pointnav, objectnav, instructnav"),
+        ({"prompt": {"depth": "yes"}}, "'prompt.depth' must be true or false, got 'yes'"),
+        ({"prompt": {"memory_frames": -1}}, "'prompt.memory_frames' must be an integer >= 0"),
+        ({"prompt": {"colour": 1}}, "unknown keys in 'prompt': ['colour']"),
+        ({"env_kwargs": [1]}, "'env_kwargs' must be an object, got [1]"),
+    ],
+)
+def test_agent_file_values_of_the_wrong_type_name_their_key(tmp_path, raw, message):
+    (tmp_path / AGENT_FILE).write_text(json.dumps(raw))
+    with pytest.raises(AgentFileError) as e:
+        load_agent(tmp_path, 0.25, 30.0)
+    assert message in str(e.value) and AGENT_FILE in str(e.value)
+
+
+def test_cut_or_random_weights_are_a_clear_error_and_gui_eval_refuses_a_nav_agent(
+    sft_run, tmp_path
+):
+    import shutil
+
+    from pixelrl.checkpoint import CheckpointError
+    from pixelrl.gui_agent.agents import load_agent as load_gui_agent
+
+    weights = (sft_run / "model" / "model.safetensors").read_bytes()
+    for name, data in [("cut", weights[: len(weights) // 2]), ("random", bytes(range(256)) * 64)]:
+        folder = shutil.copytree(sft_run / "model", tmp_path / name)
+        (folder / "model.safetensors").write_bytes(data)
+        with pytest.raises(AgentFileError, match=f"{name}: cannot load the model: "):
+            load_agent(folder, 0.25, 10.0)
+        with pytest.raises(CheckpointError, match="is a navigation VLM agent .* --agent vlm"):
+            load_gui_agent(folder)  # pixelrl eval --policy FOLDER
+        (folder / AGENT_FILE).unlink()  # a GUI model folder with the same weights
+        with pytest.raises(CheckpointError, match=f"{name}: cannot load the model folder: "):
+            load_gui_agent(folder)

@@ -58,7 +58,7 @@ def test_default_actions_stay_habitats_four():
     env = NavEnv(task="objectnav", width=8, height=8, num_scenes=1)
     assert env.action_space.n == 4
     env.reset(seed=0)
-    with pytest.raises(ValueError, match="action must be one of 0 stop"):
+    with pytest.raises(ValueError, match="action 4 is not one of the env.s actions: 0 stop"):
         env.step(4)
     env.close()
 

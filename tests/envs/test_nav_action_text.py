@@ -142,3 +142,28 @@ def test_idle_turn_keeps_the_pose_and_spends_the_budget():
         env.reset(seed=3)
         env.step(7)
     env.close()
+
+
+def test_an_index_outside_the_action_space_is_an_error_not_an_idle_turn():
+    """step(-1) was played as the idle turn: a policy's bad index spent the budget silently.
+    The idle turn is asked for by name; every index outside Discrete(n) is an ActionError."""
+    from pixelrl.envs.actions import ActionError
+    from pixelrl.envs.nav.vector_env import NavVectorEnv
+
+    options = dict(sensors=["depth"], width=16, height=16, num_scenes=1)
+    env = gymnasium.make("pixelrl/PointNav-v0", **options)
+    env.reset(seed=3)
+    for bad in (-1, 4, np.int64(-1)):
+        with pytest.raises(ActionError, match=f"action {int(bad)} is not one of the env's "
+                           "actions: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right"):  # fmt: skip
+            env.step(bad)
+    assert env.unwrapped.state.steps == 0
+    env.step({"action": IDLE})
+    assert env.unwrapped.state.steps == 1
+    env.close()
+    venv = NavVectorEnv(2, **options)
+    venv.reset(seed=0)
+    with pytest.raises(ActionError, match="action -1 is not one of the env's actions"):
+        venv.step(np.array([1, -1]))
+    assert [s.steps for s in venv.states] == [0, 0]
+    venv.close()

@@ -12,6 +12,7 @@ from pixelrl.envs.nav.apartment import generate_apartment
 from pixelrl.envs.nav.dataset import (
     EpisodeFileError,
     EpisodeRules,
+    dataset_task,
     generate_objectnav_episode,
     generate_pointnav_episode,
     load_episodes,
@@ -159,6 +160,24 @@ GOOD = {
             {**GOOD, "start_position": [1, "x", 2]},
             r"episodes\[0\]\.start_position must be 3 finite numbers",
         ),
+        (
+            {**GOOD, "goals": [{"position": [2.0, 0.0, 2.0], "radius": -0.5}]},
+            r"episodes\[0\]\.goals\[0\]\.radius must be a finite number >= 0 \(m\) or null, "
+            "got -0.5",
+        ),
+        (
+            {**GOOD, "info": {"geodesic_distance": -5}},
+            r"episodes\[0\] \(episode_id '0'\): info\.geodesic_distance must be a finite "
+            r"number >= 0 \(m\), got -5",
+        ),
+        (
+            {**GOOD, "info": {"geodesic_distance": "far"}},
+            r"info\.geodesic_distance must be a finite number >= 0 \(m\), got 'far'",
+        ),
+        (
+            {**GOOD, "info": {"geodesic_distance": True}},
+            r"info\.geodesic_distance must be a finite number >= 0 \(m\), got True",
+        ),
     ],
 )
 def test_malformed_episode_file_names_file_and_field(tmp_path, episode, message):
@@ -203,6 +222,25 @@ def test_generate_dataset_then_evaluate_objectnav(tmp_path):
         assert info["episode_id"] == ep.episode_id
         assert OBJECTNAV_CATEGORIES[int(obs["objectgoal"][0])] == ep.object_category
         assert info["distance_to_goal"] == pytest.approx(ep.info["geodesic_distance"], rel=0.02)
+    # the file says its task: its episodes name categories and have view points
+    assert dataset_task(path, load_episodes(path)) == "objectnav"
+
+
+def test_a_file_says_its_task_by_its_episodes_fields(tmp_path):
+    objectnav = {**GOOD, "object_category": "bed"}
+    instruct = {**GOOD, "instruction": {"instruction_text": "go to the bed"}}
+    for episodes, task in [
+        ([GOOD, GOOD], "pointnav"),
+        ([objectnav], "objectnav"),
+        ([{**GOOD, "goals": [{"position": [2, 0, 2], "object_category": "bed"}]}], "objectnav"),
+        ([instruct], "instructnav"),
+    ]:
+        path = tmp_path / f"{task}.json.gz"
+        _write(path, {"episodes": episodes})
+        assert dataset_task(path, load_episodes(path)) == task
+    _write(tmp_path / "mixed.json.gz", {"episodes": [GOOD, objectnav]})
+    with pytest.raises(EpisodeFileError, match=r"mix tasks: pointnav \(episodes\[0\]\), objectnav"):
+        dataset_task(tmp_path / "mixed.json.gz", load_episodes(tmp_path / "mixed.json.gz"))
 
 
 # A 1-2-room apartment (held-out seed 100013, clutter 0.5) where no object is 1 m of walking from

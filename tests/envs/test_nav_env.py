@@ -129,6 +129,43 @@ def test_bad_options_are_clear_errors():
         NavEnv(width=16, height=16, scenes=["/nonexistent/no_such_scene.glb"])
 
 
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        ({"forward_step": math.inf}, "forward_step must be a finite number > 0, got inf"),
+        ({"width": 100000}, "width must be an integer in [1, 4096] px, got 100000"),
+        ({"height": 0}, "height must be an integer in [1, 4096] px, got 0"),
+        ({"look_actions": "yes"}, "look_actions must be true or false, got 'yes'"),
+        ({"normalize_depth": 1}, "normalize_depth must be true or false"),
+        ({"tilt_angle": -400}, "tilt_angle must be a finite number in (0, 90] degrees"),
+        ({"turn_angle": math.nan}, "turn_angle must be a finite number in (0, 180]"),
+        ({"success_distance": -1}, "success_distance must be a finite number > 0, got -1"),
+        ({"success_distance": math.nan}, "success_distance must be a finite number > 0, got nan"),
+        ({"max_episode_steps": 2.5}, "max_episode_steps must be an integer >= 1, got 2.5"),
+        ({"hfov": True}, "hfov must be a finite number in (0, 180) degrees, got True"),
+        ({"agent_radius": -0.1}, "agent_radius must be a finite number > 0"),
+        ({"min_depth": 5.0, "max_depth": 1.0}, "min_depth < max_depth, got 5.0 and 1.0"),
+        ({"up_axis": [0, math.nan, 1]}, "up_axis must be one of"),
+        ({"floor_levels": [0.0, math.inf]}, "floor_levels must be 'auto' or a list"),
+    ],
+)
+def test_nonsense_option_values_are_refused_before_anything_is_built(option, message):
+    from pixelrl.envs.nav.config import NavConfig
+
+    with pytest.raises(ValueError) as e:
+        NavConfig.from_options(**option)
+    assert message in str(e.value)
+
+
+def test_nonsense_episode_rules_are_refused():
+    from pixelrl.envs.nav.dataset import EpisodeRules
+
+    with pytest.raises(ValueError, match="min_ratio must be a finite number >= 0, got nan"):
+        EpisodeRules(min_ratio=math.nan).validate()
+    with pytest.raises(ValueError, match="max_tries must be an integer >= 1, got 0"):
+        EpisodeRules(max_tries=0).validate()
+
+
 def test_vector_env_matches_single_envs_and_autoresets():
     n = 3
     venv = NavVectorEnv(n, max_episode_steps=4, **SMALL)

@@ -93,6 +93,20 @@ CASES = [
     ("bench-scene-ids-without-options",
      ["bench", "nav", "--dataset", "{data}/old.json.gz", "--agent", "expert"],
      "'apartment:seed=3'"),
+    ("bench-geodesic-negative",
+     ["bench", "nav", "--dataset", "{data}/geodesic_negative.json.gz", "--agent", "expert"],
+     "episodes[0] (episode_id '0'): info.geodesic_distance must be a finite number >= 0 (m), "
+     "got -5"),
+    ("bench-geodesic-text",
+     ["bench", "nav", "--dataset", "{data}/geodesic_text.json.gz", "--agent", "expert"],
+     "info.geodesic_distance must be a finite number >= 0 (m), got 'far'"),
+    ("bench-radius-negative",
+     ["bench", "nav", "--dataset", "{data}/radius_negative.json.gz", "--agent", "expert"],
+     "episodes[1].goals[0].radius must be a finite number >= 0 (m) or null, got -1"),
+    ("bench-task-contradicts-file",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "expert",
+      "--task", "objectnav"],
+     "--task objectnav does not match new.json.gz: its episodes are pointnav episodes"),
     # bench nav's --agent and --env-option
     ("bench-agent-swallows-option",
      ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "expert", "width=64"],
@@ -103,6 +117,27 @@ CASES = [
     ("bench-episode-source-option",
      ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "stop",
       "--env-option", "apartment={rooms: [1, 2]}"], "'apartment'"),
+    # nav env option values (issue 37)
+    ("bench-forward-step-inf",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "expert",
+      "--env-option", "forward_step=.inf"], "forward_step must be a finite number > 0, got inf"),
+    ("bench-width-absurd",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "expert",
+      "--env-option", "width=100000"], "width must be an integer in [1, 4096] px, got 100000"),
+    ("bench-look-actions-text",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "expert",
+      "--env-option", 'look_actions="yes"'], "look_actions must be true or false, got 'yes'"),
+    ("bench-tilt-angle-out-of-range",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "expert",
+      "--env-option", "tilt_angle=-400"], "tilt_angle must be a finite number in (0, 90]"),
+    ("bench-success-distance-negative",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "expert",
+      "--env-option", "success_distance=-1"], "success_distance must be a finite number > 0"),
+    ("bench-success-distance-nan",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "expert",
+      "--env-option", "success_distance=.nan"], "success_distance must be a finite number > 0"),
+    ("train-forward-step-inf", [*TRAIN, "env.kwargs.forward_step=.inf"],
+     "forward_step must be a finite number > 0, got inf"),
     # the navigation VLM agent (issue 21)
     ("bench-vlm-agent-missing",
      ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "vlm", "runs/nope"],
@@ -110,6 +145,22 @@ CASES = [
     ("bench-vlm-not-an-agent",
      ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "vlm", "{data}/demos"],
      "is not a navigation VLM agent"),
+    ("bench-vlm-cut-weights",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "vlm", "{data}/agent_cut"],
+     "agent_cut: cannot load the model: Error while deserializing header"),
+    ("bench-vlm-random-weights",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "vlm", "{data}/agent_random"],
+     "agent_random: cannot load the model: Error while deserializing header"),
+    ("bench-vlm-max-repeat-text",
+     ["bench", "nav", "--dataset", "{data}/new.json.gz", "--agent", "vlm", "{data}/agent_many"],
+     "'max_repeat' must be an integer >= 1, got 'many'"),
+    ("eval-cut-weights", ["eval", "--policy", "{data}/gui_cut", "--grounding", "2"],
+     "gui_cut: cannot load the model folder: Error while deserializing header"),
+    ("eval-nav-vlm-agent", ["eval", "--policy", "{data}/agent_many", "--grounding", "2"],
+     "is a navigation VLM agent (it has pixelrl_nav_agent.json), not a GUI policy; benchmark "
+     "it with: pixelrl bench nav --dataset EPISODES.json.gz --agent vlm"),
+    ("demo-size-too-small", ["demo", "--size", "10x10"],
+     "10x10 is outside the desktop's screen sizes, 320x240 to 1920x1080"),
     ("train-vlm-unknown-model", ["train", "embodied/vlm-sft", "model=tiny-gpt5",
                                  "train.output_dir=run"], "unknown tiny model 'tiny-gpt5'"),
     ("train-vlm-steps-zero", ["train", "embodied/vlm-sft", "sft.steps=0", "train.output_dir=run"],
@@ -135,11 +186,44 @@ def data(tmp_path_factory) -> Path:
     (root / "cut.json.gz").write_bytes(raw[: len(raw) // 2])
     with gzip.open(root / "old.json.gz", "wt") as f:  # written before ids carried options
         json.dump({"episodes": [episode_to_json(e) for e in episodes]}, f)
+    for name, (k, where, key, value) in {
+        "geodesic_negative": (0, "info", "geodesic_distance", -5),
+        "geodesic_text": (0, "info", "geodesic_distance", "far"),
+        "radius_negative": (1, "goal", "radius", -1),
+    }.items():
+        with gzip.open(root / "new.json.gz", "rt") as f:
+            raw = json.load(f)
+        episode = raw["episodes"][k]
+        (episode["info"] if where == "info" else episode["goals"][0])[key] = value
+        with gzip.open(root / f"{name}.json.gz", "wt") as f:
+            json.dump(raw, f)
+    _vlm_agent_folders(root)
     env = RecordEpisodes(gymnasium.make(CLICK, screen_size=(320, 240)), root / "demos")
     env.reset(seed=0)
     env.step(env.unwrapped.expert_action())
     env.close()
     return root
+
+
+def _vlm_agent_folders(root: Path) -> None:
+    """A tiny navigation VLM agent (random weights), then broken copies of it: weights cut in
+    half, random bytes, ``max_repeat`` as text, and a GUI model folder with cut weights."""
+    import shutil
+
+    from pixelrl.embodied.vlm_agent import AGENT_FILE, AgentSpec, save_agent
+    from pixelrl.vision.vlm import load_vlm
+
+    spec = AgentSpec(env_kwargs={"width": 32, "height": 32})
+    save_agent(load_vlm("tiny-qwen2_vl", codec=spec.codec(0.25, 10.0)), spec, root / "agent")
+    weights = (root / "agent" / "model.safetensors").read_bytes()
+    for name in ("agent_cut", "agent_random", "agent_many", "gui_cut"):
+        shutil.copytree(root / "agent", root / name)
+    (root / "agent_cut" / "model.safetensors").write_bytes(weights[: len(weights) // 2])
+    (root / "gui_cut" / "model.safetensors").write_bytes(weights[: len(weights) // 2])
+    (root / "gui_cut" / AGENT_FILE).unlink()
+    (root / "agent_random" / "model.safetensors").write_bytes(bytes(range(256)) * 64)
+    raw = json.loads((root / "agent_many" / AGENT_FILE).read_text())
+    (root / "agent_many" / AGENT_FILE).write_text(json.dumps({**raw, "max_repeat": "many"}))
 
 
 def _run(case, data: Path, cwd: Path) -> dict:
