@@ -19,6 +19,7 @@ import pytest
 PIXELRL = [sys.executable, "-m", "pixelrl"]
 GROUNDING = [sys.executable, "-m", "pixelrl.envs.grounding"]
 CLICK = "pixelrl/Desktop-ClickButton-v0"
+X11 = "pixelrl/XDesktop-TkCounterThree-v0"
 TRAIN = ["train", "embodied/pointnav-small", "train.output_dir=run"]
 
 # (id, argv after the program, text the error line must hold); {data} is the fixture folder.
@@ -168,6 +169,27 @@ CASES = [
     ("train-vlm-not-nav", ["train", "embodied/vlm-sft", "env.id=pixelrl/Desktop-ClickButton-v0",
                            "train.output_dir=run"], "not a navigation task"),
     ("eval-nothing-to-do", ["eval", "--policy", "p"], "--grounding"),
+    # hostile or mistaken X11 task files and sandbox limits (issue 37)
+    ("record-x11-limit-typo", ["record", "--env", X11, "--env-kwargs",
+                               '{"limits": {"stp_s": 1}}', "--out", "o"],
+     "unknown sandbox limit(s) ['stp_s']; known: ['step_s',"),
+    ("record-x11-limit-negative", ["record", "--env", X11, "--env-kwargs",
+                                   '{"limits": {"home_bytes": -1}}', "--out", "o"],
+     "sandbox limit home_bytes must be a finite number > 0, got -1"),
+    ("record-x11-sleep-forever", ["record", "--env", X11, "--env-kwargs",
+                                  '{"task": "{data}/sleep.json"}', "--out", "o"],
+     "config[0].seconds: sleeps 1e+09 s; a step may take 0 to 30 s"),
+    ("record-x11-bad-pattern", ["record", "--env", X11, "--env-kwargs",
+                                '{"task": "{data}/unclosed.json"}', "--out", "o"],
+     "evaluator.result.pattern: not a valid regular expression '(unclosed'"),
+    ("record-x11-task-not-utf8", ["record", "--env", X11, "--env-kwargs",
+                                  '{"task": "{data}/latin1.json"}', "--out", "o"],
+     "latin1.json: not UTF-8 text"),
+    ("record-x11-short-step-limit", ["record", "--env", X11, "--env-kwargs",
+                                     '{"task": "{data}/sleep5.json", "limits": {"step_s": 1}}',
+                                     "--out", "o"],
+     "sleeps 5 s; a step may take 0 to 1 s"),
+    ("tasks-check-missing-folder", ["tasks", "check", "nowhere"], "nowhere: no such folder"),
 ]  # fmt: skip
 
 
@@ -197,12 +219,29 @@ def data(tmp_path_factory) -> Path:
         (episode["info"] if where == "info" else episode["goals"][0])[key] = value
         with gzip.open(root / f"{name}.json.gz", "wt") as f:
             json.dump(raw, f)
+    _x11_task_files(root)
     _vlm_agent_folders(root)
     env = RecordEpisodes(gymnasium.make(CLICK, screen_size=(320, 240)), root / "demos")
     env.reset(seed=0)
     env.step(env.unwrapped.expert_action())
     env.close()
     return root
+
+
+def _x11_task_files(root: Path) -> None:
+    """Task files a user might be handed: an endless sleep, a pattern that cannot compile, a
+    file in Latin-1, and a sleep longer than a step limit the user sets."""
+    check = {"result": {"type": "command", "command": ["true"]}, "func": "contains",
+             "expected": ""}  # fmt: skip
+    for name, config, evaluator in [
+        ("sleep", [{"type": "sleep", "seconds": 1e9}], check),
+        ("sleep5", [{"type": "sleep", "seconds": 5}], check),
+        ("unclosed", [], {"result": {"type": "window_title", "pattern": "(unclosed"},
+                          "func": "contains", "expected": "x"}),
+    ]:  # fmt: skip
+        task = {"id": "Hostile", "instruction": "x", "config": config, "evaluator": evaluator}
+        (root / f"{name}.json").write_text(json.dumps(task))
+    (root / "latin1.json").write_bytes(b'{"id": "Caf\xe9", "instruction": "x"}')
 
 
 def _vlm_agent_folders(root: Path) -> None:
