@@ -21,6 +21,7 @@ XVFB_INSTALL_HINT = (
     "install the X virtual framebuffer: `apt-get install xvfb` on Debian/Ubuntu "
     "(or run scripts/install_system_deps.sh)"
 )
+XVFB_MEMORY_BYTES = 2 << 30  # address space of a private Xvfb: its clients are the task's apps
 _DISPLAY_NAME = re.compile(r"^(?:[\w.-]*):(\d+)(?:\.\d+)?$")
 
 
@@ -94,6 +95,10 @@ class XDisplay:
             os.makedirs("/tmp/.X11-unix", exist_ok=True)
             os.chmod("/tmp/.X11-unix", 0o1777)  # as on a desktop (1755 when root's Xvfb made it)
             argv = drop_root_argv() + argv
+        # Clients allocate the server's memory (pixmaps, windows): bound it like a task process.
+        prlimit = shutil.which("prlimit")
+        if prlimit is not None:
+            argv = [prlimit, f"--as={XVFB_MEMORY_BYTES}", "--"] + argv
         try:
             self.server = ChildProcess(argv, pass_fds=(write_fd,), name="Xvfb")
         except OSError as e:

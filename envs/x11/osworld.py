@@ -446,7 +446,7 @@ def activate_window(windows, name: str, strict: bool = False, by_class: bool = F
     for w in windows.list():
         xw = d.create_resource_object("window", w.id)
         if by_class:
-            cls = xw.get_wm_class() or ()
+            cls = windows.wm_class(w.id)
             hit = any((c == name) if strict else (name.lower() in c.lower()) for c in cls)
         else:
             hit = (w.title == name) if strict else (name.lower() in w.title.lower())

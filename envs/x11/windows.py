@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 MAX_TITLE_BYTES = 4096  # what is read of a window's title (python-xlib reads it all otherwise)
+MAX_WINDOWS = 256  # top-level windows looked at (the topmost)
 
 
 @dataclass(frozen=True)
@@ -37,23 +38,37 @@ class Windows:
         self._net_wm_name = self._d.intern_atom("_NET_WM_NAME")
         self._utf8 = self._d.intern_atom("UTF8_STRING")
 
+    def _text(self, w, atom, kind, encoding: str) -> str | None:
+        """A text property's first :data:`MAX_TITLE_BYTES` (python-xlib's own getters read all
+        of it, and the task's app sets it)."""
+        prop = w.get_property(atom, kind, 0, MAX_TITLE_BYTES // 4)
+        if prop is None or not prop.value:
+            return None
+        v = prop.value
+        return v.decode(encoding, "replace") if isinstance(v, bytes) else str(v)
+
     def _title(self, w) -> str | None:
-        """The window's title, its first :data:`MAX_TITLE_BYTES` only: the task's app sets it."""
         from Xlib import X, Xatom
         from Xlib.error import XError
 
         try:
-            for atom, kind, encoding in (
-                (self._net_wm_name, self._utf8, "utf-8"),
-                (Xatom.WM_NAME, X.AnyPropertyType, "latin-1"),
-            ):
-                prop = w.get_property(atom, kind, 0, MAX_TITLE_BYTES // 4)
-                if prop is not None and prop.value:
-                    v = prop.value
-                    return v.decode(encoding, "replace") if isinstance(v, bytes) else str(v)
-            return None
+            return self._text(w, self._net_wm_name, self._utf8, "utf-8") or self._text(
+                w, Xatom.WM_NAME, X.AnyPropertyType, "latin-1"
+            )
         except XError:
             return None  # the window went away while we looked
+
+    def wm_class(self, window_id: int) -> tuple[str, ...]:
+        """The window's ``WM_CLASS`` (instance, class), bounded like titles; () when gone."""
+        from Xlib import Xatom
+        from Xlib.error import XError
+
+        try:
+            w = self._d.create_resource_object("window", window_id)
+            text = self._text(w, Xatom.WM_CLASS, Xatom.STRING, "latin-1")
+        except XError:
+            return ()
+        return tuple(p for p in (text or "").split("\0") if p)
 
     def list(self) -> list[Window]:
         """Viewable windows with a title, in stacking order (bottom first)."""
@@ -66,7 +81,7 @@ class Windows:
             children = root.query_tree().children
         except XError:
             return found
-        for top in children:
+        for top in children[-MAX_WINDOWS:]:  # the topmost: an app may map thousands
             try:
                 attrs = top.get_attributes()
                 if attrs.map_state != X.IsViewable:

@@ -418,3 +418,29 @@ def test_wrong_sandbox_limits_are_one_line_errors(tmp_path):
         assert run.returncode == 2, run.stderr
         assert run.stderr.count("\n") == 1 and text in run.stderr, run.stderr
         assert "Traceback" not in run.stderr
+
+
+@needs_x11
+def test_an_app_cannot_take_more_than_its_share_of_the_x_servers_memory():
+    # Pixmaps live in Xvfb, outside the sandbox's limits: the server has a bound of its own.
+    from Xlib import display as xdisplay
+
+    from pixelrl.envs.x11.display import XVFB_MEMORY_BYTES, XDisplay
+
+    server = XDisplay(size=(320, 240))
+    client = xdisplay.Display(server.name)
+    errors = []
+    client.set_error_handler(lambda error, request: errors.append(type(error).__name__))
+    try:
+        root = client.screen().root
+        for _ in range(12):  # 12 x 256 MB
+            pixmap = root.create_pixmap(8000, 8000, 24)
+            pixmap.fill_rectangle(pixmap.create_gc(foreground=0), 0, 0, 8000, 8000)
+            client.sync()
+        with open(f"/proc/{server.server.pid}/status") as f:
+            rss = int([line for line in f if line.startswith("VmRSS")][0].split()[1]) * 1024
+        assert "BadAlloc" in errors and server.alive()
+        assert rss <= XVFB_MEMORY_BYTES
+    finally:
+        client.close()
+        server.close()
