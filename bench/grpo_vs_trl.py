@@ -173,12 +173,12 @@ def run(args) -> dict:
     # -- TRL: the same start, prompts (in order), reward, G, lengths, beta, clip, optimizer
     prompt_text = ours.prompt_text  # the user turn's text, as our policy writes it
     dataset = Dataset.from_list([
-        {"prompt": [{"role": "user", "content": prompt_text(it.instruction, [], screen)}],
+        {"prompt": [{"role": "user", "content": prompt_text(it.instruction, [])}],
          "image": _pil(it.screenshot),
          "bbox": list(it.bbox)} for it in sequence
     ])  # fmt: skip
 
-    if ours.build_prompt(sequence[0].instruction, [], screen) != ours.processor.apply_chat_template(
+    if ours.build_prompt(sequence[0].instruction, []) != ours.processor.apply_chat_template(
         prepare_multimodal_messages(dataset[0]["prompt"], images=[dataset[0]["image"]]),
         add_generation_prompt=True, tokenize=False,
     ):  # fmt: skip

@@ -93,7 +93,7 @@ def main() -> None:
 def pool(rows: list[dict]) -> list[dict]:
     """One row per task (runs over other seeds pooled: successes summed, interval recomputed),
     in the published table's order."""
-    from pixelrl.gui_agent.evaluate import wilson_interval
+    from pixelrl.stats import wilson_interval
 
     by_task: dict[str, dict] = {}
     for r in rows:

@@ -50,7 +50,7 @@ import time
 
 import numpy as np
 
-HABITAT_GPU_RGBD_128 = 2050.0  # habitat-sim, 1 process, GPU, RGB-D 128 px (DESIGN.md)
+HABITAT_GPU_RGBD_128 = 2050.0  # habitat-sim's figure: 1 process, GPU, RGB-D 128 px
 
 
 def _actions(rng: np.random.Generator, n: int, shape=()) -> np.ndarray:

@@ -42,7 +42,7 @@ def main() -> None:
 
     from pixelrl.embodied import vlm_train as vt
     from pixelrl.embodied.vlm_agent import load_agent
-    from pixelrl.gui_agent.evaluate import wilson_interval
+    from pixelrl.stats import wilson_interval
 
     seeds = [vt.EVAL_SEED_BASE + k for k in range(args.episodes)]
     results: dict[str, list[dict]] = {}

@@ -108,11 +108,15 @@ def main() -> None:
     rows = []
     from tqdm import tqdm
 
+    from pixelrl.envs.gui_codec import GUIActionCodec
     from pixelrl.vision.vlm import load_vlm
 
     for name in tqdm(models, desc="models"):
         extra = {"text_size": text_size} if text_size and name.startswith("tiny-") else {}
-        policy = load_vlm(name, dtype=args.dtype, device=args.device, **extra)  # once for both
+        codec = GUIActionCodec.for_model(name)
+        policy = load_vlm(
+            name, codec, dtype=args.dtype, device=args.device, **extra
+        )  # once for both
         for share in (True, False):
             rows.append(
                 bench_one(

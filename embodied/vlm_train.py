@@ -37,9 +37,9 @@ import numpy as np
 from pixelrl.config import Config, ConfigError, check_ranges, load_config
 from pixelrl.embodied.vlm_agent import TASKS, AgentSpec, NavPrompt, VLMNavAgent, goal_text
 from pixelrl.envs.nav.tasks import IDLE, IDLE_INDEX
-from pixelrl.gui_agent.evaluate import wilson_interval
 from pixelrl.rl.grpo import RECIPE_DEFAULTS as GRPO_DEFAULTS
 from pixelrl.run_folder import Run, recipe_config
+from pixelrl.stats import wilson_interval
 
 DEFAULTS: dict[str, Any] = {
     "recipe": "",
@@ -48,7 +48,7 @@ DEFAULTS: dict[str, Any] = {
     "torch_threads": 0,
     "model": "tiny-smolvlm",
     "dtype": None,
-    "text_size": {},  # tiny-<family>: the language model's shape (pixelrl.vision.vlm.build_tiny_vlm)
+    "text_size": {},  # tiny-<family>: the language model's shape (pixelrl.vision.tiny_vlm.build_tiny_vlm)
     "vision_size": {},  # tiny-<family> but llava: the vision side
     "tokenizer": {"vocab_size": 800},  # tiny-<family>: BPE over the codec's and goals' words
     "init": "",  # a model folder to start from (an embodied/vlm-sft run's model/)
@@ -413,8 +413,7 @@ def run_grpo(cfg: Config) -> dict[str, Any]:
     from tqdm import tqdm
 
     from pixelrl.embodied.vlm_agent import save_agent
-    from pixelrl.gui_agent.train_vlm import grpo_optimizer_for
-    from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages, update_in_chunks
+    from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages, grpo_optimizer_for, update_in_chunks
 
     if cfg.grpo.reward not in REWARD_KINDS:
         raise ConfigError(f"grpo.reward: {cfg.grpo.reward!r}; known: {', '.join(REWARD_KINDS)}")
@@ -431,7 +430,7 @@ def run_grpo(cfg: Config) -> dict[str, Any]:
     codec = codec_for(spec, train_envs[0])
     policy = load_policy(cfg, codec)
     ref = policy.frozen_copy() if gcfg.kl_coef else None
-    opt, set_lr = grpo_optimizer_for(policy, cfg)
+    opt, set_lr = grpo_optimizer_for(policy, cfg.grpo)
     rng = np.random.default_rng(int(cfg.seed))
     rewards = {k: float(v) for k, v in cfg.grpo.rewards.to_dict().items()}
     steps = int(cfg.grpo.steps)
@@ -485,21 +484,6 @@ def train(cfg: Config) -> dict[str, Any]:
     if int(cfg.torch_threads):
         torch.set_num_threads(int(cfg.torch_threads))
     return RUNNERS[cfg.recipe](cfg)
-
-
-# The registry's task-module interface (pixelrl.recipes).
-def make_envs(cfg, num_envs: int, seed: int, split: str):
-    from pixelrl.embodied.task import make_vector_env
-
-    return make_vector_env(cfg.env.id, num_envs, seed, **env_kwargs(cfg, split))
-
-
-def make_policy(cfg, observation_space=None, action_space=None):
-    env = make_env(cfg, "train")
-    try:
-        return load_policy(cfg, codec_for(agent_spec(cfg), env))
-    finally:
-        env.close()
 
 
 def run_recipe(name: str, overrides=(), model: str | None = None, print_config: bool = False,

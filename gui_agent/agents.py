@@ -98,7 +98,7 @@ class VLMAgent:
         self.vlm = vlm
         self.vlm.model.eval()
         self.max_new_tokens = max_new_tokens
-        self.history: list[Action] = []
+        self.history: list[str] = []  # earlier actions as the policy writes them
         self.last_texts: list[str] = []
 
     def reset(self) -> None:
@@ -108,7 +108,7 @@ class VLMAgent:
         self,
         screenshots: Sequence[np.ndarray],
         instructions: Sequence[str],
-        histories: Sequence[Sequence[Action]] | None = None,
+        histories: Sequence[Sequence[str]] | None = None,
     ) -> list[Action]:
         screen = (screenshots[0].shape[1], screenshots[0].shape[0])
         out = self.vlm.generate(
@@ -120,7 +120,8 @@ class VLMAgent:
 
     def act(self, screenshot: np.ndarray, instruction: str) -> Action:
         action = self.act_batch([screenshot], [instruction], [self.history])[0]
-        self.history.append(action)
+        screen = (screenshot.shape[1], screenshot.shape[0])
+        self.history.append(self.vlm.action_text(action, screen))
         return action
 
 
@@ -145,6 +146,7 @@ def load_agent(path: str | Path):
         is_hub_id,
         missing_path_message,
     )
+    from pixelrl.envs.gui_codec import GUIActionCodec
     from pixelrl.vision.vlm import MODEL_FILE_ERRORS, load_vlm
 
     text = str(path)
@@ -154,10 +156,10 @@ def load_agent(path: str | Path):
             f"benchmark it with: pixelrl bench nav --dataset EPISODES.json.gz --agent vlm {text}"
         )
     if text.startswith("tiny-"):
-        return VLMAgent(load_vlm(text))
+        return VLMAgent(load_vlm(text, GUIActionCodec.for_model(text)))
     if is_model_folder(text):
         try:
-            return VLMAgent(load_vlm(text))
+            return VLMAgent(load_vlm(text, GUIActionCodec.for_model(text)))
         except MODEL_FILE_ERRORS as e:  # a cut or random model.safetensors, a bad config.json
             raise CheckpointError(f"{text}: cannot load the model folder: {e}") from None
     p = Path(text)
@@ -166,4 +168,5 @@ def load_agent(path: str | Path):
     if not is_hub_id(text):
         raise CheckpointError(missing_path_message(text))
     check_hub_model(text)
-    return VLMAgent(load_vlm(text))  # a transformers name (offline: from the local cache)
+    # a transformers name (offline: from the local cache)
+    return VLMAgent(load_vlm(text, GUIActionCodec.for_model(text)))

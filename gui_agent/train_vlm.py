@@ -7,7 +7,7 @@ optionally wraps it with LoRA (``lora.enabled``), trains, evaluates on held-out 
 to ``train.output_dir``: ``model/`` (``save_pretrained`` of model and processor), ``history.csv``,
 ``eval.csv`` and ``learning_curve.png``.
 
-- ``gui/sft``: behaviour cloning from recorded episodes (the DESIGN.md dataset format;
+- ``gui/sft``: behaviour cloning from recorded episodes (the recording format, :mod:`pixelrl.envs.recording`;
   ``data.dataset``, or, when empty, expert episodes of ``env.families`` recorded on the spot into
   ``<output_dir>/demos``). Loss: mean negative log-likelihood of the action text's tokens (the
   end token included) given the screenshot, instruction and previous actions.
@@ -49,8 +49,8 @@ DEFAULTS: dict[str, Any] = {
     "torch_threads": 0,
     "model": "tiny-qwen2_vl",
     "dtype": None,
-    "text_size": {},  # tiny-<family> only: the language model's shape (pixelrl.vision.vlm.build_tiny_vlm)
-    "vision_size": {},  # tiny-<family> but llava: the vision side (pixelrl.vision.vlm.build_tiny_vlm)
+    "text_size": {},  # tiny-<family> only: the language model's shape (pixelrl.vision.tiny_vlm.build_tiny_vlm)
+    "vision_size": {},  # tiny-<family> but llava: the vision side (pixelrl.vision.tiny_vlm.build_tiny_vlm)
     # tiny-<family>: the BPE tokenizer's size, and how many training screens per family of
     # env.families whose instructions and element names join its corpus (a label is then one
     # token, not byte pieces); 0 screens: the generic action corpus only
@@ -157,6 +157,17 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
     return cfg
 
 
+def gui_codec(cfg: Config, source: str):
+    """The GUI action codec of ``action_format`` and ``coordinates`` (or the model's own)."""
+    from pixelrl.envs.gui_codec import GUIActionCodec
+
+    try:
+        return GUIActionCodec.for_model(source, cfg.action_format, cfg.coordinates or None)
+    except ValueError as e:
+        key = "coordinates" if cfg.coordinates else "action_format"
+        raise ConfigError(f"{key}: {e}") from None
+
+
 def load_policy(cfg: Config):
     """The :class:`VLMPolicy` a config names (``init`` folder first, else ``model``), with LoRA."""
     import torch
@@ -165,29 +176,21 @@ def load_policy(cfg: Config):
 
     torch.manual_seed(int(cfg.seed))
     source = str(cfg.init or cfg.model)
+    codec = gui_codec(cfg, source)
     extra = {}
-    if cfg.coordinates:
-        from pixelrl.envs.coordinates import coordinate_space
-
-        try:
-            coordinate_space(str(cfg.coordinates))
-        except ValueError as e:
-            raise ConfigError(f"coordinates: {e}") from None
-        extra["coordinates"] = str(cfg.coordinates)
     if source.startswith("tiny-"):
         for key in ("text_size", "vision_size"):
             if getattr(cfg, key):
                 extra[key] = getattr(cfg, key).to_dict()
         extra["vocab_size"] = int(cfg.tokenizer.vocab_size)
         if int(cfg.tokenizer.screens):
-            from pixelrl.vision.vlm import task_corpus
+            from pixelrl.vision.vlm import tiny_corpus
 
             texts = [t for _, obs, info in training_screens(cfg, int(cfg.tokenizer.screens))
                      for t in [obs["instruction"], *(e.get("name", "") for e in info["a11y"])]]  # fmt: skip
-            extra["corpus"] = task_corpus(seed=int(cfg.seed)) + texts
+            extra["corpus"] = tiny_corpus(codec, int(cfg.seed)) + texts
     policy = load_vlm(
-        source, dtype=cfg.dtype, device=cfg.device, seed=int(cfg.seed),
-        action_format=cfg.action_format, **extra,
+        source, codec, dtype=cfg.dtype, device=cfg.device, seed=int(cfg.seed), **extra
     )  # fmt: skip
     if cfg.lora.enabled:
         policy.add_lora(
@@ -276,27 +279,6 @@ def training_screens(cfg: Config, per_family: int):
         env.close()
 
 
-# The registry's task-module interface (pixelrl.recipes): the raw desktop envs and the policy.
-def make_envs(cfg, num_envs: int, seed: int, split: str):
-    import gymnasium as gym
-
-    import pixelrl.envs  # noqa: F401
-    from pixelrl.gui_agent.pointer_env import SplitSeeds
-
-    kwargs, ids = _env_kwargs(cfg), _play_ids(cfg)
-    return gym.vector.SyncVectorEnv(
-        [
-            lambda i=i: SplitSeeds(gym.make(ids[i % len(ids)], **kwargs), split)
-            for i in range(num_envs)
-        ],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
-
-
-def make_policy(cfg, observation_space=None, action_space=None):
-    return load_policy(cfg)
-
-
 def _grounding_eval(policy, cfg: Config, items) -> dict[str, float]:
     from pixelrl.gui_agent.agents import VLMAgent
     from pixelrl.gui_agent.evaluate import evaluate_grounding
@@ -311,7 +293,8 @@ def _grounding_eval(policy, cfg: Config, items) -> dict[str, float]:
 
 def _success_eval(policy, cfg: Config) -> dict[str, float]:
     from pixelrl.gui_agent.agents import VLMAgent
-    from pixelrl.gui_agent.evaluate import evaluate_success, wilson_interval
+    from pixelrl.gui_agent.evaluate import evaluate_success
+    from pixelrl.stats import wilson_interval
 
     was_training = policy.model.training
     agent = VLMAgent(policy, int(cfg.grpo.max_new_tokens))
@@ -418,13 +401,14 @@ def sft_examples(roots: list[Path], policy) -> list[dict[str, Any]]:
                 action = action_as_gui(str(text), screen)
                 if action is None:
                     continue
+                target = policy.action_text(action, screen)
                 examples.append({
                     "screenshot": data.frame(e, t),
                     "instruction": str(rows["instruction"].iloc[t]),
                     "history": list(history),
-                    "target": policy.action_text(action, screen),
+                    "target": target,
                 })  # fmt: skip
-                history.append(action)
+                history.append(target)
     if not examples:
         raise ValueError(f"no usable steps in {[str(r) for r in roots]}")
     return examples
@@ -495,19 +479,6 @@ def run_sft(cfg: Config) -> dict[str, Any]:
 
 
 # -- grounding GRPO -----------------------------------------------------------------------------
-def grpo_optimizer_for(policy, cfg: Config):
-    """:func:`pixelrl.rl.grpo.grpo_optimizer` from the ``grpo:`` section (lr, lr_schedule,
-    steps); an unknown schedule is a :class:`ConfigError`."""
-    from pixelrl.rl.grpo import grpo_optimizer
-
-    try:
-        return grpo_optimizer(
-            policy, float(cfg.grpo.lr), str(cfg.grpo.lr_schedule), int(cfg.grpo.steps)
-        )
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-
-
 def grounding_grpo_step(
     policy,
     opt,
@@ -554,7 +525,7 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
     from tqdm import tqdm
 
     from pixelrl.gui_agent.grounding import grounding_set
-    from pixelrl.rl.grpo import GRPOConfig
+    from pixelrl.rl.grpo import GRPOConfig, grpo_optimizer_for
 
     if cfg.grpo.reward not in GROUNDING_REWARDS:
         raise ConfigError(
@@ -570,7 +541,7 @@ def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
     )
     items = _held_out(cfg)
     reward_fn = GROUNDING_REWARDS[cfg.grpo.reward]
-    opt, set_lr = grpo_optimizer_for(policy, cfg)
+    opt, set_lr = grpo_optimizer_for(policy, cfg.grpo)
     rng = np.random.default_rng(int(cfg.seed))
     P = int(cfg.grpo.prompts_per_step)
     run.add_eval(0, _grounding_eval(policy, cfg, items))
@@ -617,7 +588,7 @@ def play_group(
     screen = tuple(env_list[0].unwrapped.screen_size)
     obs = [e.reset(seed=seed)[0] for e in env_list]
     episodes: list[list[dict]] = [[] for _ in env_list]
-    histories: list[list[Action]] = [[] for _ in env_list]
+    histories: list[list[str]] = [[] for _ in env_list]
     active = list(range(group_size))
     while active:
         samples = _next_turn(policy, obs, histories, active, gcfg, screen)
@@ -631,7 +602,7 @@ def play_group(
                 action = Action.wait()
                 next_obs, reward, terminated, truncated, info = env_list[i].step(action)
             episodes[i].append(_turn(obs[i], histories[i], completion, reward, info))
-            histories[i].append(action)
+            histories[i].append(policy.action_text(action, screen))
             obs[i] = next_obs
             if not (terminated or truncated):
                 still.append(i)
@@ -707,7 +678,7 @@ def _play_group_on(envs, policy, seed: int, gcfg) -> list[list[dict]]:
     batch, _ = envs.reset(seed=[seed] * n)
     obs = [item_at(batch, i) for i in range(n)]
     episodes: list[list[dict]] = [[] for _ in range(n)]
-    histories: list[list[Action]] = [[] for _ in range(n)]
+    histories: list[list[str]] = [[] for _ in range(n)]
     faulted: set[int] = set()
     active = list(range(n))
     while active:
@@ -725,7 +696,7 @@ def _play_group_on(envs, policy, seed: int, gcfg) -> list[list[dict]]:
                 continue
             action = Action.wait() if "action_error" in info else actions[i]
             episodes[i].append(_turn(obs[i], histories[i], sample[0], rewards[i], info))
-            histories[i].append(action)
+            histories[i].append(policy.action_text(action, screen))
             obs[i] = item_at(batch, i)
             if not (terminated[i] or truncated[i]):
                 still.append(i)
@@ -734,14 +705,14 @@ def _play_group_on(envs, policy, seed: int, gcfg) -> list[list[dict]]:
 
 
 def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
-    from pixelrl.rl.grpo import GRPOConfig
+    from pixelrl.rl.grpo import GRPOConfig, grpo_optimizer_for
 
     gcfg = GRPOConfig.from_section(cfg.grpo.to_dict())
     _check_envs(cfg, gcfg.num_samples)  # before any run folder or model
     run = Run(cfg)
     policy = load_policy(cfg)
     ref = policy.frozen_copy() if gcfg.kl_coef else None
-    opt, set_lr = grpo_optimizer_for(policy, cfg)
+    opt, set_lr = grpo_optimizer_for(policy, cfg.grpo)
     rng = np.random.default_rng(int(cfg.seed))
     run.add_eval(0, _success_eval(policy, cfg))
     steps, ids = int(cfg.grpo.steps), _play_ids(cfg)

@@ -1,12 +1,18 @@
 """Training recipes by name: ``pixelrl train embodied/pointnav`` looks the name up here.
 
-A recipe is a YAML config plus a *task module* that knows how to build its envs and policy::
+A recipe is a YAML config, a *task module* and its *kind*, which says what the module provides:
 
-    def make_envs(cfg, num_envs: int, seed: int, split: str) -> gymnasium.vector.VectorEnv
-    def make_policy(cfg, observation_space, action_space) -> torch.nn.Module  # a Policy
+- ``"ppo"`` (PPO, DD-PPO, behaviour cloning: :mod:`pixelrl.train` runs it) -- the module builds
+  the envs and the policy::
 
-``split`` is ``"train"`` or ``"eval"`` (held-out scenes). The trainer (:mod:`pixelrl.train`) does
-the rest. Other packages add their recipes with :func:`register_recipe` (e.g. ``gui/...`` from
+      def make_envs(cfg, num_envs: int, seed: int, split: str) -> gymnasium.vector.VectorEnv
+      def make_policy(cfg, observation_space, action_space) -> torch.nn.Module  # a Policy
+
+  ``split`` is ``"train"`` or ``"eval"`` (held-out scenes);
+- ``"text"`` (SFT and GRPO of a vision-language policy) -- the module runs its own loop::
+
+      def run_recipe(name, overrides, model, print_config, config) -> dict | None
+ Other packages add their recipes with :func:`register_recipe` (e.g. ``gui/...`` from
 ``gui_agent``); the table below lists the built-in ones.
 """
 
@@ -36,17 +42,22 @@ def package_file(relative: str | Path) -> Path:
     return Path(list(spec.submodule_search_locations)[0]).joinpath(*rest)
 
 
+# What a task module of each kind of recipe provides.
+KINDS = {"ppo": ("make_envs", "make_policy"), "text": ("run_recipe",)}
+
+
 @dataclass(frozen=True)
 class Recipe:
     name: str
     config: Path  # the recipe's YAML
-    task_module: str  # import path of the module with make_envs / make_policy
+    task_module: str  # import path of the module with what its kind needs (KINDS)
+    kind: str = "ppo"
 
     def load_task(self) -> ModuleType:
         from pixelrl.legacy import current_module
 
         module = importlib.import_module(current_module(self.task_module))
-        for fn in ("make_envs", "make_policy"):
+        for fn in KINDS[self.kind]:
             if not callable(getattr(module, fn, None)):
                 raise TypeError(f"recipe {self.name!r}: module {self.task_module} has no {fn}()")
         return module
@@ -55,11 +66,14 @@ class Recipe:
 RECIPES: dict[str, Recipe] = {}
 
 
-def register_recipe(name: str, config: str | Path, task_module: str) -> None:
-    """Add (or replace) recipe ``name``; a relative ``config`` is a package file
-    (:func:`package_file`, e.g. ``"gui_agent/configs/ppo.yaml"``)."""
+def register_recipe(name: str, config: str | Path, task_module: str, kind: str = "ppo") -> None:
+    """Add (or replace) recipe ``name`` of ``kind`` (:data:`KINDS`); a relative ``config`` is a
+    package file (:func:`package_file`, e.g. ``"gui_agent/configs/ppo.yaml"``)."""
+    if kind not in KINDS:
+        raise ValueError(f"recipe {name!r}: kind must be one of {sorted(KINDS)}, got {kind!r}")
     path = Path(config)
-    RECIPES[name] = Recipe(name, path if path.is_absolute() else package_file(path), task_module)
+    config_path = path if path.is_absolute() else package_file(path)
+    RECIPES[name] = Recipe(name, config_path, task_module, kind)
 
 
 def get_recipe(name: str) -> Recipe:
@@ -82,14 +96,24 @@ register_recipe("embodied/objectnav", "embodied/configs/objectnav.yaml", "pixelr
 register_recipe(
     "embodied/objectnav-small", "embodied/configs/objectnav_small.yaml", "pixelrl.embodied.task"
 )
-register_recipe("embodied/vlm-sft", "embodied/configs/vlm_sft.yaml", "pixelrl.embodied.vlm_train")
-register_recipe("embodied/vlm-grpo", "embodied/configs/vlm_grpo.yaml", "pixelrl.embodied.vlm_train")
-register_recipe("gui/ppo", "gui_agent/configs/ppo.yaml", "pixelrl.gui_agent.ppo_task")
-register_recipe("gui/miniwob", "gui_agent/configs/miniwob.yaml", "pixelrl.gui_agent.miniwob_task")
-register_recipe("gui/sft", "gui_agent/configs/sft.yaml", "pixelrl.gui_agent.train_vlm")
 register_recipe(
-    "gui/grounding-grpo", "gui_agent/configs/grounding_grpo.yaml", "pixelrl.gui_agent.train_vlm"
+    "embodied/vlm-sft", "embodied/configs/vlm_sft.yaml", "pixelrl.embodied.vlm_train", "text"
 )
 register_recipe(
-    "gui/multiturn-grpo", "gui_agent/configs/multiturn_grpo.yaml", "pixelrl.gui_agent.train_vlm"
+    "embodied/vlm-grpo", "embodied/configs/vlm_grpo.yaml", "pixelrl.embodied.vlm_train", "text"
+)
+register_recipe("gui/ppo", "gui_agent/configs/ppo.yaml", "pixelrl.gui_agent.ppo_task")
+register_recipe("gui/miniwob", "gui_agent/configs/miniwob.yaml", "pixelrl.gui_agent.miniwob_task")
+register_recipe("gui/sft", "gui_agent/configs/sft.yaml", "pixelrl.gui_agent.train_vlm", "text")
+register_recipe(
+    "gui/grounding-grpo",
+    "gui_agent/configs/grounding_grpo.yaml",
+    "pixelrl.gui_agent.train_vlm",
+    "text",
+)
+register_recipe(
+    "gui/multiturn-grpo",
+    "gui_agent/configs/multiturn_grpo.yaml",
+    "pixelrl.gui_agent.train_vlm",
+    "text",
 )

@@ -352,6 +352,11 @@ class Trainer:
         self.device = torch.device(cfg.device)
 
         recipe = get_recipe(cfg.recipe)
+        if recipe.kind != "ppo":
+            raise ConfigError(
+                f"recipe {cfg.recipe!r} trains a text policy (SFT / GRPO), not with PPO: run it "
+                f"with `pixelrl train {cfg.recipe}`"
+            )
         self.task = recipe.load_task()
         if cfg.env.get("tasks") and not getattr(self.task, "USES_ENV_TASKS", False):
             raise ConfigError(

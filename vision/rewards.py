@@ -18,8 +18,8 @@ Conventions (the same as :mod:`pixelrl.envs.gui` and :mod:`pixelrl.envs.actions`
   Missing points are passed as NaN; :func:`parse_points` does that for unparsable text.
 
 The composite recipes at the end (:func:`ui_r1_reward`, :func:`gui_r1_reward`,
-:func:`gui_g1_reward`, :func:`se_gui_reward`, :func:`gui_g2_reward`) follow the papers named in
-DESIGN.md "GUI reward recipes"; each docstring gives the formula implemented here.
+:func:`gui_g1_reward`, :func:`se_gui_reward`, :func:`gui_g2_reward`) follow their papers
+(UI-R1, GUI-R1, GUI-G1, SE-GUI, GUI-G²); each docstring gives the formula implemented here.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pixelrl.envs.actions import POINTER_KINDS, Action, ActionError, parse_action
+from pixelrl.envs.actions import POINTER_KINDS, Action, ActionError
+from pixelrl.envs.gui_codec import safe_parse
 
 __all__ = [
     "safe_parse",
@@ -84,19 +85,6 @@ def _valid_boxes(boxes: np.ndarray) -> np.ndarray:
     finite = np.isfinite(boxes).all(axis=1)
     with np.errstate(invalid="ignore"):
         return finite & (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
-
-
-def safe_parse(
-    text: object, screen_size: tuple[int, int] | None = None, coordinates: str | None = None
-) -> tuple[Action | None, str | None]:
-    """``(action, None)`` when ``text`` parses with :func:`pixelrl.envs.actions.parse_action`, else
-    ``(None, reason)``. Never raises: model output is untrusted."""
-    try:
-        return parse_action(text, screen_size, coordinates), None  # type: ignore[arg-type]
-    except ActionError as e:
-        return None, str(e)
-    except Exception as e:  # noqa: BLE001 - any failure of untrusted text is a format failure
-        return None, f"{type(e).__name__}: {e}"
 
 
 def _parse_all(texts, screen_size, coordinates) -> list[Action | None]:

@@ -13,10 +13,12 @@
    alike: its key/value cache is shared where the language model's positions are plain 1-D
    (SmolVLM / Idefics3, LLaVA), its image features elsewhere. The numbers are the same as
    running every row (tested); only the repeated work goes;
-4. parses the output with its action codec (:mod:`pixelrl.vision.action_codec`: GUI actions by
-   default, navigation actions with :class:`pixelrl.envs.nav.action_text.NavActionCodec`):
-   unparsable text becomes the codec's no-op (a GUI ``wait``; nothing, for navigation) with
-   ``parsed = False`` (format reward 0), never an exception;
+4. parses the output with its action codec (:mod:`pixelrl.vision.action_codec`, required:
+   :class:`pixelrl.envs.gui_codec.GUIActionCodec` for GUI actions,
+   :class:`pixelrl.envs.nav.action_text.NavActionCodec` for navigation): unparsable text becomes
+   the codec's no-op (a GUI ``wait``; nothing, for navigation) with ``parsed = False`` (format
+   reward 0), never an exception. The history in a prompt is text (earlier answers, as the
+   codec writes them): this module knows no domain;
 5. helps training: :meth:`VLMPolicy.frozen_copy` (GRPO's KL reference) and
    :meth:`VLMPolicy.add_lora` (peft adapters on the language model, for large models).
 
@@ -28,38 +30,26 @@ Completions end with the tokenizer's end token (``eos_token``: ``<|im_end|>`` fo
 end token is part of the scored completion, as in TRL, so a policy learns to stop.
 
 :func:`load_vlm` loads a model by name or path (``from_pretrained``) or builds a tiny random one,
-``"tiny-<family>"``, with a byte-level BPE tokenizer trained on the spot (fully offline). Families:
-``qwen2_vl``, ``qwen2_5_vl``, ``idefics3``, ``smolvlm``, ``paligemma``, ``llava``.
+``"tiny-<family>"`` (:mod:`pixelrl.vision.tiny_vlm`), with a byte-level BPE tokenizer trained on
+the spot from :func:`tiny_corpus` (fully offline). Families: ``qwen2_vl``, ``qwen2_5_vl``,
+``idefics3``, ``smolvlm``, ``paligemma``, ``llava``.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
-import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pixelrl.envs.actions import Action, to_pyautogui, to_uitars
-from pixelrl.envs.coordinates import coordinates_for_model
-from pixelrl.vision.action_codec import ActionCodec, GUIActionCodec
+from pixelrl.vision.action_codec import ActionCodec
+from pixelrl.vision.tiny_vlm import FAMILIES, build_tiny_vlm
 
-__all__ = [
-    "FAMILIES",
-    "Completion",
-    "VLMPolicy",
-    "load_vlm",
-    "build_tiny_vlm",
-    "sincos_2d_position_table",
-    "train_bpe_tokenizer",
-    "task_corpus",
-]
-
-FAMILIES: tuple[str, ...] = ("qwen2_vl", "qwen2_5_vl", "idefics3", "smolvlm", "paligemma", "llava")
+__all__ = ["FAMILIES", "Completion", "VLMPolicy", "load_vlm", "tiny_corpus"]
 
 # {hint} is the action codec's answer_hint (for the GUI codec, the text this prompt always had).
 DEFAULT_PROMPT = "{instruction}\nPrevious actions: {history}\n{hint}"
@@ -118,14 +108,8 @@ def _image_digest(image) -> tuple:
 class VLMPolicy:
     """An image-text-to-text model that acts through action text.
 
-    ``codec`` is the action language (:mod:`pixelrl.vision.action_codec`); without one it is
-    the GUI codec of ``action_format`` (``uitars`` or ``pyautogui``) and ``coordinates`` (how
-    the numbers in GUI action text are read: a space of :mod:`pixelrl.envs.coordinates`,
-    ``"pixels"``, ``"relative1000"``, ``"unit"``, ``"smart_resize:ui-tars-1.5"``, ...; ``None``:
-    the one the model's family answers in when its name says (UI-TARS-1.5 and Qwen2.5-VL:
-    pixels of their resized image; UI-TARS-1.0 and Qwen2-VL: 0-1000), else pyautogui calls
-    in pixels and UI-TARS calls in 0-1000). ``history_length`` recent actions go into
-    the prompt. ``prompt_template`` is formatted with ``instruction``, ``history`` and ``hint``
+    ``codec`` is the action language (:mod:`pixelrl.vision.action_codec`): how answers are read
+    and actions written. ``history_length`` recent history lines (text) go into the prompt. ``prompt_template`` is formatted with ``instruction``, ``history`` and ``hint``
     (the codec's answer hint). ``share_prompts`` (default) runs a prompt that a batch repeats
     once; ``False`` runs every row, the same numbers more slowly.
     """
@@ -134,26 +118,23 @@ class VLMPolicy:
         self,
         model,
         processor,
+        codec: ActionCodec,
         family: str | None = None,
-        coordinates: str | None = None,
         history_length: int = 3,
         prompt_template: str = DEFAULT_PROMPT,
-        action_format: str = "uitars",
         share_prompts: bool = True,
-        codec: ActionCodec | None = None,
     ) -> None:
+        if codec is None or not callable(getattr(codec, "parse", None)):
+            raise TypeError(f"VLMPolicy needs an action codec (parse/render), got {codec!r}")
         self.model = model
         # run a prompt repeated in a batch once (False: every row, as bench/vlm_throughput.py's peer)
         self.share_prompts = share_prompts
         self.processor = processor
         self.tokenizer = processor.tokenizer
         self.family = family or _family_of(model)
-        if coordinates is None and codec is None and action_format == "uitars":
-            coordinates = coordinates_for_model(_model_name(model))
-        self.coordinates = coordinates
         self.history_length = history_length
         self.prompt_template = prompt_template
-        self.codec = codec if codec is not None else GUIActionCodec(action_format, coordinates)
+        self.codec = codec
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.end_token_id = self.tokenizer.eos_token_id
@@ -163,40 +144,26 @@ class VLMPolicy:
         self._encoded: dict = {}
 
     # -- prompt -----------------------------------------------------------------------------
-    @property
-    def action_format(self) -> str | None:
-        """The GUI codec's text syntax (``uitars`` / ``pyautogui``); ``None`` for other codecs."""
-        return getattr(self.codec, "action_format", None)
-
     def action_text(self, action: Any, screen_size: tuple[int, int] | None = None) -> str:
         """How this policy writes an action (for history lines and SFT targets)."""
         return self.codec.render(action, screen_size)
 
-    def prompt_text(
-        self,
-        instruction: str,
-        history: Sequence[str | Action] = (),
-        screen_size: tuple[int, int] | None = None,
-    ) -> str:
-        """The user turn's text: the instruction and the last ``history_length`` actions
-        (action text as is; :class:`Action` values written with :meth:`action_text`, which needs
-        ``screen_size`` for relative coordinates)."""
+    def prompt_text(self, instruction: str, history: Sequence[str] = ()) -> str:
+        """The user turn's text: the instruction and the last ``history_length`` history lines
+        (earlier actions as text: :meth:`action_text` writes one)."""
         recent = list(history)[-self.history_length :] if self.history_length else []
-        lines = [h if isinstance(h, str) else self.action_text(h, screen_size) for h in recent]
+        for line in recent:
+            if not isinstance(line, str):
+                raise TypeError(f"a history line is text (action_text(action)), got {line!r}")
         return self.prompt_template.format(
             instruction=instruction,
-            history="; ".join(lines) if lines else "none",
+            history="; ".join(recent) if recent else "none",
             hint=self.codec.answer_hint,
         )
 
-    def build_prompt(
-        self,
-        instruction: str,
-        history: Sequence[str | Action] = (),
-        screen_size: tuple[int, int] | None = None,
-    ) -> str:
+    def build_prompt(self, instruction: str, history: Sequence[str] = ()) -> str:
         """The full prompt string with the image placeholder, before the processor expands it."""
-        text = self.prompt_text(instruction, history, screen_size)
+        text = self.prompt_text(instruction, history)
         if getattr(self.processor, "chat_template", None):
             messages = [
                 {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}
@@ -211,7 +178,7 @@ class VLMPolicy:
         self,
         screenshots: Sequence,
         instructions: Sequence[str],
-        histories: Sequence[Sequence[str | Action]] | None = None,
+        histories: Sequence[Sequence[str]] | None = None,
     ):
         """Processor inputs (tensors) for a batch of prompts, left-padded for generation."""
         if len(screenshots) != len(instructions):
@@ -220,10 +187,7 @@ class VLMPolicy:
             )
         histories = histories if histories is not None else [()] * len(instructions)
         images = [[_to_pil(s)] for s in screenshots]
-        texts = [
-            self.build_prompt(i, h, image[0].size)
-            for i, h, image in zip(instructions, histories, images)
-        ]
+        texts = [self.build_prompt(i, h) for i, h in zip(instructions, histories)]
         key = (id(self.processor), str(self.model.device), tuple(texts),
                tuple(_image_digest(image[0]) for image in images))  # fmt: skip
         memo = self.__dict__.setdefault("_encoded", {})
@@ -251,7 +215,7 @@ class VLMPolicy:
         self,
         screenshots: Sequence,
         instructions: Sequence[str],
-        histories: Sequence[Sequence[str | Action]] | None = None,
+        histories: Sequence[Sequence[str]] | None = None,
         num_samples: int = 1,
         max_new_tokens: int = 32,
         do_sample: bool = True,
@@ -363,7 +327,7 @@ class VLMPolicy:
         screenshots: Sequence,
         instructions: Sequence[str],
         completions: Sequence[str | Sequence[int] | Completion],
-        histories: Sequence[Sequence[str | Action]] | None = None,
+        histories: Sequence[Sequence[str]] | None = None,
     ) -> ScoredTokens:
         """Per-token log-probs ``log π(c_t | prompt, c_<t)`` of each completion (one per prompt;
         repeat a prompt to score several completions). Differentiable: runs with the model's
@@ -537,15 +501,15 @@ class VLMPolicy:
         return [p for p in self.model.parameters() if p.requires_grad]
 
     # -- Policy protocol --------------------------------------------------------------------
-    def initial_state(self, batch_size: int) -> list[list[Action]]:
-        """Empty action histories, one per env. (A VLM's memory is its recent actions as text,
-        not a tensor: it is trained by SFT / GRPO through :meth:`score`, not by PPO.)"""
+    def initial_state(self, batch_size: int) -> list[list[str]]:
+        """Empty histories, one per env. (A VLM's memory is its recent actions as text, not a
+        tensor: it is trained by SFT / GRPO through :meth:`score`, not by PPO.)"""
         return [[] for _ in range(batch_size)]
 
     def act(self, obs_batch: dict, state: Any = None, deterministic: bool = False, **gen_kwargs):
-        """``(actions, logprobs, None, state)`` for a batch of GUI observations
-        (``screenshot`` N×H×W×3, ``instruction`` N strings). ``state`` is the per-env history
-        (a list of lists of past actions), extended here."""
+        """``(actions, logprobs, None, state)`` for a batch of observations (``screenshot``
+        N×H×W×3, ``instruction`` N strings). ``state`` is the per-env history (a list of lists
+        of past actions as text), extended here."""
         screenshots = np.asarray(obs_batch["screenshot"])
         instructions = list(obs_batch["instruction"])
         if screenshots.ndim == 3:
@@ -565,7 +529,7 @@ class VLMPolicy:
         actions = [s[0].action for s in samples]
         logprobs = np.array([s[0].logprob for s in samples])
         for history, action in zip(state, actions):
-            history.append(action)
+            history.append(self.action_text(action, screen_size))
         return actions, logprobs, None, state
 
 
@@ -627,12 +591,6 @@ def _placeholder_token_ids(model, processor) -> set[int]:
     return ids
 
 
-def _model_name(model) -> str:
-    """The hub id or path a model was loaded from ("" for one built from a config)."""
-    name = getattr(model, "name_or_path", None) or getattr(model.config, "_name_or_path", "")
-    return str(name or "")
-
-
 def _family_of(model) -> str:
     model_type = getattr(model.config, "model_type", "")
     return {"qwen2_5_vl": "qwen2_5_vl", "qwen2_vl": "qwen2_vl"}.get(model_type, model_type)
@@ -680,6 +638,7 @@ MODEL_FILE_ERRORS = _model_file_errors()
 
 def load_vlm(
     name_or_path: str,
+    codec: ActionCodec,
     dtype: str | None = None,
     device: str | None = None,
     seed: int = 0,
@@ -689,17 +648,19 @@ def load_vlm(
     vocab_size: int = 600,
     **policy_kwargs,
 ) -> VLMPolicy:
-    """A :class:`VLMPolicy` from a pretrained model (``from_pretrained``: a hub name, offline
-    when ``HF_HUB_OFFLINE=1``, or a local folder) or a tiny random one (``"tiny-<family>"``, e.g.
-    ``"tiny-qwen2_vl"``; ``-`` and ``_`` are interchangeable, ``tiny-qwen2.5-vl`` works too;
-    ``text_size`` and ``vision_size`` scale a tiny model, ``corpus`` and ``vocab_size`` make its
-    tokenizer, see :func:`build_tiny_vlm`)."""
+    """A :class:`VLMPolicy` speaking ``codec`` from a pretrained model (``from_pretrained``: a
+    hub name, offline when ``HF_HUB_OFFLINE=1``, or a local folder) or a tiny random one
+    (``"tiny-<family>"``, e.g. ``"tiny-qwen2_vl"``; ``-`` and ``_`` are interchangeable,
+    ``tiny-qwen2.5-vl`` works too; ``text_size`` and ``vision_size`` scale a tiny model,
+    ``corpus`` (default :func:`tiny_corpus` of the codec) and ``vocab_size`` make its tokenizer,
+    see :func:`pixelrl.vision.tiny_vlm.build_tiny_vlm`)."""
     import torch
 
     if name_or_path.startswith("tiny-"):
         family = name_or_path[len("tiny-") :].replace("-", "_").replace(".", "_")
+        corpus = corpus if corpus is not None else tiny_corpus(codec, seed)
         model, processor = build_tiny_vlm(
-            family, seed=seed, corpus=corpus, text_size=text_size, vision_size=vision_size,
+            family, corpus, seed=seed, text_size=text_size, vision_size=vision_size,
             vocab_size=vocab_size,
         )  # fmt: skip
     else:
@@ -713,444 +674,14 @@ def load_vlm(
         model = model.to(getattr(torch, dtype))
     if device:
         model = model.to(device)
-    return VLMPolicy(model, processor, family=family, **policy_kwargs)
+    return VLMPolicy(model, processor, codec, family=family, **policy_kwargs)
 
 
-# -- tiny models ------------------------------------------------------------------------------
-_INSTRUCTION_WORDS = (
-    "click the button OK Cancel Submit Yes No Save Open Close check box field type into text "
-    "enter press key select menu item tab link icon on off file edit view help search name email "
-    "password username login next back first second third left right top bottom red green blue "
-    "and then a an of to in is fill form"
-).split()
-
-
-def task_corpus(n_actions: int = 400, seed: int = 0) -> list[str]:
-    """Texts to train a tiny tokenizer on: action texts in both syntaxes over random actions,
-    and instruction-like sentences. Deterministic for a seed."""
-    rng = random.Random(seed)
-    texts: list[str] = []
-    screen = (1000, 1000)
-    kinds = ["click", "double_click", "right_click", "move", "type", "key", "hotkey", "scroll",
-             "drag", "wait", "done"]  # fmt: skip
-    for _ in range(n_actions):
-        kind = rng.choice(kinds)
-        x, y, x2, y2 = (rng.randrange(1000) for _ in range(4))
-        if kind in ("click", "double_click", "right_click", "move"):
-            a = Action(kind, x, y)
-        elif kind == "drag":
-            a = Action.drag(x, y, x2, y2)
-        elif kind == "scroll":
-            a = Action.scroll(x, y, dy=rng.choice([-5, 5]))
-        elif kind == "type":
-            a = Action.type_text(" ".join(rng.sample(_INSTRUCTION_WORDS, 2)))
-        elif kind == "key":
-            a = Action.key(rng.choice(["enter", "tab", "escape", "backspace", "a", "1"]))
-        elif kind == "hotkey":
-            a = Action.hotkey("ctrl", rng.choice(["c", "v", "s", "a"]))
-        else:
-            a = Action(kind)
-        texts.append(to_uitars(a, screen))
-        texts.append(to_pyautogui(a))
-    for _ in range(n_actions // 2):
-        texts.append(" ".join(rng.choice(_INSTRUCTION_WORDS) for _ in range(rng.randint(3, 8))))
-    # the GUI prompt as it reads before formatting (the corpus tiny GUI models were trained with)
-    texts.append(
-        DEFAULT_PROMPT.format(
-            instruction="{instruction}", history="{history}", hint=GUIActionCodec.answer_hint
-        )
+def tiny_corpus(codec: ActionCodec, seed: int = 0) -> list[str]:
+    """What a tiny model's tokenizer learns from by default: the codec's texts (its action
+    language and the words of its tasks), the prompt as it reads before formatting, and the
+    digits and punctuation every answer may use."""
+    prompt = DEFAULT_PROMPT.format(
+        instruction="{instruction}", history="{history}", hint=codec.answer_hint
     )
-    texts.append("0123456789 ,.()[]'\"=_-:;\n")
-    return texts
-
-
-def train_bpe_tokenizer(
-    special_tokens: Sequence[str],
-    corpus: Sequence[str] | None = None,
-    vocab_size: int = 600,
-    **named_tokens: str,
-):
-    """A byte-level BPE tokenizer (a transformers fast tokenizer) trained on ``corpus``
-    (:func:`task_corpus` by default); digits are always single tokens. ``special_tokens`` get the first ids and are never split;
-    ``named_tokens`` set the tokenizer's roles (``eos_token="<|im_end|>"``, ``pad_token=...``,
-    ``image_token=...``)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    # Digits stay single tokens (as in Qwen2's tokenizer): "385" is 3, 8, 5 — every coordinate
-    # is spelled the same way, which a small model learns far faster than arbitrary merges.
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Digits(individual_digits=True),
-            pre_tokenizers.ByteLevel(add_prefix_space=False),
-        ]
-    )
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=list(special_tokens),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(corpus if corpus is not None else task_corpus(), trainer)
-    standard = {
-        k: v
-        for k, v in named_tokens.items()
-        if k in ("bos_token", "eos_token", "pad_token", "unk_token")
-    }
-    extra = {k: v for k, v in named_tokens.items() if k not in standard}
-    return PreTrainedTokenizerFast(tokenizer_object=tok, extra_special_tokens=extra, **standard)
-
-
-# Hidden sizes of the tiny models: small enough for CPU tests, big enough to learn a little.
-_TEXT = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, max_position_embeddings=2048)  # fmt: skip
-_TINY_IMAGE = 32  # pixels a side for fixed-size vision towers
-_TINY_PATCH = 8
-# The vision side of the tiny models that take ``vision_size`` (build_tiny_vlm). Qwen resizes the
-# screenshot (aspect kept) to at most ``max_pixels`` in multiples of patch·merge px, 2×2 patches
-# per image token; PaliGemma squashes it to an ``image_size`` square, one token per patch;
-# SmolVLM / Idefics3 squash it too, then fold scale_factor² patches into one token.
-_VISION = dict(max_pixels=64 * 64, image_size=_TINY_IMAGE, patch_size=_TINY_PATCH, depth=2,
-               embed_dim=32, num_heads=2, scale_factor=2)  # fmt: skip
-_VISION_KEYS = {
-    "qwen2_vl": {"max_pixels", "patch_size", "depth", "embed_dim", "num_heads"},
-    "qwen2_5_vl": {"max_pixels", "patch_size", "depth", "embed_dim", "num_heads"},
-    "paligemma": {"image_size", "patch_size", "depth", "embed_dim", "num_heads"},
-    "idefics3": {"image_size", "patch_size", "scale_factor", "depth", "embed_dim", "num_heads"},
-    "smolvlm": {"image_size", "patch_size", "scale_factor", "depth", "embed_dim", "num_heads"},
-}
-
-
-def _qwen_tokenizer(vocab: dict):
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>",
-                "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]  # fmt: skip
-    return train_bpe_tokenizer(
-        specials, **vocab, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-        image_token="<|image_pad|>", video_token="<|video_pad|>",
-        vision_start_token="<|vision_start|>", vision_end_token="<|vision_end|>",
-    )  # fmt: skip
-
-
-# Qwen's chat template, reduced to what the policy sends (user turns with an image and text).
-_QWEN_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for c in message['content'] %}{% if c['type'] == 'image' %}"
-    "<|vision_start|><|image_pad|><|vision_end|>{% elif c['type'] == 'text' %}{{ c['text'] }}"
-    "{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-
-
-def _tiny_qwen(version: str, vocab: dict, text_size: dict, vision_size: dict):
-    from transformers import Qwen2VLImageProcessor, Qwen2VLVideoProcessor
-
-    tok = _qwen_tokenizer(vocab)
-    # Qwen resizes to multiples of patch·merge (2·patch) within [min, max] pixels.
-    patch = int(vision_size["patch_size"])
-    vision = dict(patch_size=patch, merge_size=2, temporal_patch_size=2)
-    pixels = dict(min_pixels=(2 * patch) ** 2, max_pixels=int(vision_size["max_pixels"]))
-    image_processor = Qwen2VLImageProcessor(**pixels, **vision)
-    video_processor = Qwen2VLVideoProcessor(**pixels, **vision)
-    tower = {k: int(vision_size[k]) for k in ("depth", "num_heads")}
-    ids = {
-        "image_token_id": tok.convert_tokens_to_ids("<|image_pad|>"),
-        "video_token_id": tok.convert_tokens_to_ids("<|video_pad|>"),
-        "vision_start_token_id": tok.convert_tokens_to_ids("<|vision_start|>"),
-        "vision_end_token_id": tok.convert_tokens_to_ids("<|vision_end|>"),
-    }
-    # mrope splits the rotary half-dim (head_dim 16 -> 8) over (time, height, width).
-    half = text_size["hidden_size"] // text_size["num_attention_heads"] // 2
-    sections = [half // 4, (half - half // 4) // 2, half - half // 4 - (half - half // 4) // 2]
-    text = dict(text_size, vocab_size=len(tok), eos_token_id=tok.eos_token_id, bos_token_id=None,
-                pad_token_id=tok.pad_token_id, rope_scaling={"type": "mrope", "mrope_section": sections})  # fmt: skip
-    if version == "qwen2_vl":
-        from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor
-
-        vision_config = dict(tower, embed_dim=int(vision_size["embed_dim"]), hidden_size=text_size["hidden_size"],
-                             mlp_ratio=2, patch_size=patch, spatial_merge_size=2, temporal_patch_size=2)  # fmt: skip
-        config = Qwen2VLConfig(text_config=text, vision_config=vision_config, **ids)
-        model = Qwen2VLForConditionalGeneration(config)
-        processor = Qwen2VLProcessor(
-            image_processor, tok, video_processor, chat_template=_QWEN_TEMPLATE
-        )
-    else:
-        from transformers import (
-            Qwen2_5_VLConfig,
-            Qwen2_5_VLForConditionalGeneration,
-            Qwen2_5_VLProcessor,
-        )
-
-        width = int(vision_size["embed_dim"])
-        vision_config = dict(tower, hidden_size=width, intermediate_size=2 * width,
-                             out_hidden_size=text_size["hidden_size"], patch_size=patch, spatial_merge_size=2,
-                             temporal_patch_size=2, window_size=32, fullatt_block_indexes=[1])  # fmt: skip
-        config = Qwen2_5_VLConfig(text_config=text, vision_config=vision_config, **ids)
-        model = Qwen2_5_VLForConditionalGeneration(config)
-        processor = Qwen2_5_VLProcessor(
-            image_processor, tok, video_processor, chat_template=_QWEN_TEMPLATE
-        )
-    return model, processor
-
-
-def _tiny_idefics3(version: str, vocab: dict, text_size: dict, vision_size: dict):
-    import torch
-
-    # SmolVLM and Idefics3 share the layout: Llama text model, SigLIP-like vision tower,
-    # pixel-shuffle connector (scale_factor), images squared to max_image_size when not split.
-    specials = ["<|endoftext|>", "<|im_start|>", "<end_of_utterance>", "<fake_token_around_image>",
-                "<image>", "<global-img>", "<video>"]  # fmt: skip
-    specials += [f"<row_{r}_col_{c}>" for r in range(1, 5) for c in range(1, 5)]
-    tok = train_bpe_tokenizer(
-        specials, **vocab, bos_token="<|im_start|>", eos_token="<end_of_utterance>",
-        pad_token="<|endoftext|>", image_token="<image>", fake_image_token="<fake_token_around_image>",
-        global_image_token="<global-img>", end_of_utterance_token="<end_of_utterance>",
-    )  # fmt: skip
-    # The connector folds scale×scale neighbouring patches into one text-model token, so fine
-    # patches (a precise place for each) cost the language model no more tokens.
-    side, patch, scale = (int(vision_size[k]) for k in ("image_size", "patch_size", "scale_factor"))
-    image_seq_len = (side // patch) ** 2 // scale**2
-    embed = int(vision_size["embed_dim"])
-    vision = dict(hidden_size=embed, intermediate_size=2 * embed, num_hidden_layers=int(vision_size["depth"]),
-                  num_attention_heads=int(vision_size["num_heads"]), image_size=side, patch_size=patch)  # fmt: skip
-    text = dict(text_size, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
-                bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
-    image_token_id = tok.convert_tokens_to_ids("<image>")
-    sizes = dict(size={"longest_edge": side}, max_image_size={"longest_edge": side},
-                 do_image_splitting=False)  # fmt: skip
-    if version == "idefics3":
-        from transformers import (
-            Idefics3Config,
-            Idefics3ForConditionalGeneration,
-            Idefics3ImageProcessor,
-            Idefics3Processor,
-        )
-
-        config = Idefics3Config(vision_config=vision, text_config=text, scale_factor=scale,
-                                image_token_id=image_token_id)  # fmt: skip
-        model = Idefics3ForConditionalGeneration(config)
-        processor = Idefics3Processor(
-            Idefics3ImageProcessor(**sizes), tok, image_seq_len=image_seq_len,
-            chat_template=_SMOL_TEMPLATE,
-        )  # fmt: skip
-    else:
-        from transformers import (
-            SmolVLMConfig,
-            SmolVLMForConditionalGeneration,
-            SmolVLMImageProcessor,
-            SmolVLMProcessor,
-            SmolVLMVideoProcessor,
-        )
-
-        config = SmolVLMConfig(vision_config=vision, text_config=text, scale_factor=scale,
-                               image_token_id=image_token_id)  # fmt: skip
-        model = SmolVLMForConditionalGeneration(config)
-        processor = SmolVLMProcessor(
-            SmolVLMImageProcessor(**sizes), tok, SmolVLMVideoProcessor(**sizes),
-            image_seq_len=image_seq_len, chat_template=_SMOL_TEMPLATE,
-        )  # fmt: skip
-    table = model.model.vision_model.embeddings.position_embedding.weight
-    with torch.no_grad():
-        table.copy_(sincos_2d_position_table(side // patch, embed))
-    return model, processor
-
-
-# SmolVLM / Idefics3's chat template ("<|im_start|>User:<image>text<end_of_utterance>\nAssistant:").
-_SMOL_TEMPLATE = (
-    "<|im_start|>{% for message in messages %}{{ message['role'] | capitalize }}"
-    "{% if message['content'] is string %}{{ ': ' + message['content'] }}{% else %}"
-    "{% if message['content'][0]['type'] == 'image' %}{{ ':' }}{% else %}{{ ': ' }}{% endif %}"
-    "{% for c in message['content'] %}{% if c['type'] == 'text' %}{{ c['text'] }}"
-    "{% elif c['type'] == 'image' %}{{ '<image>' }}{% endif %}{% endfor %}{% endif %}"
-    "<end_of_utterance>\n{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"
-)
-
-
-def _tiny_paligemma(vocab: dict, text_size: dict, vision_size: dict):
-    import torch
-    from transformers import (
-        PaliGemmaConfig,
-        PaliGemmaForConditionalGeneration,
-        PaliGemmaProcessor,
-        SiglipImageProcessor,
-    )
-
-    tok = train_bpe_tokenizer(
-        ["<pad>", "<eos>", "<bos>", "<unk>", "<image>"], **vocab,
-        bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>",
-        image_token="<image>",
-    )  # fmt: skip
-    # SigLIP: a square image, one token per patch, learned absolute position embeddings.
-    side, patch = int(vision_size["image_size"]), int(vision_size["patch_size"])
-    image_processor = SiglipImageProcessor(size={"height": side, "width": side})
-    image_processor.image_seq_length = (side // patch) ** 2
-    processor = PaliGemmaProcessor(image_processor, tok)  # adds <loc####>/<seg###> tokens
-    head_dim = text_size["hidden_size"] // text_size["num_attention_heads"]
-    text = dict(text_size, vocab_size=len(tok), head_dim=head_dim, pad_token_id=tok.pad_token_id,
-                bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
-    embed = int(vision_size["embed_dim"])
-    vision = dict(hidden_size=embed, intermediate_size=2 * embed, num_hidden_layers=int(vision_size["depth"]),
-                  num_attention_heads=int(vision_size["num_heads"]), image_size=side, patch_size=patch,
-                  vision_use_head=False)  # fmt: skip
-    width = text_size["hidden_size"]
-    config = PaliGemmaConfig(vision_config=vision, text_config=text, projection_dim=width,
-                             hidden_size=width, vocab_size=len(tok),
-                             image_token_index=tok.convert_tokens_to_ids("<image>"))  # fmt: skip
-    model = PaliGemmaForConditionalGeneration(config)
-    table = model.model.vision_tower.embeddings.position_embedding.weight
-    with torch.no_grad():
-        table.copy_(sincos_2d_position_table(side // patch, embed))
-    return model, processor
-
-
-def sincos_2d_position_table(grid: int, dim: int):
-    """(grid², dim) fixed 2D sine-cosine position embeddings (MAE's ``get_2d_sincos_pos_embed``):
-    half the channels encode the row, half the column, each as sin/cos at ``dim/4`` frequencies
-    ``1/10000^(k/(dim/4))``. The tiny SigLIP tower starts from this table instead of noise: a
-    patch's place is then a smooth function a small model reads off at once, which is what
-    writing a click's coordinates needs (the table stays trainable)."""
-    import torch
-
-    if dim % 4:
-        raise ValueError(f"position table: dim {dim} is not a multiple of 4")
-    omega = 1.0 / 10000 ** (torch.arange(dim // 4, dtype=torch.float64) / (dim // 4))
-    rows, cols = torch.meshgrid(torch.arange(grid), torch.arange(grid), indexing="ij")
-
-    def encode(pos):
-        angles = pos.reshape(-1, 1).double() * omega
-        return torch.cat([angles.sin(), angles.cos()], 1)
-
-    return torch.cat([encode(rows), encode(cols)], 1).float()
-
-
-# LLaVA-1.5's chat template: "USER: <image>\n{text} ASSISTANT:".
-_LLAVA_TEMPLATE = (
-    "{% for message in messages %}{{ message['role'].upper() + ': ' }}"
-    "{% if message['content'] is string %}{{ message['content'] + ' ' }}{% else %}"
-    "{% for c in message['content'] if c['type'] == 'image' %}{{ '<image>\n' }}{% endfor %}"
-    "{% for c in message['content'] if c['type'] == 'text' %}{{ c['text'] + ' ' }}{% endfor %}"
-    "{% endif %}{% endfor %}{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"
-)
-
-
-def _tiny_llava(vocab: dict, text_size: dict):
-    from transformers import (
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaImageProcessor,
-        LlavaProcessor,
-    )
-
-    tok = train_bpe_tokenizer(
-        ["<unk>", "<s>", "</s>", "<pad>", "<image>"], **vocab,
-        bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>", image_token="<image>",
-    )  # fmt: skip
-    # do_pad: pad the screenshot to a square instead of cropping away its edges (LLaVA-1.5 style).
-    image_processor = LlavaImageProcessor(
-        size={"shortest_edge": _TINY_IMAGE}, crop_size={"height": _TINY_IMAGE, "width": _TINY_IMAGE},
-        do_pad=True,
-    )  # fmt: skip
-    processor = LlavaProcessor(
-        image_processor, tok, patch_size=_TINY_PATCH, vision_feature_select_strategy="default",
-        chat_template=_LLAVA_TEMPLATE, num_additional_image_tokens=1,
-    )  # fmt: skip
-    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                  image_size=_TINY_IMAGE, patch_size=_TINY_PATCH, projection_dim=32)  # fmt: skip
-    text = dict(text_size, vocab_size=len(tok), pad_token_id=tok.pad_token_id,
-                bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
-    config = LlavaConfig(
-        vision_config=dict(vision, model_type="clip_vision_model"), text_config=dict(text, model_type="llama"),
-        image_token_index=tok.convert_tokens_to_ids("<image>"),
-        image_seq_length=(_TINY_IMAGE // _TINY_PATCH) ** 2,
-        vision_feature_select_strategy="default", vision_feature_layer=-1,
-    )  # fmt: skip
-    return LlavaForConditionalGeneration(config), processor
-
-
-# Each builder takes (vocab: train_bpe_tokenizer's corpus and vocab_size, text_size, vision_size).
-_TINY_BUILDERS: dict[str, Callable] = {
-    "qwen2_vl": lambda vocab, text, vision: _tiny_qwen("qwen2_vl", vocab, text, vision),
-    "qwen2_5_vl": lambda vocab, text, vision: _tiny_qwen("qwen2_5_vl", vocab, text, vision),
-    "idefics3": lambda vocab, text, vision: _tiny_idefics3("idefics3", vocab, text, vision),
-    "smolvlm": lambda vocab, text, vision: _tiny_idefics3("smolvlm", vocab, text, vision),
-    "paligemma": _tiny_paligemma,
-    "llava": lambda vocab, text, vision: _tiny_llava(vocab, text),
-}
-
-
-def build_tiny_vlm(
-    family: str,
-    seed: int = 0,
-    corpus: Sequence[str] | None = None,
-    text_size: dict[str, int] | None = None,
-    vision_size: dict[str, int] | None = None,
-    vocab_size: int = 600,
-):
-    """``(model, processor)``: a tiny random-initialised model of ``family`` (text model hidden
-    64, 2 layers; a 2-layer vision tower on 32-64 px images) and its processor, with a byte-level
-    BPE tokenizer of ``vocab_size`` tokens trained on ``corpus`` (:func:`task_corpus` by
-    default). Offline; seeded. A corpus with the task's own words wants a larger vocabulary, so
-    that each word becomes one token.
-
-    ``text_size`` overrides the language model's shape (``hidden_size``, ``intermediate_size``,
-    ``num_hidden_layers``, ``num_attention_heads``, ``num_key_value_heads``) to build a larger
-    model from config, e.g. ~100M parameters for a GPU throughput check.
-
-    ``vision_size`` (all but LLaVA) overrides the vision side: ``patch_size``, ``depth``,
-    ``embed_dim``, ``num_heads``, and how big the image is — Qwen: ``max_pixels`` (resized to at
-    most this many pixels, aspect kept; one image token per 2×2 patches); PaliGemma:
-    ``image_size`` (squashed to that square; one token per patch); SmolVLM / Idefics3:
-    ``image_size`` and ``scale_factor`` (squashed to that square; one token per scale_factor²
-    patches). The defaults are thumbnails (≤ 64×64 px); reading a 320×240 desktop's labels
-    wants ~160 px a side. Grounding needs to know *where* an image token is: SigLIP (PaliGemma,
-    SmolVLM, Idefics3) adds learned absolute position embeddings to its patches, which the tiny
-    models start from a 2D sin-cos table; Qwen's vision tower has only rotary (relative) ones, so
-    a small Qwen trained from scratch has a hard time writing coordinates."""
-    import torch
-
-    if family not in _TINY_BUILDERS:
-        raise ValueError(f"unknown VLM family {family!r}; tiny families: {', '.join(FAMILIES)}")
-    unknown = set(text_size or {}) - set(_TEXT)
-    if unknown:
-        raise ValueError(f"text_size: unknown keys {sorted(unknown)}; known: {sorted(_TEXT)}")
-    size = dict(_TEXT, **(text_size or {}))
-    if size["hidden_size"] % size["num_attention_heads"]:
-        raise ValueError(
-            f"text_size: hidden_size {size['hidden_size']} is not a multiple of "
-            f"num_attention_heads {size['num_attention_heads']}"
-        )
-    known = _VISION_KEYS.get(family, set())
-    unknown = set(vision_size or {}) - known
-    if unknown:
-        raise ValueError(
-            f"vision_size: keys {sorted(unknown)} do not apply to {family!r}; "
-            f"it takes {sorted(known) or 'none'}"
-        )
-    vision = dict(_VISION, **(vision_size or {}))
-    if "image_size" in known and vision["image_size"] % vision["patch_size"]:
-        raise ValueError(
-            f"vision_size: image_size {vision['image_size']} is not a multiple of "
-            f"patch_size {vision['patch_size']}"
-        )
-    if (
-        "scale_factor" in known
-        and (vision["image_size"] // vision["patch_size"]) % vision["scale_factor"]
-    ):
-        raise ValueError(
-            f"vision_size: the {vision['image_size'] // vision['patch_size']}-patch side is not a "
-            f"multiple of scale_factor {vision['scale_factor']}"
-        )
-    if vision["embed_dim"] % vision["num_heads"]:
-        raise ValueError(
-            f"vision_size: embed_dim {vision['embed_dim']} is not a multiple of "
-            f"num_heads {vision['num_heads']}"
-        )
-    torch.manual_seed(seed)
-    vocab = dict(
-        corpus=corpus if corpus is not None else task_corpus(seed=seed), vocab_size=vocab_size
-    )
-    model, processor = _TINY_BUILDERS[family](vocab, size, vision)
-    model.eval()
-    return model, processor
+    return list(codec.corpus(seed)) + [prompt, "0123456789 ,.()[]'\"=_-:;\n"]

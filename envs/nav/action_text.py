@@ -176,8 +176,9 @@ class NavActionCodec:
                 run_action, run = a, 1
         return ", ".join(parts)
 
-    def corpus(self) -> list[str]:
-        """Action texts for a tiny model's tokenizer (every name with every count)."""
+    def corpus(self, seed: int = 0) -> list[str]:
+        """Action texts for a tiny model's tokenizer (every name with every count; the same
+        for every seed)."""
         texts = [self.answer_hint]
         for a in range(4):
             texts.append(self.render([a]))

@@ -61,10 +61,8 @@ def run(args: argparse.Namespace) -> int:
         except yaml.YAMLError as e:
             raise ConfigError(f"{name} is not valid YAML: {e}") from None
         name = str(named.get("recipe", "")) if isinstance(named, dict) else ""
-    task = RECIPES[name].load_task() if name in RECIPES else None
-    if hasattr(
-        task, "run_recipe"
-    ):  # recipes with their own loop (GRPO, SFT): pixelrl.gui_agent.train_vlm
+    if name in RECIPES and RECIPES[name].kind == "text":  # SFT / GRPO: the recipe's own loop
+        task = RECIPES[name].load_task()
         task.run_recipe(name, args.overrides, args.model, args.print_config, config_file)
         return 0  # ConfigError and the like: one line (pixelrl.cli)
 

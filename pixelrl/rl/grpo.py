@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -42,13 +42,14 @@ import torch
 
 @dataclass
 class GRPOConfig:
-    """GRPO hyper-parameters; the names are the keys of the ``grpo:`` section of a recipe."""
+    """GRPO hyper-parameters; the names are the keys of the ``grpo:`` section of a recipe, and
+    these defaults are the recipes' (:data:`RECIPE_DEFAULTS`): one set of values."""
 
     num_samples: int = 8  # G: completions per prompt (GUI-R1 / UI-R1 use 5-8)
-    lr: float = 1e-6
+    lr: float = 1e-4
     epochs: int = 1  # passes over one batch of samples (1: ratio is 1, the loss is plain PG)
     clip_low: float = 0.2  # eps_low
-    clip_high: float = 0.2  # eps_high (DAPO's clip-higher raises it, e.g. 0.28)
+    clip_high: float = 0.28  # eps_high: DAPO's clip-higher
     kl_coef: float = 0.0  # beta; GUI recipes use 0-0.04
     scale_by_std: bool = True  # False: Dr. GRPO's (r - mean) without the division
     loss_aggregation: str = "token"  # "token" or "sequence"
@@ -64,23 +65,13 @@ class GRPOConfig:
         return cls(**{k: v for k, v in section.items() if k in cls.__dataclass_fields__})
 
 
-# The ``grpo:`` keys every text-policy recipe shares (GUI and embodied), with the recipes'
-# defaults; each recipe adds its own (rewards, prompts or starts per step, ...).
+# The ``grpo:`` keys every text-policy recipe shares (GUI and embodied): GRPOConfig's fields
+# with its defaults (but max_new_tokens, which each recipe places where its answers are set) and
+# the loop's own; each recipe adds its keys (rewards, prompts or starts per step, ...).
 RECIPE_DEFAULTS: dict[str, Any] = {
-    "num_samples": 8,
+    **{f.name: f.default for f in fields(GRPOConfig) if f.name != "max_new_tokens"},
     "steps": 50,
-    "lr": 1e-4,
     "lr_schedule": "constant",  # or "linear": decays to 0 at the last step (TRL's default)
-    "epochs": 1,
-    "clip_low": 0.2,
-    "clip_high": 0.28,
-    "kl_coef": 0.0,
-    "scale_by_std": True,
-    "loss_aggregation": "token",
-    "max_grad_norm": 1.0,
-    "step_weight": 1.0,
-    "gamma": 0.95,
-    "temperature": 1.0,
     "minibatch": 16,
 }
 
@@ -350,6 +341,19 @@ def grpo_optimizer(policy, lr: float, schedule: str = "constant", steps: int = 1
         return rate
 
     return opt, set_lr
+
+
+def grpo_optimizer_for(policy, section):
+    """:func:`grpo_optimizer` from a recipe's ``grpo:`` section (``lr``, ``lr_schedule``,
+    ``steps``); an unknown schedule is a :class:`~pixelrl.config.ConfigError`."""
+    from pixelrl.config import ConfigError
+
+    try:
+        return grpo_optimizer(
+            policy, float(section.lr), str(section.lr_schedule), int(section.steps)
+        )
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def update_in_chunks(

@@ -1,6 +1,6 @@
 """The policy interface the RL core trains, and helpers for recurrent states.
 
-A policy is a ``torch.nn.Module`` with three methods (DESIGN.md, "Policies and training")::
+A policy is a ``torch.nn.Module`` with three methods (docs/architecture.md, "PPO policy")::
 
     state = policy.initial_state(batch_size)                  # dict of tensors, batch first
     actions, logprobs, values, state = policy.act(obs, state)  # one step, B envs

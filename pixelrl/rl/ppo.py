@@ -1,6 +1,6 @@
 """Proximal Policy Optimization with GAE, recurrent policies and DD-PPO gradient all-reduce.
 
-Defaults are habitat-baselines' PPO (DESIGN.md): clip 0.2, 4 epochs, 2 minibatches, lr 2.5e-4,
+Defaults are habitat-baselines' PPO: clip 0.2, 4 epochs, 2 minibatches, lr 2.5e-4,
 Adam eps 1e-5, gamma 0.99, GAE lambda 0.95, value loss 0.5 with clipping, entropy 0.01,
 gradient norm 0.5. One training iteration::
 

@@ -28,7 +28,7 @@ from pixelrl.envs.coordinates import (
     coordinates_for_model,
     smart_resize,
 )
-from pixelrl.vision.action_codec import GUIActionCodec
+from pixelrl.envs.gui_codec import GUIActionCodec
 
 S = (1280, 800)
 

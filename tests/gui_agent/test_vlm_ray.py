@@ -31,10 +31,11 @@ def local_ray():
 
 @pytest.fixture(scope="module")
 def policy():
+    from pixelrl.envs.gui_codec import GUIActionCodec
     from pixelrl.vision.vlm import load_vlm
 
     torch.manual_seed(0)
-    return load_vlm("tiny-qwen2_vl", seed=0)
+    return load_vlm("tiny-qwen2_vl", GUIActionCodec(), seed=0)
 
 
 def _summary(episodes):

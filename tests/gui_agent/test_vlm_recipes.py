@@ -20,10 +20,11 @@ CONFIGS = package_file("gui_agent/configs")
 
 @pytest.fixture(scope="module")
 def policy():
+    from pixelrl.envs.gui_codec import GUIActionCodec
     from pixelrl.vision.vlm import load_vlm
 
     torch.manual_seed(0)
-    return load_vlm("tiny-qwen2_vl", seed=0)
+    return load_vlm("tiny-qwen2_vl", GUIActionCodec(), seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +63,11 @@ def test_one_grounding_grpo_step_prefers_the_rewarded_click(policy, items):
     """A group with a click inside the box, one outside and an unparsable answer: one GRPO step
     runs without error and raises the log-probability of the rewarded completion."""
     from pixelrl.envs.actions import to_uitars
+    from pixelrl.envs.gui_codec import GUIActionCodec
     from pixelrl.rl.grpo import GRPOConfig, group_advantages, grpo_update
     from pixelrl.vision.vlm import load_vlm
 
-    model = load_vlm("tiny-qwen2_vl", seed=1)
+    model = load_vlm("tiny-qwen2_vl", GUIActionCodec(), seed=1)
     item = items[0]
     x0, y0, x1, y1 = item.bbox
     good = to_uitars(Action.click((x0 + x1) // 2, (y0 + y1) // 2), SCREEN)
@@ -338,21 +340,22 @@ def test_the_recipe_coordinates_reach_the_policy_codec():
 
 
 def test_a_released_model_name_sets_its_coordinate_space(policy):
+    from pixelrl.envs.coordinates import coordinate_space
+    from pixelrl.envs.gui_codec import GUIActionCodec
     from pixelrl.vision.vlm import VLMPolicy
 
-    saved = policy.model.config._name_or_path
-    try:
-        policy.model.config._name_or_path = "ByteDance-Seed/UI-TARS-1.5-7B"
-        ui_tars = VLMPolicy(policy.model, policy.processor)
-        assert ui_tars.coordinates == "smart_resize:ui-tars-1.5"
-        assert ui_tars.parse("Action: click(start_box='(168,126)')", SCREEN)[0] == Action.click(
-            160, 120
-        )
-        policy.model.config._name_or_path = "Qwen/Qwen2-VL-2B-Instruct"
-        assert VLMPolicy(policy.model, policy.processor).coordinates == "relative1000"
-        # a model of ours (no released name) keeps the defaults; an explicit choice wins
-        policy.model.config._name_or_path = ""
-        assert VLMPolicy(policy.model, policy.processor).coordinates is None
-        assert VLMPolicy(policy.model, policy.processor, coordinates="unit").coordinates == "unit"
-    finally:
-        policy.model.config._name_or_path = saved
+    codec = GUIActionCodec.for_model("ByteDance-Seed/UI-TARS-1.5-7B")
+    assert codec.coordinates == coordinate_space("smart_resize:ui-tars-1.5")
+    ui_tars = VLMPolicy(policy.model, policy.processor, codec)
+    assert ui_tars.parse("Action: click(start_box='(168,126)')", SCREEN)[0] == Action.click(
+        160, 120
+    )
+    qwen2 = GUIActionCodec.for_model("Qwen/Qwen2-VL-2B-Instruct")
+    assert qwen2.coordinates == coordinate_space("relative1000")
+    # a model of ours (no released name) keeps the defaults; an explicit choice wins
+    assert GUIActionCodec.for_model("tiny-qwen2_5_vl").coordinates is None
+    assert GUIActionCodec.for_model("runs/x/model").coordinates is None
+    unit = GUIActionCodec.for_model("Qwen/Qwen2-VL-2B-Instruct", coordinates="unit")
+    assert unit.coordinates == coordinate_space("unit")
+    with pytest.raises(TypeError, match="needs an action codec"):
+        VLMPolicy(policy.model, policy.processor, None)

@@ -132,10 +132,11 @@ def test_gigpo_keeps_different_seeds_apart():
 def test_one_grpo_update_on_a_tiny_vlm_prefers_the_rewarded_answer():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     pytest.importorskip("transformers")
+    from pixelrl.envs.gui_codec import GUIActionCodec
     from pixelrl.vision.rewards import gui_g2_reward
     from pixelrl.vision.vlm import load_vlm
 
-    policy = load_vlm("tiny-qwen2_vl", seed=0)
+    policy = load_vlm("tiny-qwen2_vl", GUIActionCodec(), seed=0)
     screen = np.random.default_rng(0).integers(0, 256, (48, 64, 3), dtype=np.uint8)
     box = [20, 10, 40, 30]  # the target, in pixels of the 64×48 screen
     answers = ["click(start_box='(470,417)')", "click(start_box='(940,900)')"]  # in box / far
@@ -155,9 +156,10 @@ def test_one_grpo_update_on_a_tiny_vlm_prefers_the_rewarded_answer():
 def test_grpo_with_lora_adapters_and_a_kl_reference():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     pytest.importorskip("peft")
+    from pixelrl.envs.gui_codec import GUIActionCodec
     from pixelrl.vision.vlm import load_vlm
 
-    policy = load_vlm("tiny-llava", seed=1)
+    policy = load_vlm("tiny-llava", GUIActionCodec(), seed=1)
     reference = policy.frozen_copy()
     policy.add_lora(r=4, alpha=8)
     trainable = policy.trainable_parameters()

@@ -169,3 +169,21 @@ def test_config_overrides_are_typed():
     assert cfg.train.resume is None
     assert cfg.ppo.clip == 0.2 and cfg.ppo.epochs == 4 and cfg.ppo.num_minibatches == 2  # habitat's
     assert np.isclose(cfg.ppo.gamma, 0.99) and np.isclose(cfg.ppo.gae_lambda, 0.95)
+
+
+def test_recipes_say_their_kind_and_each_trainer_takes_its_own():
+    from pixelrl.config import ConfigError
+    from pixelrl.recipes import RECIPES, register_recipe
+    from pixelrl.train import Trainer, config_for
+
+    kinds = {name: r.kind for name, r in RECIPES.items()}
+    assert kinds["gui/sft"] == kinds["embodied/vlm-grpo"] == "text"
+    assert kinds["embodied/pointnav"] == kinds["gui/miniwob"] == "ppo"
+    for name in ("gui/sft", "embodied/vlm-sft"):  # a text module needs no make_envs any more
+        assert callable(RECIPES[name].load_task().run_recipe)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        register_recipe("x/y", "embodied/configs/pointnav.yaml", "pixelrl.embodied.task", "rl")
+    cfg = config_for("embodied/pointnav-small")
+    cfg.recipe = "gui/sft"
+    with pytest.raises(ConfigError, match="trains a text policy"):
+        Trainer(cfg)

@@ -11,8 +11,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from pixelrl.envs.actions import Action  # noqa: E402
+from pixelrl.envs.gui_codec import GUIActionCodec  # noqa: E402
 from pixelrl.vision.rewards import format_reward  # noqa: E402
-from pixelrl.vision.vlm import FAMILIES, VLMPolicy, load_vlm, train_bpe_tokenizer  # noqa: E402
+from pixelrl.vision.tiny_vlm import FAMILIES, train_bpe_tokenizer  # noqa: E402
+from pixelrl.vision.vlm import VLMPolicy, load_vlm  # noqa: E402
 
 SCREEN = (64, 48)
 
@@ -24,7 +26,7 @@ def _screens(n, seed=0):
 
 @pytest.fixture(scope="module", params=FAMILIES)
 def policy(request) -> VLMPolicy:
-    return load_vlm(f"tiny-{request.param}", seed=0)
+    return load_vlm(f"tiny-{request.param}", GUIActionCodec(), seed=0)
 
 
 def test_generate_logprobs_match_rescoring(policy):
@@ -32,7 +34,7 @@ def test_generate_logprobs_match_rescoring(policy):
     full forward pass recomputes, for prompts of different lengths in one batch."""
     torch.manual_seed(0)
     instructions = ["Click the OK button", "Type hello into the name field please"]
-    histories = [[Action.click(3, 4)], []]
+    histories = [[policy.action_text(Action.click(3, 4), SCREEN)], []]
     groups = policy.generate(
         _screens(2), instructions, histories, num_samples=3, max_new_tokens=8, screen_size=SCREEN
     )
@@ -71,7 +73,7 @@ def test_repeats_in_a_batch_are_run_once_with_the_same_logprobs_and_gradients(po
 
 @pytest.mark.parametrize("family", ["smolvlm", "qwen2_vl"])
 def test_repeats_are_run_once_under_lora_adapters_too(family):
-    lora = load_vlm(f"tiny-{family}", seed=0)
+    lora = load_vlm(f"tiny-{family}", GUIActionCodec(), seed=0)
     lora.add_lora(r=4)
     grads = _check_repeats_run_once(lora, ["Click OK"] * 3 + ["Type hi"] * 2)
     assert grads and all("lora" in n for n in grads), "only the adapters learn"
@@ -147,9 +149,12 @@ def test_unparsable_output_is_a_noop_with_format_reward_zero(policy):
 
 
 def test_prompt_holds_image_instruction_and_history(policy):
-    prompt = policy.build_prompt("Click OK", ["click(start_box='(1,2)')", Action.key("enter")])
+    enter = policy.action_text(Action.key("enter"))
+    prompt = policy.build_prompt("Click OK", ["click(start_box='(1,2)')", enter])
     assert "Click OK" in prompt and "click(start_box='(1,2)')" in prompt
     assert "hotkey(key='enter')" in prompt
+    with pytest.raises(TypeError, match="a history line is text"):
+        policy.build_prompt("Click OK", [Action.key("enter")])
     assert policy.processor.image_token in prompt
     batch = policy.encode_prompts(_screens(1), ["Click OK"])
     image_id = policy.processor.tokenizer.convert_tokens_to_ids(policy.processor.image_token)
@@ -169,7 +174,7 @@ def test_act_follows_the_policy_protocol(policy):
 
 
 def test_tokenizer_keeps_special_tokens_whole_and_round_trips_bytes():
-    tok = train_bpe_tokenizer(["<pad>", "<eos>", "<image>"], eos_token="<eos>", pad_token="<pad>",
+    tok = train_bpe_tokenizer(["<pad>", "<eos>", "<image>"], GUIActionCodec().corpus(), eos_token="<eos>", pad_token="<pad>",
                               image_token="<image>", vocab_size=300)  # fmt: skip
     ids = tok("<image><image>click(start_box='(1,2)')", add_special_tokens=False)["input_ids"]
     assert ids[:2] == [tok.image_token_id] * 2
@@ -179,7 +184,7 @@ def test_tokenizer_keeps_special_tokens_whole_and_round_trips_bytes():
 
 def test_unknown_family_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown VLM family 'gpt9'"):
-        load_vlm("tiny-gpt9")
+        load_vlm("tiny-gpt9", GUIActionCodec())
 
 
 def test_greedy_generation_picks_the_most_likely_token_each_step(policy):
@@ -217,16 +222,16 @@ def test_image_placeholders_never_enter_an_answer(policy):
 
 
 def test_text_size_builds_a_larger_model_from_config():
-    small = load_vlm("tiny-qwen2_5_vl")
+    small = load_vlm("tiny-qwen2_5_vl", GUIActionCodec())
     size = dict(hidden_size=96, intermediate_size=192, num_hidden_layers=3, num_attention_heads=6)
-    big = load_vlm("tiny-qwen2.5-vl", text_size=size)
+    big = load_vlm("tiny-qwen2.5-vl", GUIActionCodec(), text_size=size)
     assert big.model.config.text_config.hidden_size == 96
     assert sum(p.numel() for p in big.model.parameters()) > sum(
         p.numel() for p in small.model.parameters()
     )
     assert len(big.generate(_screens(1), ["Click OK"], num_samples=2, max_new_tokens=3)[0]) == 2
     with pytest.raises(ValueError, match="unknown keys"):
-        load_vlm("tiny-llava", text_size={"width": 3})
+        load_vlm("tiny-llava", GUIActionCodec(), text_size={"width": 3})
 
 
 def test_vision_size_sets_how_many_image_tokens_the_model_sees():
@@ -234,30 +239,42 @@ def test_vision_size_sets_how_many_image_tokens_the_model_sees():
     (one token per scale_factor² patches); Qwen keeps the aspect within max_pixels (one token per
     2×2 patches). Keys that do not apply are refused."""
     screen = [np.zeros((240, 320, 3), np.uint8)]
-    pali = load_vlm("tiny-paligemma", vision_size=dict(image_size=64, patch_size=16, embed_dim=32))
+    pali = load_vlm(
+        "tiny-paligemma",
+        GUIActionCodec(),
+        vision_size=dict(image_size=64, patch_size=16, embed_dim=32),
+    )
     batch = pali.encode_prompts(screen, ["Click OK"])
     assert (batch["input_ids"] == pali.tokenizer.image_token_id).sum() == (64 // 16) ** 2
     assert tuple(batch["pixel_values"].shape[-2:]) == (64, 64)
-    qwen = load_vlm("tiny-qwen2_vl", vision_size=dict(max_pixels=160 * 120))
+    qwen = load_vlm("tiny-qwen2_vl", GUIActionCodec(), vision_size=dict(max_pixels=160 * 120))
     grid = qwen.encode_prompts(screen, ["Click OK"])["image_grid_thw"][0].tolist()
     assert grid == [1, 14, 20]  # 112×160 px in 8 px patches: 7×10 = 70 image tokens
     assert len(qwen.generate(screen, ["Click OK"], num_samples=2, max_new_tokens=3)[0]) == 2
     # SmolVLM: 16×16 patches of 8 px, folded 2×2 by the connector -> 64 image tokens
-    smol = load_vlm("tiny-smolvlm", vision_size=dict(image_size=128, patch_size=8, scale_factor=2))
+    smol = load_vlm(
+        "tiny-smolvlm",
+        GUIActionCodec(),
+        vision_size=dict(image_size=128, patch_size=8, scale_factor=2),
+    )
     batch = smol.encode_prompts(screen, ["Click OK"])
     assert (batch["input_ids"] == smol.tokenizer.image_token_id).sum() == 64
     assert tuple(batch["pixel_values"].shape[-2:]) == (128, 128)
     assert len(smol.generate(screen, ["Click OK"], num_samples=2, max_new_tokens=3)[0]) == 2
     with pytest.raises(ValueError, match="scale_factor 4"):
-        load_vlm("tiny-idefics3", vision_size=dict(image_size=48, patch_size=8, scale_factor=4))
+        load_vlm(
+            "tiny-idefics3",
+            GUIActionCodec(),
+            vision_size=dict(image_size=48, patch_size=8, scale_factor=4),
+        )
     with pytest.raises(ValueError, match="max_pixels"):
-        load_vlm("tiny-paligemma", vision_size={"max_pixels": 100})
+        load_vlm("tiny-paligemma", GUIActionCodec(), vision_size={"max_pixels": 100})
     with pytest.raises(ValueError, match="llava"):
-        load_vlm("tiny-llava", vision_size={"image_size": 64})
+        load_vlm("tiny-llava", GUIActionCodec(), vision_size={"image_size": 64})
 
 
 def test_sincos_position_table_is_smooth_and_distinct():
-    from pixelrl.vision.vlm import sincos_2d_position_table
+    from pixelrl.vision.tiny_vlm import sincos_2d_position_table
 
     table = sincos_2d_position_table(8, 32)
     assert table.shape == (64, 32)
@@ -265,10 +282,12 @@ def test_sincos_position_table_is_smooth_and_distinct():
     dist = torch.cdist(table, table)
     assert (dist + torch.eye(64) * 10).min() > 0
     assert dist[0, 1] < dist[0, 7] and dist[0, 8] < dist[0, 56]
-    pali = load_vlm("tiny-paligemma", vision_size=dict(image_size=32, patch_size=4))
+    pali = load_vlm(
+        "tiny-paligemma", GUIActionCodec(), vision_size=dict(image_size=32, patch_size=4)
+    )
     start = pali.model.model.vision_tower.embeddings.position_embedding.weight
     torch.testing.assert_close(start.detach(), sincos_2d_position_table(8, 32))
-    smol = load_vlm("tiny-smolvlm", vision_size=dict(image_size=64, patch_size=8))
+    smol = load_vlm("tiny-smolvlm", GUIActionCodec(), vision_size=dict(image_size=64, patch_size=8))
     start = smol.model.model.vision_model.embeddings.position_embedding.weight
     torch.testing.assert_close(start.detach(), sincos_2d_position_table(8, 32))
     with pytest.raises(ValueError, match="multiple of 4"):
@@ -278,3 +297,52 @@ def test_sincos_position_table_is_smooth_and_distinct():
 def test_tiny_tokenizers_spell_numbers_digit_by_digit(policy):
     tokens = policy.tokenizer.tokenize("click(start_box='(385,907)')")
     assert [t for t in tokens if t.isdigit()] == list("385907")
+
+
+def test_the_vlm_module_loads_no_domain():
+    """vision knows no GUI and no navigation: importing the policy wrapper (and building a tiny
+    model with a codec of its own) loads none of their modules."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import pixelrl.vision.vlm, pixelrl.vision.tiny_vlm, pixelrl.vision.action_codec\n"
+        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('pixelrl.'))))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = run.stdout.split()
+    assert "pixelrl.vision.vlm" in loaded
+    domain = [m for m in loaded if m.startswith(("pixelrl.envs", "pixelrl.gui_agent",
+                                                  "pixelrl.embodied"))]  # fmt: skip
+    assert domain == [], domain
+
+
+class WordCodec:
+    """A toy action language: one of three words (a codec needs no GUI, no env)."""
+
+    answer_hint = "Answer with red, green or blue."
+    noop = "none"
+    words = ("red", "green", "blue")
+
+    def parse(self, text, screen_size=None):
+        word = str(text).strip()
+        return (word, None) if word in self.words else (None, f"not a colour: {word!r}")
+
+    def render(self, action, screen_size=None):
+        return str(action)
+
+    def corpus(self, seed=0):
+        return [f"{w} {v}" for w in self.words for v in self.words]
+
+
+def test_a_codec_of_its_own_drives_the_policy():
+    policy = load_vlm("tiny-smolvlm", WordCodec(), seed=0)
+    assert policy.prompt_text("Pick a colour", ["red"]).endswith("Answer with red, green or blue.")
+    groups = policy.generate(_screens(1), ["Pick a colour"], [["red"]], num_samples=2,
+                             max_new_tokens=4, screen_size=SCREEN)  # fmt: skip
+    for c in groups[0]:
+        assert (c.action in WordCodec.words) == c.parsed and (c.parsed or c.action == "none")
+    actions, _, _, state = policy.act({"screenshot": np.stack(_screens(1)),
+                                       "instruction": ["Pick"]})  # fmt: skip
+    assert state == [[WordCodec().render(actions[0])]]

@@ -16,6 +16,7 @@ from collections import defaultdict
 import numpy as np
 import torch
 
+from pixelrl.envs.gui_codec import GUIActionCodec
 from pixelrl.gui_agent.agents import VLMAgent
 from pixelrl.gui_agent.grounding import grounding_set
 from pixelrl.vision.rewards import point_in_box
@@ -23,7 +24,7 @@ from pixelrl.vision.vlm import load_vlm
 
 
 def hits(model: str, items) -> np.ndarray:
-    agent = VLMAgent(load_vlm(model), 20)
+    agent = VLMAgent(load_vlm(model, GUIActionCodec.for_model(model)), 20)
     out = []
     for s in range(0, len(items), 16):
         batch = items[s : s + 16]

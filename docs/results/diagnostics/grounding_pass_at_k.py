@@ -16,6 +16,7 @@ from collections import defaultdict
 import numpy as np
 import torch
 
+from pixelrl.envs.gui_codec import GUIActionCodec
 from pixelrl.gui_agent.agents import VLMAgent
 from pixelrl.gui_agent.grounding import grounding_set
 from pixelrl.vision.rewards import point_in_box
@@ -28,7 +29,7 @@ def main(model: str, n: int = 120, G: int = 8) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     items = grounding_set(n, start=1000)  # the fresh items of docs/results (odd seeds, k >= 1000)
-    policy = load_vlm(model)
+    policy = load_vlm(model, GUIActionCodec.for_model(model))
     agent = VLMAgent(policy, 20)
     greedy, sampled, passed = defaultdict(list), defaultdict(list), defaultdict(list)
     for s in range(0, n, 8):

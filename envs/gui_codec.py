@@ -1,0 +1,126 @@
+"""The GUI action language of vision-language policies: :class:`GUIActionCodec`.
+
+A codec (the interface is :class:`pixelrl.vision.action_codec.ActionCodec`) is what a
+:class:`~pixelrl.vision.vlm.VLMPolicy` knows of its domain: how an answer is read (a whitelist
+parser that never raises and never executes), how an action is written (history lines, SFT
+targets), what an unparsable answer does, the prompt's answer hint, and the texts a tiny model's
+tokenizer is trained on. This one reads and writes :class:`~pixelrl.envs.actions.Action` values
+as UI-TARS calls (``click(start_box='(x,y)')``) or pyautogui calls, in a coordinate space of
+:mod:`pixelrl.envs.coordinates`.
+"""
+
+from __future__ import annotations
+
+import random
+
+from pixelrl.envs.actions import Action, ActionError, parse_action, to_pyautogui, to_uitars
+from pixelrl.envs.coordinates import CoordinateSpace, coordinate_space, coordinates_for_model
+
+# Words of desktop instructions and labels, for a tiny tokenizer's corpus.
+INSTRUCTION_WORDS = (
+    "click the button OK Cancel Submit Yes No Save Open Close check box field type into text "
+    "enter press key select menu item tab link icon on off file edit view help search name email "
+    "password username login next back first second third left right top bottom red green blue "
+    "and then a an of to in is fill form"
+).split()
+
+
+def safe_parse(
+    text: object, screen_size: tuple[int, int] | None = None, coordinates=None
+) -> tuple[Action | None, str | None]:
+    """``(action, None)`` when ``text`` parses with :func:`pixelrl.envs.actions.parse_action`,
+    else ``(None, reason)``. Never raises: model output is untrusted."""
+    try:
+        return parse_action(text, screen_size, coordinates), None  # type: ignore[arg-type]
+    except ActionError as e:
+        return None, str(e)
+    except Exception as e:  # noqa: BLE001 - any failure of untrusted text is a format failure
+        return None, f"{type(e).__name__}: {e}"
+
+
+class GUIActionCodec:
+    """GUI actions as UI-TARS calls (``click(start_box='(x,y)')``) or pyautogui calls.
+
+    ``coordinates``: how numbers in the text are read and written (``None``: pyautogui in
+    pixels, UI-TARS in 0-1000, the defaults of :func:`pixelrl.envs.actions.parse_action`; or a
+    space of :mod:`pixelrl.envs.coordinates`: ``"pixels"``, ``"relative1000"``, ``"unit"``,
+    ``"smart_resize:ui-tars-1.5"``, ``"smart_resize:qwen2.5-vl"``, ...)."""
+
+    # The GUI policies' prompt line (unchanged since the first GUI recipes: models trained with
+    # it keep their prompt).
+    answer_hint = "Answer with one action, e.g. click(start_box='(x,y)') with x, y in 0-1000."
+
+    def __init__(
+        self, action_format: str = "uitars", coordinates: str | CoordinateSpace | None = None
+    ) -> None:
+        if action_format not in ("uitars", "pyautogui"):
+            raise ValueError(
+                f"action_format must be 'uitars' or 'pyautogui', got {action_format!r}"
+            )
+        self.action_format = action_format
+        self.coordinates = None if coordinates is None else coordinate_space(coordinates)
+        if action_format == "uitars" and self.coordinates is not None:
+            # say which numbers a point takes; 0-1000 keeps the class's line (trained prompts)
+            units = {"pixels": "screen pixels", "unit": "0-1",
+                     "smart_resize": "pixels of the image you see"}  # fmt: skip
+            if self.coordinates.kind in units:
+                self.answer_hint = (
+                    "Answer with one action, e.g. click(start_box='(x,y)') with x, y in "
+                    f"{units[self.coordinates.kind]}."
+                )
+
+    @classmethod
+    def for_model(
+        cls, model: str, action_format: str = "uitars", coordinates: str | None = None
+    ) -> GUIActionCodec:
+        """The codec of a model: ``coordinates`` if given, else (UI-TARS syntax) the space its
+        family answers in when its name or path says (UI-TARS-1.5 and Qwen2.5-VL: pixels of
+        their resized image; UI-TARS-1.0 and Qwen2-VL: 0-1000); ``tiny-...`` models have none."""
+        if coordinates is None and action_format == "uitars" and not model.startswith("tiny-"):
+            coordinates = coordinates_for_model(model)
+        return cls(action_format, coordinates)
+
+    @property
+    def noop(self) -> Action:
+        return Action.wait()
+
+    def parse(
+        self, text: object, screen_size: tuple[int, int] | None = None
+    ) -> tuple[Action | None, str | None]:
+        return safe_parse(text, screen_size, self.coordinates)
+
+    def render(self, action: Action, screen_size: tuple[int, int] | None = None) -> str:
+        if self.action_format == "uitars":
+            return to_uitars(action, screen_size, self.coordinates or "relative1000")
+        return to_pyautogui(action, self.coordinates or "pixels", screen_size)
+
+    def corpus(self, seed: int = 0, n_actions: int = 400) -> list[str]:
+        """Texts for a tiny tokenizer: action texts in both syntaxes over random actions, and
+        instruction-like sentences. Deterministic for a seed."""
+        rng = random.Random(seed)
+        texts: list[str] = []
+        screen = (1000, 1000)
+        kinds = ["click", "double_click", "right_click", "move", "type", "key", "hotkey",
+                 "scroll", "drag", "wait", "done"]  # fmt: skip
+        for _ in range(n_actions):
+            kind = rng.choice(kinds)
+            x, y, x2, y2 = (rng.randrange(1000) for _ in range(4))
+            if kind in ("click", "double_click", "right_click", "move"):
+                a = Action(kind, x, y)
+            elif kind == "drag":
+                a = Action.drag(x, y, x2, y2)
+            elif kind == "scroll":
+                a = Action.scroll(x, y, dy=rng.choice([-5, 5]))
+            elif kind == "type":
+                a = Action.type_text(" ".join(rng.sample(INSTRUCTION_WORDS, 2)))
+            elif kind == "key":
+                a = Action.key(rng.choice(["enter", "tab", "escape", "backspace", "a", "1"]))
+            elif kind == "hotkey":
+                a = Action.hotkey("ctrl", rng.choice(["c", "v", "s", "a"]))
+            else:
+                a = Action(kind)
+            texts.append(to_uitars(a, screen))
+            texts.append(to_pyautogui(a))
+        for _ in range(n_actions // 2):
+            texts.append(" ".join(rng.choice(INSTRUCTION_WORDS) for _ in range(rng.randint(3, 8))))
+        return texts
