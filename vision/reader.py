@@ -182,7 +182,7 @@ class ScreenReader:
     def scale_for(self, width: int, height: int) -> float:
         if self.upscale is not None:
             return self.upscale
-        return 2.0 if max(width, height) <= 400 else 1.0
+        return 3.0 if max(width, height) <= 400 else 1.0
 
     def warm_up(self) -> ScreenReader:
         """Load the models now (the first read otherwise pays for it)."""
