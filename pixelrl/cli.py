@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 
 # Order here is the order in `pixelrl --help`.
-COMMANDS = ["envs", "train", "bench", "record", "replay", "view", "demo", "eval", "tasks"]
+COMMANDS = ["envs", "train", "read", "bench", "record", "replay", "view", "demo", "eval", "tasks"]
 
 # The library's error types for bad input (by qualified name, so nothing is imported for them):
 # raised from a command, each is a user mistake, reported in one line.
@@ -35,6 +35,7 @@ USER_ERRORS = frozenset(
         "pixelrl.envs.x11.tasks.TaskError",
         "pixelrl.envs.x11.sandbox.SandboxError",
         "pixelrl.embodied.vlm_agent.AgentFileError",
+        "pixelrl.vision.reader.ReaderError",
     }
 )
 

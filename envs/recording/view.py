@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -175,9 +176,13 @@ def render_episode(
     key: str | None = None,
     scale: int = 1,
     top_down: bool = True,
+    overlay: Callable | None = None,
 ) -> list:
     """The episode's ``length + 1`` frames as PIL images with the actions drawn
-    (navigation: with the top-down map beside them unless ``top_down`` is False)."""
+    (navigation: with the top-down map beside them unless ``top_down`` is False).
+
+    ``overlay(image, frame, scale)``, if given, draws on each PIL ``image`` (the frame enlarged
+    ``scale`` times) before the action: ``pixelrl view --read`` draws the read words with it."""
     from PIL import Image
 
     rows = dataset.steps(episode)
@@ -198,6 +203,8 @@ def render_episode(
         image = Image.fromarray(frame).convert("RGB")
         if scale != 1:
             image = image.resize((image.width * scale, image.height * scale), Image.NEAREST)
+        if overlay is not None:
+            overlay(image, frame, scale)
         lines = [f"episode {episode}  step {t}/{T}"]
         if t < T:
             row = rows.iloc[t]
@@ -276,9 +283,13 @@ def view_episode(
     scale: int = 1,
     key: str | None = None,
     top_down: bool = True,
+    overlay: Callable | None = None,
 ) -> tuple[Path, int]:
-    """Render ``episode`` to ``out`` (.gif or .mp4); returns the path and the frame count."""
+    """Render ``episode`` to ``out`` (.gif or .mp4); returns the path and the frame count
+    (``overlay``: see :func:`render_episode`)."""
     dataset = root if isinstance(root, EpisodeDataset) else EpisodeDataset(root)
-    images = render_episode(dataset, episode, key=key, scale=scale, top_down=top_down)
+    images = render_episode(
+        dataset, episode, key=key, scale=scale, top_down=top_down, overlay=overlay
+    )
     fps = fps or min(dataset.info.fps, 4.0)  # slow enough to read the captions
     return write_animation(images, out, fps), len(images)

@@ -23,6 +23,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", type=positive_int, default=1, help="enlarge small frames (nearest)")
     p.add_argument("--key", default=None, help="frame key to show (default: the first image)")
     p.add_argument("--no-map", action="store_true", help="navigation: no top-down map (no replay)")
+    p.add_argument("--read", action="store_true",
+                   help="draw the words the screen reader reads on each frame (pixelrl read)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -39,8 +41,31 @@ def run(args: argparse.Namespace) -> int:
             args.scale,
             args.key,
             top_down=not args.no_map,
+            overlay=read_words_overlay() if args.read else None,
         )
     except KeyError as e:  # no such episode or frame key (DatasetError passes through)
         raise UsageError(e.args[0] if e.args else str(e)) from e
     print(f"wrote {path} ({frames} frames)")
     return 0
+
+
+def read_words_overlay():
+    """An overlay for :func:`pixelrl.envs.recording.view.render_episode`: each word the screen
+    reader reads on the frame, boxed and labelled (unchanged frames are read once)."""
+    from PIL import ImageDraw
+
+    from pixelrl.vision.reader import ScreenReader
+
+    reader = ScreenReader().warm_up()  # a missing extra: one error line before any frame
+    colour = (0, 170, 255)
+
+    def draw(image, frame, scale: int) -> None:
+        if frame.ndim != 3:  # depth or grey frames: nothing to read
+            return
+        pen = ImageDraw.Draw(image)
+        for word in reader.read(frame):
+            x0, y0, x1, y1 = (v * scale for v in word.box)
+            pen.rectangle([x0, y0, x1 - 1, y1 - 1], outline=colour, width=1)
+            pen.text((x0, max(0, y0 - 10)), word.text, fill=colour)
+
+    return draw

@@ -190,6 +190,21 @@ CASES = [
                                      "--out", "o"],
      "sleeps 5 s; a step may take 0 to 1 s"),
     ("tasks-check-missing-folder", ["tasks", "check", "nowhere"], "nowhere: no such folder"),
+    # the screen reader (issue 41)
+    ("read-missing-file", ["read", "nothere.png"], "nothere.png: no such file"),
+    ("read-not-an-image", ["read", "{data}/new.json.gz"], "new.json.gz: not a readable image"),
+    ("read-folder", ["read", "{data}"], ": not a file"),
+    ("read-huge-image", ["read", "{data}/wide.png"], "9000x20 is too large to read"),
+    ("read-upscale-zero", ["read", "{data}/wide.png", "--upscale", "0"], "--upscale: must be > 0"),
+    ("read-upscale-too-big", ["read", "{data}/wide.png", "--upscale", "20"],
+     "--upscale: must be in [0.25, 8], got 20"),
+    ("read-upscale-text", ["read", "{data}/wide.png", "--upscale", "big"], "'big'"),
+    ("read-min-score-out-of-range", ["read", "{data}/wide.png", "--min-score", "2"],
+     "--min-score: must be in [0, 1], got 2"),
+    ("read-min-score-nan", ["read", "{data}/wide.png", "--min-score", "nan"], "got nan"),
+    ("read-min-score-text", ["read", "{data}/wide.png", "--min-score", "high"], "'high'"),
+    ("view-read-missing-episode",
+     ["view", "{data}/demos", "--read", "--episode", "7", "--out", "v.gif"], "episode 7"),
 ]  # fmt: skip
 
 
@@ -221,6 +236,9 @@ def data(tmp_path_factory) -> Path:
             json.dump(raw, f)
     _x11_task_files(root)
     _vlm_agent_folders(root)
+    from PIL import Image
+
+    Image.new("L", (9000, 20)).save(root / "wide.png")  # past the reader's 8192 px a side
     env = RecordEpisodes(gymnasium.make(CLICK, screen_size=(320, 240)), root / "demos")
     env.reset(seed=0)
     env.step(env.unwrapped.expert_action())

@@ -1,0 +1,119 @@
+"""The screen reader (issue 41): words with boxes off emulated-desktop screens generated on the
+spot, scored against the desktop's own ground truth (bench/reader.py's scoring); bad input reads
+as no words; the frame cache; the fuzzy matcher; the missing-extra error."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pixelrl.vision.reader import ReaderDependencyError, ReaderError, ScreenReader, Word
+from pixelrl.vision.text_match import match_tokens, normalise, similarity
+
+pytest.importorskip("rapidocr_onnxruntime", reason="needs the reader extra")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_reader", REPO / "bench" / "reader.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_reader"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def reader() -> ScreenReader:
+    return ScreenReader().warm_up()
+
+
+def test_reads_desktop_screens_with_word_boxes(reader):
+    bench = _bench()
+    tally = bench.Tally()
+    for family, seed in (("ClickButton", 1), ("CheckBoxes", 2), ("MenuItem", 3)):
+        image, truths = bench.desktop_screen(f"pixelrl/Desktop-{family}-v0", (320, 240), seed)
+        assert truths
+        bench.score(reader.read(image), truths, tally)
+    recall, precision = tally.found / tally.truths, tally.right / tally.read
+    assert recall >= 0.85 and precision >= 0.85, (tally.misses, tally.wrong)
+    assert tally.iou_ok / tally.found >= 0.7, tally.iou_ok
+
+
+def test_a_line_of_several_words_is_split_with_a_box_each(reader):
+    from PIL import Image, ImageDraw
+
+    from pixelrl.envs.desktop.render import font
+
+    image = Image.new("RGB", (200, 40), (255, 255, 255))
+    ImageDraw.Draw(image).text((6, 10), "Select mY8 and click Submit", fill=0, font=font(12))
+    words = reader.read(np.asarray(image))
+    assert [w.text for w in words] == ["Select", "mY8", "and", "click", "Submit"], words
+    xs = [w.box for w in words]
+    assert all(a[2] <= b[0] + 1 for a, b in zip(xs, xs[1:])), xs  # left to right, disjoint
+    assert all(0 <= w.score <= 1 and isinstance(w, Word) for w in words)
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        np.zeros((0, 0, 3), np.uint8),
+        np.zeros((1, 1, 3), np.uint8),
+        np.zeros((240, 320, 3), np.uint8),
+        np.full((5, 7), 200, np.uint8),
+        np.zeros((0, 10), np.uint8),
+    ],
+    ids=["empty", "1x1", "all-black", "grey-2d", "no-rows"],
+)
+def test_nothing_to_read_is_no_words(image):
+    assert ScreenReader().read(image) == []  # no model is even loaded
+
+
+def test_bad_input_is_a_reader_error(reader):
+    with pytest.raises(ReaderError, match="too large"):
+        reader.read(np.zeros((9000, 10, 3), np.uint8))
+    with pytest.raises(ReaderError, match="shape"):
+        reader.read(np.zeros((4, 4, 5), np.uint8))
+    with pytest.raises(ReaderError, match="dtype"):
+        reader.read(np.array([["a"]], dtype=object))
+
+
+def test_an_unchanged_frame_is_read_once(reader, monkeypatch):
+    bench = _bench()
+    image, _ = bench.desktop_screen("pixelrl/Desktop-ClickButton-v0", (320, 240), 5)
+    cached = ScreenReader(cache_size=2)
+    cached._engine = reader._engine
+    calls = []
+    original = cached._read
+    monkeypatch.setattr(cached, "_read", lambda rgb: calls.append(1) or original(rgb))
+    first = cached.read(image)
+    assert cached.read(image.copy()) == first and len(calls) == 1
+    changed = image.copy()
+    changed[0, 0] ^= 255
+    cached.read(changed)
+    cached.read(changed[:, :-1])  # another shape
+    assert len(calls) == 3 and len(cached._cache) == 2  # bounded, least recent dropped
+    cached.read(image)
+    assert len(calls) == 4
+
+
+def test_fuzzy_matching_forgives_ocr_confusions():
+    assert normalise('"Submit"') == normalise("submit")
+    assert similarity("mY8", "my8") == 1.0
+    assert similarity("O0l1", "00Il") == 1.0  # 0/O and 1/l/I
+    assert similarity("Submit", "Cancel") < 0.5
+    words = [Word("Cance1", (0, 0, 5, 5), 0.9), Word("Subm1t", (9, 0, 20, 5), 0.9)]
+    (t1, w1, s1), (t2, w2, s2), (t3, w3, s3) = match_tokens(["cancel", "submit", "xyz"], words, 0.6)
+    assert w1 is words[0] and w2 is words[1] and s1 == s2 == 1.0
+    assert w3 is None and s3 < 0.6
+    assert match_tokens(["a"], []) == [("a", None, 0.0)]
+
+
+def test_a_missing_reader_extra_names_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)  # import fails
+    with pytest.raises(ReaderDependencyError, match=r"pip install 'pixelrl\[reader\]'") as e:
+        ScreenReader().read(np.eye(8, dtype=np.uint8) * 255)
+    assert "\n" not in str(e.value)

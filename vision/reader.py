@@ -1,0 +1,354 @@
+"""The pretrained screen reader: a screenshot in, words out (text, box in screen pixels, score).
+
+It reads pixels only: no DOM, no accessibility tree (those stay privileged: rewards, oracles and
+benchmark ground truth). The models are PP-OCRv4's text detector and recogniser as ONNX files
+inside the ``rapidocr-onnxruntime`` wheel (``pip install 'pixelrl[reader]'``); nothing is
+downloaded at run time. One ONNX Runtime thread by default, no angle classifier (screen text is
+upright).
+
+How a screen is read:
+
+1. small screens are upscaled (``upscale``; by default 2x when the longer side is at most
+   400 px, as MiniWoB++'s 160x210 is: its 10-11 px fonts read badly at 1x);
+2. the detector finds text lines; each line's axis-aligned crop goes to the recogniser, which
+   gives the line's text and the position of each character (CTC columns);
+3. a line that holds several words is split where the line's ink leaves a gap wider than a share
+   of its height (the recogniser often drops the spaces of small text: "SelectmY8andclickSubmit")
+   or where the recogniser put a space; each word's box is the ink it covers, in the input
+   image's pixels (``[x0, y0, x1, y1]``, x1/y1 exclusive).
+
+A cache keyed by the frame's bytes and shape (LRU, ``cache_size`` frames) reads an unchanged
+screen once. An empty, 1x1 or single-colour image holds no words: ``[]``, never an exception.
+
+    from pixelrl.vision.reader import ScreenReader
+    words = ScreenReader().read(screenshot)        # H×W×3 uint8 RGB
+    [(w.text, w.box, round(w.score, 2)) for w in words]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+INSTALL_HINT = "pip install 'pixelrl[reader]'"
+MAX_SIDE = 8192  # longer input sides are refused (ReaderError); callers downscale first
+MAX_PIXELS = 40_000_000
+
+
+class ReaderError(ValueError):
+    """Bad input to the reader (an image that is not one, too large) or its dependency missing."""
+
+
+class ReaderDependencyError(ReaderError, ImportError):
+    """``rapidocr-onnxruntime`` (the ``reader`` extra) is not installed."""
+
+
+@dataclass(frozen=True)
+class Word:
+    """One read word: ``text``, ``box`` ``(x0, y0, x1, y1)`` in the input image's pixels (x1, y1
+    exclusive) and the recogniser's mean character confidence ``score`` in [0, 1]."""
+
+    text: str
+    box: tuple[int, int, int, int]
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "box": list(self.box), "score": round(float(self.score), 4)}
+
+
+def _engine(threads: int):
+    try:
+        from rapidocr_onnxruntime import RapidOCR
+    except ImportError as e:
+        raise ReaderDependencyError(
+            f"the screen reader needs rapidocr-onnxruntime ({e}); install it: {INSTALL_HINT}"
+        ) from None
+    return RapidOCR(
+        intra_op_num_threads=threads,
+        inter_op_num_threads=1,
+        use_cls=False,
+        det_limit_type="max",  # no resizing by the detector below its limit: we upscale ourselves
+        det_limit_side_len=4096,
+        print_verbose=False,
+    )
+
+
+def as_rgb(image: Any) -> np.ndarray:
+    """An H×W×3 uint8 RGB array from an array (H×W grey, H×W×3 RGB, H×W×4 RGBA) or a PIL image;
+    :class:`ReaderError` for anything else or an image larger than the bound."""
+    if hasattr(image, "mode") and hasattr(image, "convert"):  # PIL
+        image = np.asarray(image.convert("RGB"))
+    array = np.asarray(image)
+    if array.dtype == object or not (
+        np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+    ):
+        raise ReaderError(f"expected an image array, got dtype {array.dtype}")
+    if array.ndim == 3 and array.shape[-1] == 1:
+        array = array[..., 0]
+    if array.ndim == 2:
+        array = np.repeat(array[..., None], 3, axis=-1)
+    if array.ndim != 3 or array.shape[-1] not in (3, 4):
+        raise ReaderError(f"expected an H×W, H×W×3 or H×W×4 image, got shape {array.shape}")
+    array = array[..., :3]
+    h, w = array.shape[:2]
+    if max(h, w) > MAX_SIDE or h * w > MAX_PIXELS:
+        raise ReaderError(
+            f"image {w}x{h} is too large to read (at most {MAX_SIDE} px a side and "
+            f"{MAX_PIXELS // 1_000_000} Mpx); downscale it first"
+        )
+    if array.dtype != np.uint8:
+        if np.issubdtype(array.dtype, np.floating) and array.size and float(array.max()) <= 1.0:
+            array = array * 255.0
+        array = np.clip(np.nan_to_num(array), 0, 255).astype(np.uint8)
+    return np.ascontiguousarray(array)
+
+
+def frame_key(image: np.ndarray) -> tuple:
+    """The cache key of a frame: its shape, dtype and a hash of its bytes."""
+    digest = hashlib.blake2b(np.ascontiguousarray(image).data, digest_size=16).digest()
+    return image.shape, str(image.dtype), digest
+
+
+class ScreenReader:
+    """Reads words off screenshots (module doc).
+
+    Args:
+        upscale: factor the image is enlarged by before reading; None: 2 when the longer side is
+            at most 400 px, else 1.
+        text_score: lines whose recognition confidence is below it are dropped (0..1).
+        word_score: words whose mean character confidence is below it are dropped.
+        gap: a gap in a line's ink wider than ``gap`` × the line's ink height splits words.
+        cache_size: frames remembered (0: no cache).
+        threads: ONNX Runtime threads (intra-op).
+    """
+
+    def __init__(
+        self,
+        upscale: float | None = None,
+        text_score: float = 0.5,
+        word_score: float = 0.3,
+        gap: float = 0.33,
+        cache_size: int = 64,
+        threads: int = 1,
+    ) -> None:
+        if upscale is not None and not (0.25 <= float(upscale) <= 8):
+            raise ReaderError(f"upscale must be a number in [0.25, 8], got {upscale!r}")
+        for name, value in (("text_score", text_score), ("word_score", word_score)):
+            if not 0 <= float(value) <= 1:
+                raise ReaderError(f"{name} must be in [0, 1], got {value!r}")
+        if int(threads) < 1 or int(cache_size) < 0:
+            raise ReaderError(
+                f"threads must be >= 1 and cache_size >= 0, got {threads}, {cache_size}"
+            )
+        self.upscale = None if upscale is None else float(upscale)
+        self.text_score = float(text_score)
+        self.word_score = float(word_score)
+        self.gap = float(gap)
+        self.cache_size = int(cache_size)
+        self.threads = int(threads)
+        self._engine = None
+        self._cache: OrderedDict[tuple, tuple[Word, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    # -- public -----------------------------------------------------------------------------
+    def read(self, image: Any) -> list[Word]:
+        """The words on ``image`` (H×W×3 uint8 RGB, grey, RGBA or PIL), top to bottom, left to
+        right; ``[]`` for an empty or single-colour image."""
+        rgb = as_rgb(image)
+        if rgb.size == 0 or min(rgb.shape[:2]) < 2 or int(rgb.min()) == int(rgb.max()):
+            return []
+        key = frame_key(rgb) if self.cache_size else None
+        if key is not None:
+            with self._lock:
+                if key in self._cache:
+                    self._cache.move_to_end(key)
+                    self.hits += 1
+                    return list(self._cache[key])
+        words = tuple(self._read(rgb))
+        if key is not None:
+            with self._lock:
+                self.misses += 1
+                self._cache[key] = words
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return list(words)
+
+    def scale_for(self, width: int, height: int) -> float:
+        if self.upscale is not None:
+            return self.upscale
+        return 3.0 if max(width, height) <= 400 else 1.0
+
+    def warm_up(self) -> ScreenReader:
+        """Load the models now (the first read otherwise pays for it)."""
+        self._load()
+        return self
+
+    # -- internals --------------------------------------------------------------------------
+    def _load(self):
+        if self._engine is None:
+            self._engine = _engine(self.threads)
+        return self._engine
+
+    def _read(self, rgb: np.ndarray) -> list[Word]:
+        import cv2
+
+        engine = self._load()
+        h, w = rgb.shape[:2]
+        s = self.scale_for(w, h)
+        bgr = np.ascontiguousarray(rgb[..., ::-1])  # the models were trained on BGR
+        # The detector runs at the native size (small screens: the line boxes are found there
+        # as well, at a fifth of the cost); lines are cut from the upscaled image to be read.
+        det_in = bgr
+        if min(h, w) < 32:  # the detector wants some room
+            det_in = cv2.copyMakeBorder(bgr, 0, max(0, 32 - h), 0, max(0, 32 - w),
+                                        cv2.BORDER_REPLICATE)  # fmt: skip
+        boxes, _ = engine.text_det(det_in)
+        if boxes is None or len(boxes) == 0:
+            return []
+        big = bgr
+        if s != 1.0:
+            big = cv2.resize(bgr, (round(w * s), round(h * s)), interpolation=cv2.INTER_CUBIC)
+        H, W = big.shape[:2]
+        rects = []
+        for quad in boxes:
+            q = np.asarray(quad, dtype=np.float32) * s
+            x0, y0 = np.floor(q.min(0)).astype(int)
+            x1, y1 = np.ceil(q.max(0)).astype(int)
+            x0, y0, x1, y1 = max(0, x0), max(0, y0), min(W, x1), min(H, y1)
+            if x1 - x0 >= 2 and y1 - y0 >= 2:
+                rects.append((x0, y0, x1, y1))
+        words: list[Word] = []
+        for rect in rects:
+            crop = big[rect[1] : rect[3], rect[0] : rect[2]]
+            result = _recognise(engine, crop)
+            text, score = result[0], float(result[1])
+            if not text.strip() or score < self.text_score:
+                continue
+            for wtext, (bx0, by0, bx1, by1), wscore in split_line(crop, text, result[2], self.gap):
+                if wscore < self.word_score:
+                    continue
+                x0 = min(int(np.floor((rect[0] + bx0) / s)), w - 1)
+                y0 = min(int(np.floor((rect[1] + by0) / s)), h - 1)
+                x1 = max(min(int(np.ceil((rect[0] + bx1) / s)), w), x0 + 1)
+                y1 = max(min(int(np.ceil((rect[1] + by1) / s)), h), y0 + 1)
+                words.append(Word(wtext, (x0, y0, x1, y1), wscore))
+        rows = {id(word): _row_of(word, words) for word in words}
+        return sorted(words, key=lambda x: (rows[id(x)], x.box[0]))
+
+
+def _recognise(engine, crop: np.ndarray):
+    """``(text, score, word_info)`` of one line crop (BGR): the recogniser run on the crop
+    alone at its own width (rapidocr pads every line of a batch to the widest, at least 320
+    columns; the model's cost grows with the width)."""
+    import cv2
+
+    rec = engine.text_rec
+    h, w = crop.shape[:2]
+    width = max(16, int(np.ceil(48.0 * w / h)))
+    padded = -(-width // 8) * 8
+    image = cv2.resize(crop, (width, 48)).astype(np.float32).transpose(2, 0, 1) / 127.5 - 1.0
+    batch = np.zeros((1, 3, 48, padded), dtype=np.float32)
+    batch[0, :, :, :width] = image
+    preds = rec.session(batch)[0]
+    return rec.postprocess_op(preds, True, wh_ratio_list=[width / 48.0],
+                              max_wh_ratio=padded / 48.0)[0]  # fmt: skip
+
+
+def _row_of(word: Word, words: list[Word]) -> int:
+    """A reading-order row: the top of the highest word whose vertical span holds this word's
+    centre (words on one line sort left to right)."""
+    cy = (word.box[1] + word.box[3]) / 2
+    return min(o.box[1] for o in words if o.box[1] <= cy < o.box[3]) if words else word.box[1]
+
+
+def ink_mask(crop: np.ndarray) -> np.ndarray:
+    """Ink pixels of a text-line crop: those far from the background (the crop border's median
+    colour), with a threshold halfway to the farthest pixel."""
+    grey = crop.astype(np.float32).mean(axis=2)
+    border = np.concatenate([grey[0], grey[-1], grey[:, 0], grey[:, -1]])
+    distance = np.abs(grey - float(np.median(border)))
+    top = float(distance.max())
+    if top < 24:
+        return np.zeros(grey.shape, dtype=bool)
+    return distance > max(24.0, 0.45 * top)
+
+
+def split_line(
+    crop: np.ndarray, text: str, word_info: list, gap: float = 0.33
+) -> list[tuple[str, tuple[int, int, int, int], float]]:
+    """Split one recognised line into words: ``[(text, (x0, y0, x1, y1) in crop pixels, score)]``.
+
+    ``word_info`` is rapidocr's ``[columns, words, word_columns, states, confidences]`` (CTC
+    columns of each character, scaled to the crop's width). A word ends at a space the recogniser
+    read or where the ink between two characters has an empty run wider than ``gap`` × the
+    line's ink height."""
+    h, w = crop.shape[:2]
+    columns, _, word_cols, _, confs = word_info
+    cols = [c for group in word_cols for c in group]
+    chars = [c for group in word_info[1] for c in group]
+    if len(chars) != len(text) or len(cols) != len(chars) or not columns:
+        # rapidocr groups the text's characters; if they disagree keep the line whole
+        return [(text.strip(), (0, 0, w, h), float(np.mean(confs) if len(confs) else 0.0))]
+    centres = [(c + 0.5) * w / float(columns) for c in cols]
+    confs = list(confs) + [0.0] * (len(chars) - len(confs))
+    ink = ink_mask(crop)
+    ink_cols = ink.any(axis=0)
+    ink_rows = np.where(ink.any(axis=1))[0]
+    height = (ink_rows[-1] - ink_rows[0] + 1) if len(ink_rows) else h
+    min_gap = max(2.0, gap * height)
+    # boundaries between consecutive characters: (index, x where the cut goes)
+    groups: list[list[int]] = [[]]
+    prev = None
+    for i, ch in enumerate(chars):
+        if ch.isspace():
+            if groups[-1]:
+                groups.append([])  # the cut goes at the widest gap, below
+            continue
+        if prev is not None and groups[-1]:
+            a, b = int(np.floor(centres[prev])), int(np.ceil(centres[i]))
+            if _widest_gap(ink_cols, a, b)[0] >= min_gap:
+                groups.append([])
+        groups[-1].append(i)
+        prev = i
+    groups = [g for g in groups if g]
+    words = []
+    bounds = []
+    for k, g in enumerate(groups):
+        left = 0.0 if k == 0 else None
+        right = float(w) if k == len(groups) - 1 else None
+        bounds.append([left, right, g])
+    for k in range(len(groups) - 1):  # cut between group k and k+1
+        a, b = centres[groups[k][-1]], centres[groups[k + 1][0]]
+        size, best_at = _widest_gap(ink_cols, int(np.floor(a)), int(np.ceil(b)))
+        if not size:
+            best_at = (a + b) / 2
+        bounds[k][1] = best_at
+        bounds[k + 1][0] = best_at
+    for left, right, g in bounds:
+        x0, x1 = int(max(0, np.floor(left))), int(min(w, np.ceil(right)))
+        piece = ink[:, x0:x1]
+        xs = np.where(piece.any(axis=0))[0]
+        ys = np.where(piece.any(axis=1))[0]
+        if len(xs) and len(ys):
+            box = (x0 + int(xs[0]), int(ys[0]), x0 + int(xs[-1]) + 1, int(ys[-1]) + 1)
+        else:
+            box = (x0, 0, max(x1, x0 + 1), h)
+        word = "".join(chars[i] for i in g)
+        words.append((word, box, float(np.mean([confs[i] for i in g]))))
+    return words
+
+
+def _widest_gap(ink_cols: np.ndarray, a: int, b: int) -> tuple[int, float]:
+    """The widest run of ink-free columns in ``[a, b)``: its width and its middle x."""
+    run, best, middle = 0, 0, (a + b) / 2
+    for x in range(max(a, 0), min(b, len(ink_cols))):
+        run = run + 1 if not ink_cols[x] else 0
+        if run > best:
+            best, middle = run, x + 1 - run / 2
+    return best, middle
