@@ -68,7 +68,7 @@ def main() -> None:
             print(f"\r{run.name}: {len(episodes)}/{len(seeds)} episodes", end="", flush=True)
         print()
         results[run.name] = [
-            {**e["measures"], "parsed": np.mean([t["completion"].parsed for t in e["turns"]])}
+            {**e.measures, "parsed": np.mean([t.completion.parsed for t in e.turns])}
             for e in episodes
         ]
         for env in envs:

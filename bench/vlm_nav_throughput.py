@@ -61,6 +61,7 @@ def main() -> None:
     from pixelrl.recipes import get_recipe
     from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages, grpo_optimizer, update_in_chunks
     from pixelrl.rl.sft import sft_step
+    from pixelrl.rl.text.rows import Example
     from pixelrl.train import config_for as rl_config
 
     overrides = ["train.progress=false", f"device={args.device}", *args.size]
@@ -90,9 +91,9 @@ def main() -> None:
         chunk = seeds[s : s + len(envs)]
         episodes += vt.play(policy, spec, envs[: len(chunk)], chunk, sample=False)
     vlm_wall, vlm_cpu = _since(start)
-    steps = sum(e["measures"]["num_steps"] for e in episodes)
-    turns = sum(len(e["turns"]) for e in episodes)
-    parsed = np.mean([t["completion"].parsed for e in episodes for t in e["turns"]])
+    steps = sum(e.measures["num_steps"] for e in episodes)
+    turns = sum(len(e.turns) for e in episodes)
+    parsed = np.mean([t.completion.parsed for e in episodes for t in e.turns])
 
     # the ResNet+GRU agent on the same episodes, one env at a time
     pcfg = rl_config("embodied/pointnav")  # its network; the VLM recipe's env (RGB)
@@ -111,9 +112,9 @@ def main() -> None:
     resnet_wall, resnet_cpu = _since(start)
 
     # SFT: the recipe's batch, on prompts from the VLM episodes with follower-style targets
-    rows = [t for e in episodes for t in e["turns"]]
+    rows = [t for e in episodes for t in e.turns]
     bs = int(cfg.sft.batch_size)
-    batch = [{**r, "target": "move_forward(2)"} for r in (rows * bs)[:bs]]
+    batch = [Example(r.prompt, "move_forward(2)") for r in (rows * bs)[:bs]]
     opt = torch.optim.AdamW(policy.trainable_parameters(), lr=1e-5)
     policy.model.train()
     sft_step(policy, opt, batch)  # warm-up
@@ -124,15 +125,15 @@ def main() -> None:
 
     # GRPO: one update over every turn of the episodes (advantages from their own rewards)
     adv = gigpo_advantages(
-        [[t["reward"] for t in e["turns"]] for e in episodes], list(range(len(episodes))),
-        [[t["key"] for t in e["turns"]] for e in episodes],
+        [[t.reward for t in e.turns] for e in episodes], list(range(len(episodes))),
+        [[t.key for t in e.turns] for e in episodes],
     )  # fmt: skip
     advantages = np.asarray(adv.advantages, dtype=np.float32) + 1.0  # every row does work
     gopt, _ = grpo_optimizer(policy, 1e-6, "constant", 1)
     start = _clock()
     update_in_chunks(policy, gopt, rows, advantages, None, GRPOConfig(lr=1e-6), 32)
     grpo_wall, grpo_cpu = _since(start)
-    tokens = sum(len(r["completion"].token_ids) for r in rows)
+    tokens = sum(len(r.completion.token_ids) for r in rows)
 
     print(f"\n{'what':<44}{'per wall s':>12}{'per CPU s':>12}")
     table = [

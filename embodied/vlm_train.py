@@ -25,10 +25,16 @@ reports Success with its 95% interval, SPL and the share of parsed answers. The 
 ``model/`` (:func:`~pixelrl.embodied.vlm_agent.save_agent`: weights, processor and the agent's
 json, what ``pixelrl bench nav --agent vlm RUN/model`` loads), ``history.csv``, ``eval.csv``
 and ``learning_curve.png``.
+
+The recipes are a task adapter (:class:`NavTask`) of the one text-policy trainer
+(:mod:`pixelrl.rl.text`): this module says what a navigation prompt, demonstration, turn reward
+(measures composed by ``grpo.rewards``), episode and held-out evaluation are; the loops are the
+trainer's.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -37,22 +43,15 @@ import numpy as np
 from pixelrl.config import Config, ConfigError, check_ranges, load_config
 from pixelrl.embodied.vlm_agent import TASKS, AgentSpec, NavPrompt, VLMNavAgent, goal_text
 from pixelrl.envs.nav.tasks import IDLE, IDLE_INDEX
-from pixelrl.rl.grpo import RECIPE_DEFAULTS as GRPO_DEFAULTS
-from pixelrl.run_folder import Run, recipe_config
+from pixelrl.rl.text import recipe as text
+from pixelrl.rl.text.config import text_defaults
+from pixelrl.rl.text.rollout import TurnResult, play_episodes
+from pixelrl.rl.text.rows import Episode, Example, Prompt
 from pixelrl.stats import wilson_interval
 
-DEFAULTS: dict[str, Any] = {
-    "recipe": "",
-    "seed": 1,
-    "device": "cpu",
-    "torch_threads": 0,
+DEFAULTS: dict[str, Any] = text_defaults({
     "model": "tiny-smolvlm",
-    "dtype": None,
-    "text_size": {},  # tiny-<family>: the language model's shape (pixelrl.vision.tiny_vlm.build_tiny_vlm)
-    "vision_size": {},  # tiny-<family> but llava: the vision side
     "tokenizer": {"vocab_size": 800},  # tiny-<family>: BPE over the codec's and goals' words
-    "init": "",  # a model folder to start from (an embodied/vlm-sft run's model/)
-    "lora": {"enabled": False, "r": 16, "alpha": 32, "dropout": 0.0},
     "env": {
         "id": "pixelrl/PointNav-v0",
         "kwargs": {},  # pixelrl.envs.nav options (NavConfig), checked key by key
@@ -63,15 +62,8 @@ DEFAULTS: dict[str, Any] = {
     "data": {"dataset": "", "episodes": 200},
     # inflection_weight: how much more often a step where the follower's action changes (every
     # stop, every turn onto a new heading) is drawn than the rest (VLN-CE's inflection weighting)
-    "sft": {
-        "steps": 500,
-        "batch_size": 16,
-        "lr": 1e-3,
-        "weight_decay": 0.0,
-        "inflection_weight": 1.0,
-    },
+    "sft": {"steps": 500, "batch_size": 16, "inflection_weight": 1.0},
     "grpo": {
-        **GRPO_DEFAULTS,
         "num_samples": 4,  # G: episodes per start
         "starts_per_step": 2,
         "reward": "measures",  # or "time_decayed" (VLN-R1)
@@ -79,8 +71,7 @@ DEFAULTS: dict[str, Any] = {
         "decay": 0.8,  # time_decayed: weight of the answer's i-th step is decay**i
     },
     "eval": {"interval": 10, "episodes": 40},
-    "train": {"output_dir": "", "progress": True},
-}
+})  # fmt: skip
 REWARD_KINDS = ("measures", "time_decayed")
 
 
@@ -165,103 +156,89 @@ def check_model(cfg: Config) -> None:
         raise ConfigError(f"{key}: {problem}")
 
 
-def load_policy(cfg: Config, codec, extra_corpus: list[str] = ()):
-    """The VLMPolicy the config names (``init`` folder first, else ``model``), with LoRA."""
-    import torch
-
-    from pixelrl.vision.vlm import load_vlm
-
-    torch.manual_seed(int(cfg.seed))
-    source = str(cfg.init or cfg.model)
-    extra: dict[str, Any] = {}
-    if source.startswith("tiny-"):
-        for key in ("text_size", "vision_size"):
-            if getattr(cfg, key):
-                extra[key] = getattr(cfg, key).to_dict()
-        extra["vocab_size"] = int(cfg.tokenizer.vocab_size)
-        task = task_of(cfg)
-        extra["corpus"] = (
-            codec.corpus() * 20 + goal_corpus(task, int(cfg.seed)) + list(extra_corpus)
-            + [f"Previous actions: {codec.render([a] * 3)}" for a in range(1, 4)] * 20
-        )  # fmt: skip
-    policy = load_vlm(source, dtype=cfg.dtype, device=cfg.device, seed=int(cfg.seed), codec=codec,
-                      **extra)  # fmt: skip
-    if cfg.lora.enabled:
-        policy.add_lora(
-            r=int(cfg.lora.r), alpha=int(cfg.lora.alpha), dropout=float(cfg.lora.dropout)
-        )
-    return policy
-
-
 # -- playing episodes -----------------------------------------------------------------------------
+MEASURES = ("success", "spl", "softspl", "distance_to_goal", "num_steps")
+
+
+class NavGroup:
+    """Navigation episodes, one in each of ``envs`` (``envs[i].reset(seed=seeds[i])``): the env
+    group of :func:`pixelrl.rl.text.rollout.play_episodes`.
+
+    A parsed answer's low-level steps run in order until the episode ends; an unparsable one runs
+    nothing (``IDLE``: one step of the budget). A turn's reward is the measures ``rewards``
+    composes: geodesic progress over its steps, the slack, a format penalty, and Success and SPL
+    at the end; or, with ``reward_kind="time_decayed"``, VLN-R1's time-decayed agreement of the
+    answer's steps with the shortest-path follower's (plus Success)."""
+
+    screen = None  # navigation answers hold no points
+
+    def __init__(self, policy, spec: AgentSpec, envs: list, seeds: list[int],
+                 rewards: dict[str, float] | None = None, reward_kind: str = "measures",
+                 decay: float = 0.8) -> None:  # fmt: skip
+        self.envs, self.n, self.max_new_tokens = envs, len(envs), spec.max_new_tokens
+        self.rewards = rewards or DEFAULTS["grpo"]["rewards"]
+        self.reward_kind, self.decay = reward_kind, decay
+        self.agents = [VLMNavAgent(policy, spec) for _ in envs]  # their frames and history
+        self.infos = []
+        for agent, env, seed in zip(self.agents, envs, seeds):
+            obs, info = env.reset(seed=seed)
+            agent.frames.append(obs)
+            self.infos.append(info)
+        self.followers = [env.unwrapped.shortest_path_follower() for env in envs]
+
+    def prompts(self, active: list[int]) -> list[Prompt]:
+        out = []
+        for i in active:
+            image, goal, history = self.agents[i].prompt()
+            out.append(Prompt(image, goal, tuple(history)))
+        return out
+
+    def step(self, completions: dict) -> dict[int, TurnResult]:
+        return {i: self._turn(i, c) for i, c in completions.items()}
+
+    def _turn(self, i: int, completion) -> TurnResult:
+        env, agent, state = self.envs[i], self.agents[i], self.envs[i].unwrapped.state
+        before, steps, matches, done = self.infos[i]["distance_to_goal"], 0, [], False
+        if not completion.parsed:  # nothing is executed; the turn still costs a step
+            _, _, terminated, truncated, self.infos[i] = env.step(IDLE)
+            steps, done = 1, terminated or truncated
+        else:
+            for action in completion.action:
+                expert = self.followers[i].get_next_action(state.position, state.yaw)
+                matches.append(action == expert)
+                obs, _, terminated, truncated, self.infos[i] = env.step(action)
+                agent.executed.append(action)
+                agent.frames.append(obs)
+                steps, done = steps + 1, terminated or truncated
+                if done:
+                    break
+        info, r = self.infos[i], self.rewards
+        if (
+            self.reward_kind == "time_decayed"
+        ):  # VLN-R1: the answer's steps that agree with the expert
+            weights = self.decay ** np.arange(len(matches))
+            reward = float(np.dot(weights, matches) / weights.sum()) if matches else 0.0
+        else:
+            reward = r["slack"] * steps - r["format"] * (not completion.parsed)
+            after = info["distance_to_goal"]
+            if np.isfinite(before) and np.isfinite(after):
+                reward += r["progress"] * (before - after)
+        if not done:
+            return TurnResult(float(reward), False)
+        reward += r["success"] * info["success"]
+        if self.reward_kind == "measures":
+            reward += r["spl"] * info["spl"]
+        measures = {k: float(info[k]) for k in MEASURES}
+        return TurnResult(float(reward), True, bool(info["success"]), measures)
+
+
 def play(policy, spec: AgentSpec, envs: list, seeds: list[int], sample: bool, temperature: float = 1.0,
          rewards: dict[str, float] | None = None, reward_kind: str = "measures", decay: float = 0.8,
-         ) -> list[dict[str, Any]]:  # fmt: skip
-    """One episode in each env (``envs[i].reset(seed=seeds[i])``), all played together: one
-    batched ``generate`` per turn for every env still running. Returns per episode its
-    ``turns`` (prompt, completion, the turn's reward, anchor key) and final ``measures``.
-
-    A parsed answer's low-level steps run in order until the episode ends; an unparsable one
-    runs nothing (``IDLE``: one step of the budget)."""
-    from pixelrl.rl.grpo import anchor_key
-
-    rewards = rewards or DEFAULTS["grpo"]["rewards"]
-    agents = [VLMNavAgent(policy, spec, deterministic=not sample, temperature=temperature)
-              for _ in envs]  # fmt: skip
-    obs, infos = (list(x) for x in zip(*[env.reset(seed=s) for env, s in zip(envs, seeds)]))
-    followers = [env.unwrapped.shortest_path_follower() for env in envs]
-    episodes: list[dict[str, Any]] = [{"turns": [], "measures": {}} for _ in envs]
-    for agent, first in zip(agents, obs):
-        agent.frames.append(first)
-    active = list(range(len(envs)))
-    while active:
-        prompts = [agents[i].prompt() for i in active]
-        completions = agents[0].generate([agents[i] for i in active])
-        still = []
-        for i, prompt, completion in zip(active, prompts, completions):
-            env, state = envs[i], envs[i].unwrapped.state
-            before, steps, matches, done = infos[i]["distance_to_goal"], 0, [], False
-            if not completion.parsed:  # nothing is executed; the turn still costs a step
-                obs[i], _, terminated, truncated, infos[i] = env.step(IDLE)
-                steps, done = 1, terminated or truncated
-            else:
-                for action in completion.action:
-                    expert = followers[i].get_next_action(state.position, state.yaw)
-                    matches.append(action == expert)
-                    obs[i], _, terminated, truncated, infos[i] = env.step(action)
-                    agents[i].executed.append(action)
-                    agents[i].frames.append(obs[i])
-                    steps, done = steps + 1, terminated or truncated
-                    if done:
-                        break
-            after = infos[i]["distance_to_goal"]
-            if (
-                reward_kind == "time_decayed"
-            ):  # VLN-R1: the answer's steps that agree with the expert
-                weights = decay ** np.arange(len(matches))
-                reward = float(np.dot(weights, matches) / weights.sum()) if matches else 0.0
-            else:
-                reward = rewards["slack"] * steps - rewards["format"] * (not completion.parsed)
-                if np.isfinite(before) and np.isfinite(after):
-                    reward += rewards["progress"] * (before - after)
-            if done:
-                reward += rewards["success"] * infos[i]["success"]
-                if reward_kind == "measures":
-                    reward += rewards["spl"] * infos[i]["spl"]
-                episodes[i]["measures"] = {k: float(infos[i][k]) for k in MEASURES}
-            image, instruction, history = prompt
-            episodes[i]["turns"].append({
-                "screenshot": image, "instruction": instruction, "history": history,
-                "completion": completion, "reward": float(reward),
-                "key": anchor_key({"image": image, "goal": instruction}),
-            })  # fmt: skip
-            if not done:
-                still.append(i)
-        active = still
-    return episodes
-
-
-MEASURES = ("success", "spl", "softspl", "distance_to_goal", "num_steps")
+         ) -> list[Episode]:  # fmt: skip
+    """One episode in each env, all played together (:class:`NavGroup`): one batched
+    ``generate`` per turn for every env still running."""
+    group = NavGroup(policy, spec, envs, seeds, rewards, reward_kind, decay)
+    return play_episodes(policy, group, sample=sample, temperature=temperature)
 
 
 def evaluate(policy, spec: AgentSpec, envs: list, seeds: list[int]) -> dict[str, float]:
@@ -273,33 +250,18 @@ def evaluate(policy, spec: AgentSpec, envs: list, seeds: list[int]) -> dict[str,
         chunk = seeds[s : s + len(envs)]
         episodes += play(policy, spec, envs[: len(chunk)], chunk, sample=False)
     policy.model.train(was_training)
-    success = [e["measures"]["success"] for e in episodes]
+    success = [e.measures["success"] for e in episodes]
     low, high = wilson_interval(int(sum(success)), len(success))
-    parsed = [t["completion"].parsed for e in episodes for t in e["turns"]]
+    parsed = [t.completion.parsed for e in episodes for t in e.turns]
     return {
         "success": float(np.mean(success)), "ci_low": low, "ci_high": high,
-        "spl": float(np.mean([e["measures"]["spl"] for e in episodes])),
-        "format": float(np.mean(parsed)), "turns": float(np.mean([len(e["turns"]) for e in episodes])),
+        "spl": float(np.mean([e.measures["spl"] for e in episodes])),
+        "format": float(np.mean(parsed)), "turns": float(np.mean([len(e.turns) for e in episodes])),
         "n": len(episodes),
     }  # fmt: skip
 
 
 EVAL_SEED_BASE = 1_000_000  # held-out scenes already differ (eval_kwargs); the seeds differ too
-
-
-class HeldOut:
-    """A run's held-out evaluation: ``eval.episodes`` starts of the eval split (``eval_kwargs``'
-    scenes), greedy answers, at step 0, every ``eval.interval`` steps and at the last step."""
-
-    def __init__(self, cfg: Config, spec: AgentSpec) -> None:
-        self.spec, self.interval = spec, int(cfg.eval.interval)
-        self.seeds = [EVAL_SEED_BASE + k for k in range(int(cfg.eval.episodes))]
-        self.envs = [make_env(cfg, "eval") for _ in range(max(1, min(8, len(self.seeds))))]
-
-    def maybe(self, run: Run, policy, step: int, steps: int) -> None:
-        due = step in (0, steps) or (self.interval and step % self.interval == 0)
-        if self.seeds and due:
-            run.add_eval(step, evaluate(policy, self.spec, self.envs, self.seeds))
 
 
 # -- SFT ------------------------------------------------------------------------------------------
@@ -338,10 +300,10 @@ def target_run(actions: list[int], t: int, max_repeat: int) -> list[int]:
 
 def sft_examples(
     roots: list[Path], spec: AgentSpec, codec, inflection_weight: float = 1.0
-) -> list[dict[str, Any]]:
-    """Every step of the recorded episodes as (image, goal text, history, target answer), with
-    its sampling ``weight``: ``inflection_weight`` where the follower's action differs from
-    its previous one (and at the first step), else 1."""
+) -> list[Example]:
+    """Every step of the recorded episodes as (image, goal text, history) -> the follower's next
+    run of actions, drawn with ``weight`` ``inflection_weight`` where the follower's action
+    differs from its previous one (and at the first step), else 1."""
     from pixelrl.envs.recording import EpisodeDataset
 
     examples = []
@@ -357,19 +319,20 @@ def sft_examples(
             frames = []
             for t in range(len(actions)):
                 frames.append(data.observation(e, t))
-                examples.append({
-                    "screenshot": spec.prompt.image(frames),
-                    "instruction": goal_text(frames[-1], spec.task),
-                    "history": spec.prompt.history(actions[:t], codec),
-                    "target": codec.render(target_run(actions, t, spec.max_repeat)),
-                    "weight": inflection_weight if t == 0 or actions[t] != actions[t - 1] else 1.0,
-                })  # fmt: skip
+                history = tuple(spec.prompt.history(actions[:t], codec))
+                prompt = Prompt(
+                    spec.prompt.image(frames), goal_text(frames[-1], spec.task), history
+                )
+                weight = inflection_weight if t == 0 or actions[t] != actions[t - 1] else 1.0
+                examples.append(
+                    Example(prompt, codec.render(target_run(actions, t, spec.max_repeat)), weight)
+                )
     if not examples:
         raise ConfigError(f"no demonstration steps in {[str(r) for r in roots]}")
     return examples
 
 
-def _dataset_roots(cfg: Config, run: Run) -> list[Path]:
+def _dataset_roots(cfg: Config, run) -> list[Path]:
     if cfg.data.dataset:
         root = Path(cfg.data.dataset)
         if not (root / "meta" / "info.json").is_file():
@@ -380,125 +343,98 @@ def _dataset_roots(cfg: Config, run: Run) -> list[Path]:
     return [record_demonstrations(cfg, run.dir / "demos")]
 
 
-def run_sft(cfg: Config) -> dict[str, Any]:
+# -- the task adapter -----------------------------------------------------------------------------
+class NavTask:
+    """The navigation domain for :mod:`pixelrl.rl.text`: PointNav, ObjectNav, InstructNav."""
 
-    from pixelrl.embodied.vlm_agent import save_agent
-    from pixelrl.rl.sft import sft_loop
+    RECIPES = {"embodied/vlm-sft": "sft", "embodied/vlm-grpo": "multiturn"}
 
-    spec = agent_spec(cfg)
-    check_model(cfg)
-    run = Run(cfg)
-    roots = _dataset_roots(cfg, run)
-    held_out = HeldOut(cfg, spec)
-    codec = codec_for(spec, held_out.envs[0])
-    policy = load_policy(cfg, codec)
-    examples = sft_examples(roots, spec, codec, float(cfg.sft.inflection_weight))
-    steps = int(cfg.sft.steps)
-    held_out.maybe(run, policy, 0, steps)
+    def __init__(self, cfg: Config) -> None:
+        if cfg.recipe == "embodied/vlm-grpo":
+            if cfg.grpo.reward not in REWARD_KINDS:
+                raise ConfigError(
+                    f"grpo.reward: {cfg.grpo.reward!r}; known: {', '.join(REWARD_KINDS)}"
+                )
+            unknown = set(cfg.grpo.rewards) - set(DEFAULTS["grpo"]["rewards"])
+            if unknown:
+                raise ConfigError(f"grpo.rewards: unknown terms {sorted(unknown)}")
+        self.cfg, self.spec = cfg, agent_spec(cfg)
+        check_model(cfg)
+        self.train_envs: list = []  # multi-turn GRPO: G x starts_per_step envs, kept for the run
 
-    def after_step(step: int, loss: float) -> None:
-        run.history.append({"step": step, "loss": loss})
-        held_out.maybe(run, policy, step, steps)
+    def codec(self):
+        env = make_env(self.cfg, "train")
+        try:
+            return codec_for(self.spec, env)
+        finally:
+            env.close()
 
-    sft_loop(policy, examples, steps, int(cfg.sft.batch_size), float(cfg.sft.lr),
-             float(cfg.sft.weight_decay), int(cfg.seed), "vlm-sft", bool(cfg.train.progress),
-             after_step, weights=[e["weight"] for e in examples])  # fmt: skip
-    save_agent(policy, spec, run.dir / "model")
-    run.write("success")
-    return {"run_dir": str(run.dir), "examples": len(examples), "eval": run.evals}
-
-
-# -- GRPO -----------------------------------------------------------------------------------------
-def run_grpo(cfg: Config) -> dict[str, Any]:
-    from tqdm import tqdm
-
-    from pixelrl.embodied.vlm_agent import save_agent
-    from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages, grpo_optimizer_for, update_in_chunks
-
-    if cfg.grpo.reward not in REWARD_KINDS:
-        raise ConfigError(f"grpo.reward: {cfg.grpo.reward!r}; known: {', '.join(REWARD_KINDS)}")
-    unknown = set(cfg.grpo.rewards) - set(DEFAULTS["grpo"]["rewards"])
-    if unknown:
-        raise ConfigError(f"grpo.rewards: unknown terms {sorted(unknown)}")
-    spec = agent_spec(cfg)
-    check_model(cfg)
-    gcfg = GRPOConfig.from_section(cfg.grpo.to_dict())
-    run = Run(cfg)
-    G, P = gcfg.num_samples, int(cfg.grpo.starts_per_step)
-    train_envs = [make_env(cfg, "train") for _ in range(G * P)]
-    held_out = HeldOut(cfg, spec)
-    codec = codec_for(spec, train_envs[0])
-    policy = load_policy(cfg, codec)
-    ref = policy.frozen_copy() if gcfg.kl_coef else None
-    opt, set_lr = grpo_optimizer_for(policy, cfg.grpo)
-    rng = np.random.default_rng(int(cfg.seed))
-    rewards = {k: float(v) for k, v in cfg.grpo.rewards.to_dict().items()}
-    steps = int(cfg.grpo.steps)
-    held_out.maybe(run, policy, 0, steps)
-    bar = tqdm(range(steps), desc="vlm-grpo", disable=not cfg.train.progress)
-    for step in bar:
-        starts = [int(s) for s in rng.integers(0, 2**31 - 1, P)]
-        policy.model.eval()
-        episodes = play(policy, spec, train_envs, [s for s in starts for _ in range(G)], sample=True,
-                        temperature=gcfg.temperature, rewards=rewards, reward_kind=str(cfg.grpo.reward),
-                        decay=float(cfg.grpo.decay))  # fmt: skip
-        policy.model.train()
-        adv = gigpo_advantages(
-            [[t["reward"] for t in ep["turns"]] for ep in episodes], [s for s in starts for _ in range(G)],
-            [[t["key"] for t in ep["turns"]] for ep in episodes], gamma=gcfg.gamma,
-            step_weight=gcfg.step_weight, scale_by_std=gcfg.scale_by_std,
+    def corpus(self) -> list[str]:
+        """The codec's words, goal sentences and history lines, so that each is one token."""
+        codec = self.codec()
+        return (
+            codec.corpus() * 20 + goal_corpus(self.spec.task, int(self.cfg.seed))
+            + [f"Previous actions: {codec.render([a] * 3)}" for a in range(1, 4)] * 20
         )  # fmt: skip
-        rows = [t for ep in episodes for t in ep["turns"]]
-        lr = set_lr(step)
-        stats = update_in_chunks(
-            policy, opt, rows, adv.advantages, ref, gcfg, int(cfg.grpo.minibatch)
-        )
-        measures = [ep["measures"] for ep in episodes]
-        row = {
-            "step": step + 1, "reward": float(np.mean([sum(t["reward"] for t in ep["turns"]) for ep in episodes])),
-            "success": float(np.mean([m["success"] for m in measures])),
-            "spl": float(np.mean([m["spl"] for m in measures])),
-            "format": float(np.mean([t["completion"].parsed for t in rows])), "turns": len(rows), "lr": lr,
-            **stats,
+
+    def evaluator(self):
+        """Greedy episodes from ``eval.episodes`` held-out starts (``eval_kwargs``' scenes)."""
+        from pixelrl.rl.text.adapter import Evaluation
+
+        seeds = [EVAL_SEED_BASE + k for k in range(int(self.cfg.eval.episodes))]
+        if not seeds:
+            return Evaluation("success", None)
+        envs = [make_env(self.cfg, "eval") for _ in range(max(1, min(8, len(seeds))))]
+        return Evaluation("success", lambda policy: evaluate(policy, self.spec, envs, seeds))
+
+    def examples(self, run, policy) -> list[Example]:
+        roots = _dataset_roots(self.cfg, run)
+        weight = float(self.cfg.sft.inflection_weight)
+        return sft_examples(roots, self.spec, policy.codec, weight)
+
+    def save(self, policy, folder: Path) -> None:
+        from pixelrl.embodied.vlm_agent import save_agent
+
+        save_agent(policy, self.spec, folder)
+
+    def play(self, policy, step: int, rng, gcfg) -> tuple[list[Episode], list[int]]:
+        """``grpo.num_samples`` sampled episodes from each of ``grpo.starts_per_step`` starts."""
+        G, P = gcfg.num_samples, int(self.cfg.grpo.starts_per_step)
+        if not self.train_envs:
+            self.train_envs = [make_env(self.cfg, "train") for _ in range(G * P)]
+        starts = [int(s) for s in rng.integers(0, 2**31 - 1, P)]
+        seeds = [s for s in starts for _ in range(G)]
+        rewards = {k: float(v) for k, v in self.cfg.grpo.rewards.to_dict().items()}
+        episodes = play(policy, self.spec, self.train_envs, seeds, sample=True,
+                        temperature=gcfg.temperature, rewards=rewards,
+                        reward_kind=str(self.cfg.grpo.reward), decay=float(self.cfg.grpo.decay))  # fmt: skip
+        return episodes, seeds
+
+    def step_row(self, episodes: list[Episode]) -> dict[str, float]:
+        turns = [t for ep in episodes for t in ep.turns]
+        return {
+            "reward": float(np.mean([ep.ret for ep in episodes])),
+            "success": float(np.mean([ep.measures["success"] for ep in episodes])),
+            "spl": float(np.mean([ep.measures["spl"] for ep in episodes])),
+            "format": float(np.mean([t.completion.parsed for t in turns])), "turns": len(turns),
         }  # fmt: skip
-        run.history.append(row)
-        bar.set_postfix_str(
-            f"success={row['success']:.2f} reward={row['reward']:.2f}", refresh=False
-        )
-        held_out.maybe(run, policy, step + 1, steps)
-    save_agent(policy, spec, run.dir / "model")
-    run.write("success")
-    return {"run_dir": str(run.dir), "eval": run.evals}
+
+    def close(self) -> None:
+        for env in self.train_envs:
+            env.close()
+        self.train_envs = []
 
 
-RUNNERS = {"embodied/vlm-sft": run_sft, "embodied/vlm-grpo": run_grpo}
+def load_policy(cfg: Config, codec):
+    """The VLMPolicy the config names, speaking ``codec``, with the task's tokenizer corpus."""
+    from pixelrl.rl.text.policy import load_text_policy
+
+    return load_text_policy(cfg, codec, NavTask(cfg).corpus)
 
 
 def train(cfg: Config) -> dict[str, Any]:
-    import torch
-
-    if cfg.recipe not in RUNNERS:
-        raise ConfigError(
-            f"recipe {cfg.recipe!r} is not an embodied VLM recipe ({', '.join(RUNNERS)})"
-        )
-    if int(cfg.torch_threads):
-        torch.set_num_threads(int(cfg.torch_threads))
-    return RUNNERS[cfg.recipe](cfg)
+    return text.train(cfg, NavTask(cfg))
 
 
-def run_recipe(name: str, overrides=(), model: str | None = None, print_config: bool = False,
-               config: str | Path | None = None) -> dict[str, Any] | None:  # fmt: skip
-    """``pixelrl train embodied/vlm-...``: config, ``--model``, run, a summary table."""
-    cfg = recipe_config(name, overrides, model, print_config, config, config_for)
-    if cfg is None:
-        return None
-    result = train(cfg)
-    print(f"\nrun folder: {result['run_dir']}")
-    print(
-        f"{'step':>6}{'held-out success':>18}{'95% CI':>16}{'SPL':>7}{'format':>8}{'n':>5}{'cpu s':>8}{'wall s':>8}"
-    )
-    for r in result["eval"]:
-        ci = f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
-        print(f"{r['step']:>6}{r['success']:>18.3f}{ci:>16}{r['spl']:>7.3f}{r['format']:>8.2f}{r['n']:>5}"
-              f"{r['cpu_s']:>8.0f}{r['wall_s']:>8.0f}")  # fmt: skip
-    return result
+# ``pixelrl train embodied/vlm-...``: config, ``--model``, the run, a summary table.
+run_recipe = functools.partial(text.run_recipe, NavTask, config_for)

@@ -29,38 +29,36 @@ options). ``gui/sft`` clones the MiniWoB++ oracle's episodes of every task (or `
 e.g. the ``gui/miniwob`` recipe's ``policy.bc_demos`` folder), ``gui/multiturn-grpo`` plays its
 groups on the tasks in turn, and success is evaluated per task on held-out seeds
 (``gui_agent/configs/miniwob_vlm_sft.yaml``, ``miniwob_vlm_grpo.yaml``).
+
+The recipes are a task adapter (:class:`GUITask`) of the one text-policy trainer
+(:mod:`pixelrl.rl.text`): this module says what a GUI prompt, demonstration, reward, episode and
+held-out evaluation are; the loops are the trainer's.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pixelrl.config import Config, ConfigError, load_config
-from pixelrl.rl.grpo import RECIPE_DEFAULTS as GRPO_DEFAULTS
-from pixelrl.run_folder import Run, recipe_config
+from pixelrl.rl.text import recipe as text
+from pixelrl.rl.text.config import text_defaults
+from pixelrl.rl.text.rollout import TurnResult, play_episodes
+from pixelrl.rl.text.rows import Example, Prompt
 
-DEFAULTS: dict[str, Any] = {
-    "recipe": "",
-    "seed": 1,
-    "device": "cpu",
-    "torch_threads": 0,
+DEFAULTS: dict[str, Any] = text_defaults({
     "model": "tiny-qwen2_vl",
-    "dtype": None,
-    "text_size": {},  # tiny-<family> only: the language model's shape (pixelrl.vision.tiny_vlm.build_tiny_vlm)
-    "vision_size": {},  # tiny-<family> but llava: the vision side (pixelrl.vision.tiny_vlm.build_tiny_vlm)
-    # tiny-<family>: the BPE tokenizer's size, and how many training screens per family of
-    # env.families whose instructions and element names join its corpus (a label is then one
-    # token, not byte pieces); 0 screens: the generic action corpus only
+    # tiny-<family>: how many training screens per family of env.families whose instructions
+    # and element names join the tokenizer's corpus (a label is then one token, not byte
+    # pieces); 0 screens: the generic action corpus only
     "tokenizer": {"vocab_size": 600, "screens": 0},
-    "init": "",  # a model folder to start from (overrides model's weights)
     "action_format": "uitars",
     # how action text's numbers map to pixels (pixelrl.envs.coordinates: relative1000,
     # smart_resize:ui-tars-1.5, ...); "": the released model's own when known, else the defaults
     "coordinates": "",
-    "lora": {"enabled": False, "r": 16, "alpha": 32, "dropout": 0.0},
     "env": {
         "id": "pixelrl/Desktop-ClickButton-v0",
         "families": ["click-button"],
@@ -81,9 +79,7 @@ DEFAULTS: dict[str, Any] = {
         # family (pixelrl.envs.grounding.grounding_samples)
         "grounding_screens": 0,
     },
-    "sft": {"steps": 200, "batch_size": 8, "lr": 1e-3, "weight_decay": 0.0},
     "grpo": {
-        **GRPO_DEFAULTS,
         "prompts_per_step": 4,
         "max_new_tokens": 24,
         "reward": "click_gaussian",
@@ -91,7 +87,6 @@ DEFAULTS: dict[str, Any] = {
         "seeds_per_step": 2,
     },
     "eval": {"interval": 10, "grounding_items": 100, "episodes": 20},
-    "train": {"output_dir": "", "progress": True},
     # Where envs run. sync: in this process; ray: in Ray actors (pixelrl.envs.remote), per_worker
     # each. gui/multiturn-grpo: a group's envs (num_samples / per_worker workers), kept for the
     # run; an episode whose worker fails leaves its group. gui/sft: the expert's episodes are
@@ -106,7 +101,7 @@ DEFAULTS: dict[str, Any] = {
         "num_cpus": 0,
         "resources_per_worker": {},
     },
-}
+})  # fmt: skip
 
 
 # -- rewards ------------------------------------------------------------------------------------
@@ -169,34 +164,11 @@ def gui_codec(cfg: Config, source: str):
 
 
 def load_policy(cfg: Config):
-    """The :class:`VLMPolicy` a config names (``init`` folder first, else ``model``), with LoRA."""
-    import torch
+    """The :class:`VLMPolicy` a config names, with the GUI codec (:class:`GUITask`'s)."""
+    from pixelrl.rl.text.policy import load_text_policy
 
-    from pixelrl.vision.vlm import load_vlm
-
-    torch.manual_seed(int(cfg.seed))
-    source = str(cfg.init or cfg.model)
-    codec = gui_codec(cfg, source)
-    extra = {}
-    if source.startswith("tiny-"):
-        for key in ("text_size", "vision_size"):
-            if getattr(cfg, key):
-                extra[key] = getattr(cfg, key).to_dict()
-        extra["vocab_size"] = int(cfg.tokenizer.vocab_size)
-        if int(cfg.tokenizer.screens):
-            from pixelrl.vision.vlm import tiny_corpus
-
-            texts = [t for _, obs, info in training_screens(cfg, int(cfg.tokenizer.screens))
-                     for t in [obs["instruction"], *(e.get("name", "") for e in info["a11y"])]]  # fmt: skip
-            extra["corpus"] = tiny_corpus(codec, int(cfg.seed)) + texts
-    policy = load_vlm(
-        source, codec, dtype=cfg.dtype, device=cfg.device, seed=int(cfg.seed), **extra
-    )  # fmt: skip
-    if cfg.lora.enabled:
-        policy.add_lora(
-            r=int(cfg.lora.r), alpha=int(cfg.lora.alpha), dropout=float(cfg.lora.dropout)
-        )
-    return policy
+    task = GUITask(cfg)
+    return load_text_policy(cfg, task.codec(), task.corpus)
 
 
 def _screen(cfg: Config) -> tuple[int, int]:
@@ -319,10 +291,6 @@ def _success_eval(policy, cfg: Config) -> dict[str, float]:
             "return": float(np.mean(returns)), "n": n, **out}  # fmt: skip
 
 
-def _eval(policy, cfg: Config, items) -> dict[str, float]:
-    return _grounding_eval(policy, cfg, items) if items is not None else _success_eval(policy, cfg)
-
-
 def _held_out(cfg: Config):
     """The held-out grounding set for one-step recipes (None for the multi-turn one)."""
     if cfg.recipe == "gui/multiturn-grpo" or not int(cfg.eval.grounding_items) or cfg.env.tasks:
@@ -385,8 +353,8 @@ def _record_expert_on_ray(cfg: Config, env_id: str, seeds: list[int], root: Path
         )
 
 
-def sft_examples(roots: list[Path], policy) -> list[dict[str, Any]]:
-    """Every step of the recorded episodes as (screenshot, instruction, history, target text)."""
+def sft_examples(roots: list[Path], policy) -> list[Example]:
+    """Every step of the recorded episodes: (screenshot, instruction, history) -> action text."""
     from pixelrl.envs.recording import EpisodeDataset
     from pixelrl.envs.recording.codec import action_as_gui
 
@@ -396,25 +364,23 @@ def sft_examples(roots: list[Path], policy) -> list[dict[str, Any]]:
         screen = data.screen_size
         for e in data.episodes:
             rows = data.steps(e)
-            history = []
-            for t, text in enumerate(rows["action"]):
-                action = action_as_gui(str(text), screen)
+            history: list[str] = []
+            for t, text_ in enumerate(rows["action"]):
+                action = action_as_gui(str(text_), screen)
                 if action is None:
                     continue
                 target = policy.action_text(action, screen)
-                examples.append({
-                    "screenshot": data.frame(e, t),
-                    "instruction": str(rows["instruction"].iloc[t]),
-                    "history": list(history),
-                    "target": target,
-                })  # fmt: skip
+                instruction = str(rows["instruction"].iloc[t])
+                examples.append(
+                    Example(Prompt(data.frame(e, t), instruction, tuple(history)), target)
+                )
                 history.append(target)
     if not examples:
         raise ValueError(f"no usable steps in {[str(r) for r in roots]}")
     return examples
 
 
-def grounding_examples(cfg: Config, policy) -> list[dict[str, Any]]:
+def grounding_examples(cfg: Config, policy) -> list[Example]:
     """SFT examples that point at every uniquely named element (``Click the "Stop" button.``) of
     ``data.grounding_screens`` training screens per family: many instructions per screen, so
     the model must read the instruction to know where to click."""
@@ -427,12 +393,11 @@ def grounding_examples(cfg: Config, policy) -> list[dict[str, Any]]:
     for _, obs, info in training_screens(cfg, int(cfg.data.grounding_screens)):
         for sample in grounding_samples(info["a11y"], screen):
             target = policy.action_text(Action.click(*bbox_center(sample.bbox)), screen)
-            examples.append({"screenshot": obs["screenshot"], "instruction": sample.instruction,
-                             "history": [], "target": target})  # fmt: skip
+            examples.append(Example(Prompt(obs["screenshot"], sample.instruction), target))
     return examples
 
 
-def _dataset_roots(cfg: Config, run: Run) -> list[Path]:
+def _dataset_roots(cfg: Config, run) -> list[Path]:
     if cfg.data.dataset:
         root = Path(cfg.data.dataset)
         if not root.exists():
@@ -445,192 +410,100 @@ def _dataset_roots(cfg: Config, run: Run) -> list[Path]:
     return [run.dir / "demos" / name for name, _ in task_envs(cfg)]
 
 
-def run_sft(cfg: Config) -> dict[str, Any]:
-    from pixelrl.rl.sft import sft_loop
+# -- multi-turn episodes ------------------------------------------------------------------------
+class LocalGroup:
+    """``envs`` (in this process) all reset with ``seed``: the env group of
+    :func:`pixelrl.rl.text.rollout.play_episodes`. A refused action is played as a ``wait``."""
 
-    _check_envs(cfg)  # before any run folder or model
-    run = Run(cfg)
-    policy = load_policy(cfg)
-    roots = _dataset_roots(cfg, run)
-    examples = sft_examples(roots, policy) if roots else []
-    if int(cfg.data.grounding_screens):
-        examples += grounding_examples(cfg, policy)
-    if not examples:
-        raise ConfigError(
-            "gui/sft has nothing to learn from: data.episodes and data.grounding_screens are 0"
-        )
-    items = _held_out(cfg)
-    measure = "accuracy" if items is not None else "success"
-    run.add_eval(0, _eval(policy, cfg, items))
-    steps, interval = int(cfg.sft.steps), int(cfg.eval.interval)
+    def __init__(self, policy, envs: list, seed: int, max_new_tokens: int) -> None:
+        self.policy, self.envs, self.n = policy, envs, len(envs)
+        self.screen = tuple(envs[0].unwrapped.screen_size)
+        self.max_new_tokens = max_new_tokens
+        self.obs = [e.reset(seed=seed)[0] for e in envs]
+        self.histories: list[list[str]] = [[] for _ in envs]
 
-    def after_step(step: int, loss: float) -> None:
-        run.history.append({"step": step, "loss": loss})
-        if interval and step % interval == 0 and step < steps:
-            run.add_eval(step, _eval(policy, cfg, items))
+    def prompts(self, active: list[int]) -> list[Prompt]:
+        return [Prompt(self.obs[i]["screenshot"], self.obs[i]["instruction"],
+                       tuple(self.histories[i])) for i in active]  # fmt: skip
 
-    sft_loop(policy, examples, steps, int(cfg.sft.batch_size), float(cfg.sft.lr),
-             float(cfg.sft.weight_decay), int(cfg.seed), "sft", bool(cfg.train.progress),
-             after_step)  # fmt: skip
-    run.add_eval(steps, _eval(policy, cfg, items))
-    policy.save(run.dir / "model")
-    run.write(measure)
-    return {"run_dir": str(run.dir), "examples": len(examples), "eval": run.evals}
+    def _played(self, i: int, action, result) -> TurnResult:
+        obs, reward, terminated, truncated, info = result
+        self.histories[i].append(self.policy.action_text(action, self.screen))
+        self.obs[i] = obs
+        done = bool(terminated or truncated)
+        return TurnResult(float(reward), done, bool(info.get("success", False)))
 
+    def step(self, completions: dict) -> dict[int, TurnResult | None]:
+        from pixelrl.envs.actions import Action, ActionError
 
-# -- grounding GRPO -----------------------------------------------------------------------------
-def grounding_grpo_step(
-    policy,
-    opt,
-    lr: float,
-    ref,
-    prompts,
-    gcfg,
-    reward_fn,
-    screen,
-    sigma_scale: float,
-    minibatch: int,
-) -> dict[str, float]:
-    """One step of ``gui/grounding-grpo`` on ``prompts`` (:class:`GroundingItem`\\ s): G samples
-    of each, the reward, group-normalised advantages and the update (``lr`` already set on
-    ``opt``). Returns the step's statistics and speed (:func:`pixelrl.rl.grpo.throughput`);
-    ``bench/grpo_vs_trl.py`` times this same function against TRL's ``GRPOTrainer``."""
-    from pixelrl.rl.grpo import group_advantages, synced_clock, throughput, update_in_chunks
-
-    G = gcfg.num_samples
-    policy.model.eval()
-    t_sample = synced_clock(policy)
-    groups = policy.generate(
-        [p.screenshot for p in prompts], [p.instruction for p in prompts], [[] for _ in prompts],
-        num_samples=G, temperature=gcfg.temperature, max_new_tokens=gcfg.max_new_tokens,
-        screen_size=screen,
-    )  # fmt: skip
-    t_update = synced_clock(policy)
-    policy.model.train()
-    rows, rewards = [], []
-    for prompt, samples in zip(prompts, groups):
-        texts = [s.text for s in samples]
-        rewards.extend(reward_fn(texts, [prompt.bbox] * len(samples), screen, sigma_scale))
-        rows.extend({"screenshot": prompt.screenshot, "instruction": prompt.instruction,
-                     "history": [], "completion": s} for s in samples)  # fmt: skip
-    advantages = group_advantages(rewards, group_size=G, scale_by_std=gcfg.scale_by_std)
-    stats = update_in_chunks(policy, opt, rows, advantages, ref, gcfg, minibatch)
-    t_end = synced_clock(policy)
-    parsed = float(np.mean([s.parsed for g in groups for s in g]))
-    return {"reward": float(np.mean(rewards)), "format": parsed, "lr": lr, **stats,
-            **throughput(groups, advantages, gcfg, t_update - t_sample, t_end - t_update)}  # fmt: skip
+        out: dict[int, TurnResult | None] = {}
+        for i, completion in completions.items():
+            action = completion.action  # unparsable text -> wait (parsed False)
+            try:
+                result = self.envs[i].step(action)
+            except ActionError:
+                action = Action.wait()
+                result = self.envs[i].step(action)
+            out[i] = self._played(i, action, result)
+        return out
 
 
-def run_grounding_grpo(cfg: Config) -> dict[str, Any]:
-    from tqdm import tqdm
+class RayGroup(LocalGroup):
+    """The same group in a ``RayVectorEnv`` (:func:`group_envs`): every env stepped each turn
+    (an episode already over plays ``wait`` in its next one, and is not recorded); an env whose
+    worker failed (``info["env_fault"]``) drops out."""
 
-    from pixelrl.gui_agent.grounding import grounding_set
-    from pixelrl.rl.grpo import GRPOConfig, grpo_optimizer_for
+    def __init__(self, policy, envs, seed: int, max_new_tokens: int) -> None:
+        from pixelrl.envs.recording.wrapper import item_at
 
-    if cfg.grpo.reward not in GROUNDING_REWARDS:
-        raise ConfigError(
-            f"grpo.reward: {cfg.grpo.reward!r}; known: {', '.join(GROUNDING_REWARDS)}"
-        )
-    run = Run(cfg)
-    policy = load_policy(cfg)
-    gcfg = GRPOConfig.from_section(cfg.grpo.to_dict())
-    ref = policy.frozen_copy() if gcfg.kl_coef else None
-    screen = _screen(cfg)
-    train_items = grounding_set(
-        int(cfg.data.prompts), tuple(cfg.env.families), screen, split="train"
-    )
-    items = _held_out(cfg)
-    reward_fn = GROUNDING_REWARDS[cfg.grpo.reward]
-    opt, set_lr = grpo_optimizer_for(policy, cfg.grpo)
-    rng = np.random.default_rng(int(cfg.seed))
-    P = int(cfg.grpo.prompts_per_step)
-    run.add_eval(0, _grounding_eval(policy, cfg, items))
-    steps = int(cfg.grpo.steps)
-    bar = tqdm(range(steps), desc="grounding-grpo", disable=not cfg.train.progress)
-    for step in bar:
-        prompts = [train_items[i] for i in rng.choice(len(train_items), P, replace=False)]
-        row = grounding_grpo_step(policy, opt, set_lr(step), ref, prompts, gcfg, reward_fn,
-                                  screen, float(cfg.grpo.sigma_scale), int(cfg.grpo.minibatch))  # fmt: skip
-        row = {"step": step + 1, **row}
-        run.history.append(row)
-        bar.set_postfix_str(f"reward={row['reward']:.3f} format={row['format']:.2f}", refresh=False)
-        if int(cfg.eval.interval) and (step + 1) % int(cfg.eval.interval) == 0 and step + 1 < steps:
-            run.add_eval(step + 1, _grounding_eval(policy, cfg, items))
-    run.add_eval(steps, _grounding_eval(policy, cfg, items))
-    policy.save(run.dir / "model")
-    run.write("accuracy")
-    return {"run_dir": str(run.dir), "eval": run.evals}
+        self.policy, self.vector, self.n = policy, envs, envs.num_envs
+        self.screen = tuple(envs.get_attr("screen_size")[0])
+        self.max_new_tokens = max_new_tokens
+        batch, _ = envs.reset(seed=[seed] * self.n)
+        self.obs = [item_at(batch, i) for i in range(self.n)]
+        self.histories = [[] for _ in range(self.n)]
+
+    def step(self, completions: dict) -> dict[int, TurnResult | None]:
+        from pixelrl.envs.actions import Action
+        from pixelrl.envs.recording.wrapper import info_at, item_at
+
+        actions = [Action.wait()] * self.n
+        for i, completion in completions.items():
+            actions[i] = completion.action  # unparsable text -> wait (parsed False)
+        batch, rewards, terminated, truncated, infos = self.vector.step(actions)
+        out: dict[int, TurnResult | None] = {}
+        for i in completions:
+            info = info_at(infos, i)
+            info = info.get("final_info", info)  # at an episode's end: its last step's
+            if info.get("env_fault"):
+                out[i] = None
+                continue
+            action = Action.wait() if "action_error" in info else actions[i]
+            result = (item_at(batch, i), rewards[i], terminated[i], truncated[i], info)
+            out[i] = self._played(i, action, result)
+        return out
 
 
-# -- multi-turn GRPO ----------------------------------------------------------------------------
-def play_group(
-    policy,
-    cfg: Config,
-    seed: int,
-    group_size: int,
-    gcfg,
-    env_id: str | None = None,
-    envs=None,
-) -> list[list[dict]]:
-    """``group_size`` episodes of ``env_id`` (default ``env.id``) from the same seed, played
-    together (one batched generate per turn); each a list of steps with the prompt, the sampled
-    completion and the reward. ``envs``: a ``RayVectorEnv`` of ``group_size`` such envs to play
-    them in (:func:`group_envs`) instead of envs made here; an episode whose worker failed
-    (``info["env_fault"]``) is left out of the list."""
+def play_group(policy, cfg: Config, seed: int, group_size: int, gcfg, env_id: str | None = None,
+               envs=None) -> list:  # fmt: skip
+    """``group_size`` episodes of ``env_id`` (default ``env.id``) from the same seed, sampled
+    and played together (:func:`pixelrl.rl.text.rollout.play_episodes`). ``envs``: a
+    ``RayVectorEnv`` of ``group_size`` such envs (:func:`group_envs`) instead of envs made here;
+    an episode whose worker failed is left out."""
     if envs is not None:
-        return _play_group_on(envs, policy, seed, gcfg)
+        group = RayGroup(policy, envs, seed, gcfg.max_new_tokens)
+        return play_episodes(policy, group, sample=True, temperature=gcfg.temperature)
     import gymnasium as gym
 
     import pixelrl.envs  # noqa: F401
-    from pixelrl.envs.actions import Action, ActionError
 
     env_list = [gym.make(env_id or cfg.env.id, **_env_kwargs(cfg)) for _ in range(group_size)]
-    screen = tuple(env_list[0].unwrapped.screen_size)
-    obs = [e.reset(seed=seed)[0] for e in env_list]
-    episodes: list[list[dict]] = [[] for _ in env_list]
-    histories: list[list[str]] = [[] for _ in env_list]
-    active = list(range(group_size))
-    while active:
-        samples = _next_turn(policy, obs, histories, active, gcfg, screen)
-        still = []
-        for i, sample in zip(active, samples):
-            completion = sample[0]
-            action = completion.action  # unparsable text -> wait (parsed False)
-            try:
-                next_obs, reward, terminated, truncated, info = env_list[i].step(action)
-            except ActionError:
-                action = Action.wait()
-                next_obs, reward, terminated, truncated, info = env_list[i].step(action)
-            episodes[i].append(_turn(obs[i], histories[i], completion, reward, info))
-            histories[i].append(policy.action_text(action, screen))
-            obs[i] = next_obs
-            if not (terminated or truncated):
-                still.append(i)
-        active = still
-    for e in env_list:
-        e.close()
-    return episodes
-
-
-def _next_turn(policy, obs, histories, active, gcfg, screen) -> list:
-    """One sampled answer for each active episode of a group (one batched generate)."""
-    return policy.generate(
-        [obs[i]["screenshot"] for i in active], [obs[i]["instruction"] for i in active],
-        [histories[i] for i in active], num_samples=1, temperature=gcfg.temperature,
-        max_new_tokens=gcfg.max_new_tokens, screen_size=screen,
-    )  # fmt: skip
-
-
-def _turn(obs: dict, history: list, completion, reward: float, info: dict) -> dict:
-    """A played turn as the update reads it: the prompt, the answer, the reward, the anchor."""
-    from pixelrl.rl.grpo import anchor_key
-
-    return {
-        "screenshot": obs["screenshot"], "instruction": obs["instruction"],
-        "history": list(history), "completion": completion, "reward": float(reward),
-        "key": anchor_key({"screenshot": obs["screenshot"], "instruction": obs["instruction"]}),
-        "success": bool(info.get("success", False)),
-    }  # fmt: skip
+    try:
+        group = LocalGroup(policy, env_list, seed, gcfg.max_new_tokens)
+        return play_episodes(policy, group, sample=True, temperature=gcfg.temperature)
+    finally:
+        for e in env_list:
+            e.close()
 
 
 def _check_envs(cfg: Config, group_size: int | None = None) -> None:
@@ -667,148 +540,125 @@ def group_envs(cfg: Config, env_id: str, group_size: int):
     )
 
 
-def _play_group_on(envs, policy, seed: int, gcfg) -> list[list[dict]]:
-    """:func:`play_group` in a ``RayVectorEnv``: every env reset with ``seed``, all stepped
-    each turn (an episode already over plays ``wait`` in its next one, and is not recorded)."""
-    from pixelrl.envs.actions import Action
-    from pixelrl.envs.recording.wrapper import info_at, item_at
+# -- the task adapter ---------------------------------------------------------------------------
+class GUITask:
+    """The GUI domain for :mod:`pixelrl.rl.text`: desktop families or MiniWoB++ tasks."""
 
-    n = envs.num_envs
-    screen = tuple(envs.get_attr("screen_size")[0])
-    batch, _ = envs.reset(seed=[seed] * n)
-    obs = [item_at(batch, i) for i in range(n)]
-    episodes: list[list[dict]] = [[] for _ in range(n)]
-    histories: list[list[str]] = [[] for _ in range(n)]
-    faulted: set[int] = set()
-    active = list(range(n))
-    while active:
-        samples = _next_turn(policy, obs, histories, active, gcfg, screen)
-        actions = [Action.wait()] * n
-        for i, sample in zip(active, samples):
-            actions[i] = sample[0].action  # unparsable text -> wait (parsed False)
-        batch, rewards, terminated, truncated, infos = envs.step(actions)
-        still = []
-        for i, sample in zip(active, samples):
-            info = info_at(infos, i)
-            info = info.get("final_info", info)  # at an episode's end: its last step's
-            if info.get("env_fault"):  # the step never happened: the episode leaves the group
-                faulted.add(i)
-                continue
-            action = Action.wait() if "action_error" in info else actions[i]
-            episodes[i].append(_turn(obs[i], histories[i], sample[0], rewards[i], info))
-            histories[i].append(policy.action_text(action, screen))
-            obs[i] = item_at(batch, i)
-            if not (terminated[i] or truncated[i]):
-                still.append(i)
-        active = still
-    return [ep for i, ep in enumerate(episodes) if i not in faulted]
+    RECIPES = {"gui/sft": "sft", "gui/grounding-grpo": "grpo", "gui/multiturn-grpo": "multiturn"}
 
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        group = int(cfg.grpo.num_samples) if cfg.recipe == "gui/multiturn-grpo" else None
+        _check_envs(cfg, group)  # before any run folder or model
+        if cfg.recipe == "gui/grounding-grpo" and cfg.grpo.reward not in GROUNDING_REWARDS:
+            raise ConfigError(
+                f"grpo.reward: {cfg.grpo.reward!r}; known: {', '.join(GROUNDING_REWARDS)}"
+            )
+        self.pools: dict[str, Any] = {}  # envs.backend=ray: each task's group, kept for the run
 
-def run_multiturn_grpo(cfg: Config) -> dict[str, Any]:
-    from pixelrl.rl.grpo import GRPOConfig, grpo_optimizer_for
+    def codec(self):
+        return gui_codec(self.cfg, str(self.cfg.init or self.cfg.model))
 
-    gcfg = GRPOConfig.from_section(cfg.grpo.to_dict())
-    _check_envs(cfg, gcfg.num_samples)  # before any run folder or model
-    run = Run(cfg)
-    policy = load_policy(cfg)
-    ref = policy.frozen_copy() if gcfg.kl_coef else None
-    opt, set_lr = grpo_optimizer_for(policy, cfg.grpo)
-    rng = np.random.default_rng(int(cfg.seed))
-    run.add_eval(0, _success_eval(policy, cfg))
-    steps, ids = int(cfg.grpo.steps), _play_ids(cfg)
-    pools: dict[str, Any] = {}  # envs.backend=ray: each task's group of envs, kept for the run
-    try:
-        _multiturn_steps(cfg, run, policy, gcfg, ref, opt, set_lr, rng, steps, ids, pools)
-    finally:
-        for envs in pools.values():
-            envs.close()
-    run.add_eval(steps, _success_eval(policy, cfg))
-    policy.save(run.dir / "model")
-    run.write("success")
-    return {"run_dir": str(run.dir), "eval": run.evals}
+    def corpus(self) -> list[str] | None:
+        """With ``tokenizer.screens``: the codec's corpus and the words of training screens."""
+        if not int(self.cfg.tokenizer.screens):
+            return None
+        from pixelrl.vision.vlm import tiny_corpus
 
+        screens = training_screens(self.cfg, int(self.cfg.tokenizer.screens))
+        texts = [t for _, obs, info in screens
+                 for t in [obs["instruction"], *(e.get("name", "") for e in info["a11y"])]]  # fmt: skip
+        return tiny_corpus(self.codec(), int(self.cfg.seed)) + texts
 
-def _multiturn_steps(cfg, run, policy, gcfg, ref, opt, set_lr, rng, steps, ids, pools) -> None:
-    """:func:`run_multiturn_grpo`'s loop: play groups, GiGPO advantages, update."""
-    from tqdm import tqdm
+    def evaluator(self):
+        from pixelrl.rl.text.adapter import Evaluation
 
-    from pixelrl.rl.grpo import gigpo_advantages, update_in_chunks
+        items = _held_out(self.cfg)
+        if items is None:
+            return Evaluation("success", lambda policy: _success_eval(policy, self.cfg))
+        return Evaluation("accuracy", lambda policy: _grounding_eval(policy, self.cfg, items))
 
-    bar = tqdm(range(steps), desc="multiturn-grpo", disable=not cfg.train.progress)
-    for step in bar:
-        policy.model.eval()
+    def examples(self, run, policy) -> list[Example]:
+        roots = _dataset_roots(self.cfg, run)
+        examples = sft_examples(roots, policy) if roots else []
+        if int(self.cfg.data.grounding_screens):
+            examples += grounding_examples(self.cfg, policy)
+        if not examples:
+            raise ConfigError(
+                "gui/sft has nothing to learn from: data.episodes and data.grounding_screens are 0"
+            )
+        return examples
+
+    def save(self, policy, folder: Path) -> None:
+        policy.save(folder)
+
+    # one-step GRPO: grounding prompts, click rewards
+    def prompts(self) -> list:
+        from pixelrl.gui_agent.grounding import grounding_set
+
+        cfg = self.cfg
+        return grounding_set(int(cfg.data.prompts), tuple(cfg.env.families), _screen(cfg),
+                             split="train")  # fmt: skip
+
+    def prompt(self, item) -> Prompt:
+        return Prompt(item.screenshot, item.instruction)
+
+    def rewards(self, item, texts: list[str]):
+        fn, sigma = GROUNDING_REWARDS[str(self.cfg.grpo.reward)], float(self.cfg.grpo.sigma_scale)
+        return fn(texts, [item.bbox] * len(texts), _screen(self.cfg), sigma)
+
+    # multi-turn GRPO: groups of episodes from training seeds, the tasks in turn
+    def play(self, policy, step: int, rng, gcfg) -> tuple[list, list]:
         episodes, groups = [], []
-        for k in range(int(cfg.grpo.seeds_per_step)):  # env.tasks: the tasks in turn
-            eid = ids[(step * int(cfg.grpo.seeds_per_step) + k) % len(ids)]
-            seed = task_seeds(cfg, eid, "train", 1, rng)[0]
+        ids, per_step = _play_ids(self.cfg), int(self.cfg.grpo.seeds_per_step)
+        for k in range(per_step):
+            eid = ids[(step * per_step + k) % len(ids)]
+            seed = task_seeds(self.cfg, eid, "train", 1, rng)[0]
             envs = None
-            if cfg.envs.backend == "ray":
-                if eid not in pools:
-                    pools[eid] = group_envs(cfg, eid, gcfg.num_samples)
-                envs = pools[eid]
-            played = play_group(policy, cfg, seed, gcfg.num_samples, gcfg, eid, envs)
+            if self.cfg.envs.backend == "ray":
+                if eid not in self.pools:
+                    self.pools[eid] = group_envs(self.cfg, eid, gcfg.num_samples)
+                envs = self.pools[eid]
+            played = play_group(policy, self.cfg, seed, gcfg.num_samples, gcfg, eid, envs)
             episodes += played
             groups += [(eid, seed)] * len(played)
-        policy.model.train()
-        adv = gigpo_advantages(
-            [[s["reward"] for s in ep] for ep in episodes], groups,
-            [[s["key"] for s in ep] for ep in episodes], gamma=gcfg.gamma,
-            step_weight=gcfg.step_weight, scale_by_std=gcfg.scale_by_std,
-        )  # fmt: skip
-        rows = [s for ep in episodes for s in ep]
-        lr = set_lr(step)
-        stats = update_in_chunks(
-            policy, opt, rows, adv.advantages, ref, gcfg, int(cfg.grpo.minibatch)
-        )
-        success = float(np.mean([ep[-1]["success"] for ep in episodes]))
-        ret = float(np.mean([sum(s["reward"] for s in ep) for ep in episodes]))
-        parsed = float(np.mean([s["completion"].parsed for s in rows]))
-        row = {"step": step + 1, "reward": ret, "success": success, "format": parsed,
-               "steps": len(rows), "lr": lr, **stats}  # fmt: skip
-        if pools:  # worker faults so far, counted since the start
-            row["env_faults"] = sum(e.faults for e in pools.values())
-        run.history.append(row)
-        bar.set_postfix_str(f"return={ret:.2f} success={success:.2f}", refresh=False)
-        if int(cfg.eval.interval) and (step + 1) % int(cfg.eval.interval) == 0 and step + 1 < steps:
-            run.add_eval(step + 1, _success_eval(policy, cfg))
+        return episodes, groups
+
+    def step_row(self, episodes: list) -> dict[str, float]:
+        turns = [t for ep in episodes for t in ep.turns]
+        row = {"reward": float(np.mean([ep.ret for ep in episodes])),
+               "success": float(np.mean([ep.success for ep in episodes])),
+               "format": float(np.mean([t.completion.parsed for t in turns])), "steps": len(turns)}  # fmt: skip
+        if self.pools:  # worker faults so far, counted since the start
+            row["env_faults"] = sum(e.faults for e in self.pools.values())
+        return row
+
+    def close(self) -> None:
+        for envs in self.pools.values():
+            envs.close()
+        self.pools = {}
 
 
-RUNNERS = {
-    "gui/sft": run_sft,
-    "gui/grounding-grpo": run_grounding_grpo,
-    "gui/multiturn-grpo": run_multiturn_grpo,
-}
+def grounding_grpo_step(policy, opt, lr: float, ref, prompts, gcfg, reward_fn, screen,
+                        sigma_scale: float, minibatch: int) -> dict[str, float]:  # fmt: skip
+    """One step of ``gui/grounding-grpo`` on ``prompts`` (``GroundingItem``\\ s): the trainer's
+    :func:`pixelrl.rl.text.grpo.one_step`, which ``bench/grpo_vs_trl.py`` times against TRL's
+    ``GRPOTrainer``."""
+    from pixelrl.rl.text.grpo import one_step
+
+    return one_step(
+        policy, opt, lr, ref, [Prompt(p.screenshot, p.instruction) for p in prompts],
+        lambda i, texts: reward_fn(texts, [prompts[i].bbox] * len(texts), screen, sigma_scale),
+        gcfg, minibatch,
+    )  # fmt: skip
 
 
 def train(cfg: Config) -> dict[str, Any]:
     """Run the recipe ``cfg.recipe`` names."""
-    import torch
-
-    if cfg.recipe not in RUNNERS:
-        raise ConfigError(f"recipe {cfg.recipe!r} is not a VLM recipe ({', '.join(RUNNERS)})")
-    if int(cfg.torch_threads):
-        torch.set_num_threads(int(cfg.torch_threads))
-    return RUNNERS[cfg.recipe](cfg)
+    return text.train(cfg, GUITask(cfg))
 
 
-def run_recipe(
-    name: str,
-    overrides=(),
-    model: str | None = None,
-    print_config: bool = False,
-    config: str | Path | None = None,
-) -> dict[str, Any] | None:
-    """``pixelrl train gui/...`` for the VLM recipes: config (the recipe's own, or the YAML file
-    ``config`` that names this recipe), ``--model``, run, print a summary."""
-    cfg = recipe_config(name, overrides, model, print_config, config, config_for)
-    if cfg is None:
-        return None
-    result = train(cfg)
-    measure = "accuracy" if "accuracy" in result["eval"][-1] else "success"
-    print(f"\nrun folder: {result['run_dir']}")
-    print(f"{'step':>6}{'held-out ' + measure:>22}{'95% CI':>16}{'n':>6}{'cpu s':>9}{'wall s':>9}")
-    for row in result["eval"]:
-        ci = f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
-        print(f"{row['step']:>6}{row[measure]:>22.3f}{ci:>16}{row['n']:>6}"
-              f"{row['cpu_s']:>9.0f}{row['wall_s']:>9.0f}")  # fmt: skip
-    return result
+run_sft = train  # gui/sft's config in, its run out (bench/grpo_vs_trl.py)
+
+# ``pixelrl train gui/...``: config, ``--model``, the run, a summary table.
+run_recipe = functools.partial(text.run_recipe, GUITask, config_for)

@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from pixelrl.rl.text.rows import Turn, prompt_columns
+
 
 @dataclass
 class GRPOConfig:
@@ -357,10 +359,10 @@ def grpo_optimizer_for(policy, section):
 
 
 def update_in_chunks(
-    policy, opt, rows: Sequence[dict], advantages, ref, gcfg: GRPOConfig, minibatch: int
+    policy, opt, rows: Sequence[Turn], advantages, ref, gcfg: GRPOConfig, minibatch: int
 ) -> dict[str, float]:
-    """:func:`grpo_update` over ``rows`` (dicts with ``screenshot``, ``instruction``,
-    ``completion`` and ``history``) in minibatches, ``gcfg.epochs`` passes.
+    """:func:`grpo_update` over ``rows`` (turns: :class:`~pixelrl.rl.text.rows.Turn`, prompt
+    and completion) in minibatches, ``gcfg.epochs`` passes.
 
     Rows with zero advantage carry no signal and are skipped unless the KL term needs them. With
     more than one pass the log-probs before the first update are the ratio's denominator (with
@@ -369,8 +371,8 @@ def update_in_chunks(
     chunks = [keep[s : s + minibatch] for s in range(0, len(keep), minibatch)]
 
     def fields(idx):
-        return ([rows[i]["screenshot"] for i in idx], [rows[i]["instruction"] for i in idx],
-                [rows[i]["completion"] for i in idx], [rows[i]["history"] for i in idx])  # fmt: skip
+        images, instructions, histories = prompt_columns([rows[i].prompt for i in idx])
+        return images, instructions, [rows[i].completion for i in idx], histories
 
     old = [None] * len(chunks)
     if gcfg.epochs > 1:

@@ -1,7 +1,8 @@
 """Supervised fine-tuning of a text-emitting policy: the token-level NLL of target action texts.
 
 The warm start before GRPO for every vision-language recipe (GUI and embodied): each example is
-a prompt (image, instruction, history) and the action text a demonstrator would write; the loss
+a prompt (image, instruction, history) and the action text a demonstrator would write
+(:class:`pixelrl.rl.text.rows.Example`); the loss
 is the mean negative log-likelihood of its tokens, end token included (so the model learns to
 stop), under :meth:`pixelrl.vision.vlm.VLMPolicy.score`.
 """
@@ -9,17 +10,16 @@ stop), under :meth:`pixelrl.vision.vlm.VLMPolicy.score`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+
+from pixelrl.rl.text.rows import Example, prompt_columns
 
 
-def sft_step(policy, optimizer, batch: list[dict[str, Any]], max_grad_norm: float = 1.0) -> float:
+def sft_step(policy, optimizer, batch: list[Example], max_grad_norm: float = 1.0) -> float:
     """One gradient step of the token-level NLL of the target action texts; returns the loss."""
     import torch
 
-    scored = policy.score(
-        [b["screenshot"] for b in batch], [b["instruction"] for b in batch],
-        [b["target"] for b in batch], [b["history"] for b in batch],
-    )  # fmt: skip
+    images, instructions, histories = prompt_columns([e.prompt for e in batch])
+    scored = policy.score(images, instructions, [e.target for e in batch], histories)
     loss = -(scored.logprobs * scored.mask).sum() / scored.mask.sum().clamp(min=1)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -30,7 +30,7 @@ def sft_step(policy, optimizer, batch: list[dict[str, Any]], max_grad_norm: floa
 
 def sft_loop(
     policy,
-    examples: list[dict[str, Any]],
+    examples: list[Example],
     steps: int,
     batch_size: int,
     lr: float,
@@ -39,11 +39,10 @@ def sft_loop(
     desc: str = "sft",
     progress: bool = True,
     after_step: Callable[[int, float], None] | None = None,
-    weights: list[float] | None = None,
 ) -> list[float]:
     """``steps`` of :func:`sft_step` with AdamW on batches drawn without replacement from
-    ``examples`` (in proportion to ``weights`` if given); ``after_step(step, loss)`` after each
-    (history rows, held-out evaluations). Returns the losses."""
+    ``examples`` (in proportion to their weights when they carry them); ``after_step(step,
+    loss)`` after each (history rows, held-out evaluations). Returns the losses."""
     import numpy as np
     import torch
     from tqdm import tqdm
@@ -51,7 +50,8 @@ def sft_loop(
     opt = torch.optim.AdamW(policy.trainable_parameters(), lr=lr, weight_decay=weight_decay)
     rng = np.random.default_rng(seed)
     p = None
-    if weights is not None:
+    weights = [e.weight for e in examples]
+    if any(w is not None for w in weights):
         p = np.asarray(weights, dtype=np.float64)
         if len(p) != len(examples) or (p < 0).any() or p.sum() <= 0:
             raise ValueError("weights: one non-negative number per example, not all 0")

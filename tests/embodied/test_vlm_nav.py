@@ -137,9 +137,9 @@ def test_multi_step_answers_run_one_low_level_step_at_a_time_and_stop_at_the_lim
     from pixelrl.embodied.vlm_train import play
 
     (episode,) = play(ScriptedText(answers, codec), AgentSpec(), [env], [1], sample=False)
-    assert len(episode["turns"]) == 3 and episode["measures"]["num_steps"] == 6
-    assert [t["completion"].parsed for t in episode["turns"]] == [True, False, True]
-    assert episode["turns"][1]["reward"] < 0  # the format penalty and the slack
+    assert len(episode.turns) == 3 and episode.measures["num_steps"] == 6
+    assert [t.completion.parsed for t in episode.turns] == [True, False, True]
+    assert episode.turns[1].reward < 0  # the format penalty and the slack
     env.close()
 
 
@@ -181,18 +181,18 @@ def test_one_grpo_step_moves_log_probs_toward_the_advantages(sft_run):
         torch.manual_seed(seed)
         episodes = play(policy, spec, envs, [seed, seed], sample=True, temperature=1.5)
         adv = gigpo_advantages(
-            [[t["reward"] for t in e["turns"]] for e in episodes], [0, 0],
-            [[t["key"] for t in e["turns"]] for e in episodes],
+            [[t.reward for t in e.turns] for e in episodes], [0, 0],
+            [[t.key for t in e.turns] for e in episodes],
         )  # fmt: skip
         if np.abs(adv.advantages).max() > 0:
             break
-    rows = [t for e in episodes for t in e["turns"]]
+    rows = [t for e in episodes for t in e.turns]
     advantages = np.asarray(adv.advantages, dtype=np.float32)
 
     def mean_logprobs():
         with torch.no_grad():
-            s = policy.score([r["screenshot"] for r in rows], [r["instruction"] for r in rows],
-                             [r["completion"] for r in rows], [r["history"] for r in rows])  # fmt: skip
+            s = policy.score([r.prompt.image for r in rows], [r.prompt.instruction for r in rows],
+                             [r.completion for r in rows], [r.prompt.history for r in rows])  # fmt: skip
         return ((s.logprobs * s.mask).sum(1) / s.mask.sum(1).clamp(min=1)).numpy()
 
     before = mean_logprobs()

@@ -39,7 +39,7 @@ def policy():
 
 
 def _summary(episodes):
-    return [[(s["completion"].text, s["reward"], s["success"]) for s in ep] for ep in episodes]
+    return [([(t.completion.text, t.reward) for t in ep.turns], ep.success) for ep in episodes]
 
 
 def test_a_group_in_ray_actors_plays_the_episodes_of_this_process(policy):
@@ -53,7 +53,7 @@ def test_a_group_in_ray_actors_plays_the_episodes_of_this_process(policy):
     finally:
         envs.close()
     assert _summary(there) == _summary(here) and len(there) == 2
-    assert there[0][0]["key"] == there[1][0]["key"]  # one first screen: GiGPO's anchor
+    assert there[0].turns[0].key == there[1].turns[0].key  # one first screen: GiGPO's anchor
 
 
 def test_a_refused_action_is_a_wait_or_the_callers_error():

@@ -100,7 +100,7 @@ def test_one_sft_step_on_recorded_desktop_episodes(tmp_path, policy):
                   "train": {**DEFAULTS["train"], "progress": False}})  # fmt: skip
     root = record_expert_episodes(cfg, tmp_path / "demos")
     examples = sft_examples([root / "click-button"], policy)
-    assert len(examples) == 2 and examples[0]["target"].startswith("click(start_box=")
+    assert len(examples) == 2 and examples[0].target.startswith("click(start_box=")
     opt = torch.optim.AdamW(policy.trainable_parameters(), lr=1e-3)
     losses = [sft_step(policy, opt, examples) for _ in range(3)]
     assert np.isfinite(losses).all() and losses[-1] < losses[0]
@@ -152,14 +152,14 @@ def test_multiturn_group_turns_unparsable_text_into_waits(policy):
     env = {**DEFAULTS["env"], "id": "pixelrl/Desktop-FillForm-v0", "max_steps": 2}
     cfg = Config({**DEFAULTS, "env": env})
     episodes = play_group(policy, cfg, seed=4, group_size=2, gcfg=GRPOConfig(max_new_tokens=8))
-    assert len(episodes) == 2 and all(1 <= len(ep) <= 2 for ep in episodes)
-    assert episodes[0][0]["key"] == episodes[1][0]["key"]
+    assert len(episodes) == 2 and all(1 <= len(ep.turns) <= 2 for ep in episodes)
+    assert episodes[0].turns[0].key == episodes[1].turns[0].key
     for ep in episodes:
-        for step in ep:
-            if not step["completion"].parsed:
-                assert step["completion"].action == Action.wait()
-    adv = gigpo_advantages([[s["reward"] for s in ep] for ep in episodes], [4, 4],
-                           [[s["key"] for s in ep] for ep in episodes])  # fmt: skip
+        for turn in ep.turns:
+            if not turn.completion.parsed:
+                assert turn.completion.action == Action.wait()
+    adv = gigpo_advantages([[t.reward for t in ep.turns] for ep in episodes], [4, 4],
+                           [[t.key for t in ep.turns] for ep in episodes])  # fmt: skip
     assert np.isfinite(adv.advantages).all()
 
 
@@ -241,11 +241,11 @@ def test_desktop_tokenizer_and_dense_grounding_examples():
     screens = list(training_screens(cfg, 2))
     samples = [s for _, _, info in screens for s in grounding_samples(info["a11y"], SCREEN)]
     assert len(examples) == len(samples)
-    assert len({e["instruction"] for e in examples}) > len(screens)
+    assert len({e.prompt.instruction for e in examples}) > len(screens)
     for e, sample in zip(examples, samples):
-        click = parse_action(e["target"], SCREEN)
+        click = parse_action(e.target, SCREEN)
         x0, y0, x1, y1 = sample.bbox
-        assert e["instruction"] == sample.instruction
+        assert e.prompt.instruction == sample.instruction
         assert click.kind == "click" and x0 <= click.x < x1 and y0 <= click.y < y1
 
 

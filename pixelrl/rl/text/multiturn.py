@@ -1,0 +1,65 @@
+"""Multi-turn GRPO of a text policy: groups of whole episodes, GiGPO credit, verifiable rewards.
+
+for step in 1..grpo.steps:
+    episodes, groups = adapter.play(policy, ...)   # G sampled episodes from each start
+    A = episode-level (returns within a group)
+      + grpo.step_weight x step-level (discounted returns of turns from the same
+        observation: GiGPO's anchor states)
+    the clipped token-level update over every turn (+ k3 KL when grpo.kl_coef > 0)
+evaluate at 0, every eval.interval steps and at the end; save the model
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pixelrl.config import Config
+from pixelrl.rl.text.policy import load_text_policy
+from pixelrl.rl.text.sft import due
+from pixelrl.run_folder import Run
+
+
+def run_multiturn(cfg: Config, adapter) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages, grpo_optimizer_for, update_in_chunks
+
+    gcfg = GRPOConfig.from_section(cfg.grpo.to_dict())
+    run = Run(cfg)
+    evaluate = adapter.evaluator()
+    policy = load_text_policy(cfg, adapter.codec(), adapter.corpus)
+    ref = policy.frozen_copy() if gcfg.kl_coef else None
+    opt, set_lr = grpo_optimizer_for(policy, cfg.grpo)
+    rng = np.random.default_rng(int(cfg.seed))
+    steps, interval = int(cfg.grpo.steps), int(cfg.eval.interval)
+    evaluate.add(run, 0, policy)
+    bar = tqdm(range(steps), desc=cfg.recipe.split("/")[-1], disable=not cfg.train.progress)
+    try:
+        for step in bar:
+            policy.model.eval()
+            episodes, groups = adapter.play(policy, step, rng, gcfg)
+            policy.model.train()
+            adv = gigpo_advantages(
+                [[t.reward for t in ep.turns] for ep in episodes], groups,
+                [[t.key for t in ep.turns] for ep in episodes], gamma=gcfg.gamma,
+                step_weight=gcfg.step_weight, scale_by_std=gcfg.scale_by_std,
+            )  # fmt: skip
+            rows = [t for ep in episodes for t in ep.turns]
+            lr = set_lr(step)
+            stats = update_in_chunks(
+                policy, opt, rows, adv.advantages, ref, gcfg, int(cfg.grpo.minibatch)
+            )
+            row = {"step": step + 1, **adapter.step_row(episodes), "lr": lr, **stats}
+            run.history.append(row)
+            bar.set_postfix_str(
+                f"return={row['reward']:.2f} success={row['success']:.2f}", refresh=False
+            )
+            if due(step + 1, interval, steps):
+                evaluate.add(run, step + 1, policy)
+    finally:
+        adapter.close()
+    adapter.save(policy, run.dir / "model")
+    run.write(evaluate.measure)
+    return {"run_dir": str(run.dir), "eval": run.evals}

@@ -1,0 +1,39 @@
+"""The one place a text policy is loaded: a tiny model from config, a model folder or a
+transformers name, with the adapter's codec (and tokenizer corpus), then LoRA if asked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pixelrl.config import Config
+
+
+def load_text_policy(cfg: Config, codec, corpus: Callable[[], list[str] | None] | None = None):
+    """The :class:`~pixelrl.vision.vlm.VLMPolicy` a config names (``init`` folder first, else
+    ``model``) speaking ``codec``; ``corpus()``: a tiny model's tokenizer texts, asked for only
+    when the model is tiny (None: the codec's :func:`~pixelrl.vision.vlm.tiny_corpus`).
+    ``lora.enabled`` wraps it with LoRA adapters."""
+    import torch
+
+    from pixelrl.vision.vlm import load_vlm
+
+    torch.manual_seed(int(cfg.seed))
+    source = str(cfg.init or cfg.model)
+    extra: dict[str, Any] = {}
+    if source.startswith("tiny-"):
+        for key in ("text_size", "vision_size"):
+            if getattr(cfg, key):
+                extra[key] = getattr(cfg, key).to_dict()
+        extra["vocab_size"] = int(cfg.tokenizer.vocab_size)
+        texts = corpus() if corpus is not None else None
+        if texts is not None:
+            extra["corpus"] = texts
+    policy = load_vlm(
+        source, codec, dtype=cfg.dtype, device=cfg.device, seed=int(cfg.seed), **extra
+    )
+    if cfg.lora.enabled:
+        policy.add_lora(
+            r=int(cfg.lora.r), alpha=int(cfg.lora.alpha), dropout=float(cfg.lora.dropout)
+        )
+    return policy
