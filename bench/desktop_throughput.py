@@ -41,8 +41,8 @@ def run_desktop(
 ) -> dict:
     """Steps/s over ``repeats`` timed chunks: the median and the best chunk (as timeit does: on a
     shared machine other processes only ever slow a chunk down)."""
-    from pixelrl.envs.actions import Action, ActionError
     from pixelrl.envs.desktop.env import DesktopEnv
+    from pixelrl.envs.gui_action import Action, ActionError
 
     env = DesktopEnv("mixed", screen_size=size)
     env.reset(seed=seed)

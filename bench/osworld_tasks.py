@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="also write the figures here")
     args = p.parse_args(argv)
 
-    from pixelrl.envs.actions import Action
+    from pixelrl.envs.gui_action import Action
     from pixelrl.envs.x11.env import XDesktopEnv
     from pixelrl.envs.x11.osworld import reason_counts, survey
 

@@ -15,7 +15,7 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 
 
 def time_screenshots(env, n: int, label: str) -> np.ndarray:

@@ -108,7 +108,7 @@ def main() -> None:
     rows = []
     from tqdm import tqdm
 
-    from pixelrl.envs.gui_codec import GUIActionCodec
+    from pixelrl.envs.gui_action.codec import GUIActionCodec
     from pixelrl.vision.vlm import load_vlm
 
     for name in tqdm(models, desc="models"):

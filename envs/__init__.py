@@ -3,7 +3,7 @@
 ``import pixelrl.envs`` registers all ids and stays light: no torch, no display, no browser is touched
 until an env is made. Backends: ``pixelrl.envs.desktop`` (emulated desktop), ``pixelrl.envs.nav`` (embedded 3D
 navigation) and ``pixelrl.envs.habitat`` (habitat-sim adapter), ``pixelrl.envs.x11`` (real X desktop),
-``pixelrl.envs.web`` (MiniWoB++). The GUI action type and its text codec live in ``pixelrl.envs.actions``.
+``pixelrl.envs.web`` (MiniWoB++). The GUI action type and its text codec live in ``pixelrl.envs.gui_action``.
 """
 
 # Each backend's registration module calls pixelrl.envs.registry.register for its ids (imports nothing heavy).

@@ -21,8 +21,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from pixelrl.envs.actions import TEXT_CHARSET, Action, to_pyautogui
 from pixelrl.envs.gui import bbox_center
+from pixelrl.envs.gui_action import TEXT_CHARSET, Action, to_pyautogui
 
 # Roles worth pointing at, and how an instruction names each.
 TEMPLATES: dict[str, str] = {

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pixelrl.envs.actions import TEXT_CHARSET
+from pixelrl.envs.gui_action import TEXT_CHARSET
 
 MAX_INSTRUCTION_LENGTH = 512
 MAX_A11Y_TEXT_LENGTH = 8192

@@ -6,12 +6,12 @@ rule that a crash inside the backend tears the backend down (no browser or X ser
 behind) before the exception travels on. A backend fills in four hooks:
 
 - ``_begin(seed, options) -> (instruction, info)``: start an episode;
-- ``_act(action) -> Outcome``: perform one validated :class:`~pixelrl.envs.actions.Action`;
+- ``_act(action) -> Outcome``: perform one validated :class:`~pixelrl.envs.gui_action.Action`;
 - ``_screenshot() -> uint8 H×W×3`` and ``_a11y() -> list of a11y elements``;
 - ``_shutdown()``: stop every process the backend started (idempotent).
 
 Invalid actions (off-screen, unknown key, unparsable text) raise
-:class:`~pixelrl.envs.actions.ActionError` before anything runs and leave the episode as it was.
+:class:`~pixelrl.envs.gui_action.ActionError` before anything runs and leave the episode as it was.
 """
 
 from __future__ import annotations
@@ -22,15 +22,15 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pixelrl.envs.actions import (
+from pixelrl.envs.gui import a11y_to_text, observation_space
+from pixelrl.envs.gui_action import (
     DEFAULT_MAX_TEXT_LENGTH,
     Action,
     ActionError,
     action_space,
     as_action,
 )
-from pixelrl.envs.coordinates import CoordinateSpace, coordinate_space
-from pixelrl.envs.gui import a11y_to_text, observation_space
+from pixelrl.envs.gui_action.coordinates import CoordinateSpace, coordinate_space
 
 
 @dataclass

@@ -26,7 +26,7 @@ replacement failing to start counts) is taken out: its rows in that step end as 
 ``info["env_removed"]``, and from the next call the vector is smaller (``num_envs`` and the spaces
 shrink); below ``min_envs`` envs that raises :class:`EnvWorkerError` instead.
 
-An env that refuses an action (``pixelrl.envs.actions.ActionError``) is the agent's mistake, not a
+An env that refuses an action (``pixelrl.envs.gui_action.ActionError``) is the agent's mistake, not a
 fault: it is raised as from a ``SyncVectorEnv``, or, with ``refused_action`` set (a text agent's
 ``wait``), that action is stepped instead and ``info["action_error"]`` says why.
 """
@@ -45,7 +45,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from pixelrl.envs.actions import ActionError
+from pixelrl.envs.gui_action import ActionError
 from pixelrl.envs.shared_obs import SharedBuffers, SharedSpec
 
 _ARRAY_SPACES = (

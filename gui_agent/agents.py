@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 
 
 class PointerAgent:
@@ -61,7 +61,7 @@ class PointerAgent:
         return [self._decode(a, m) for a, m in zip(step.actions.numpy(), maps)]
 
     def _decode(self, sample: np.ndarray, image_map) -> Action:
-        from pixelrl.envs.actions import ActionError
+        from pixelrl.envs.gui_action import ActionError
         from pixelrl.gui_agent.pointer_env import decode_action
 
         try:
@@ -146,7 +146,7 @@ def load_agent(path: str | Path):
         is_hub_id,
         missing_path_message,
     )
-    from pixelrl.envs.gui_codec import GUIActionCodec
+    from pixelrl.envs.gui_action.codec import GUIActionCodec
     from pixelrl.vision.vlm import MODEL_FILE_ERRORS, load_vlm
 
     text = str(path)

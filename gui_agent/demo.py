@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 
 
 def annotate(frame: np.ndarray, action: Action | None, caption: str = "") -> np.ndarray:

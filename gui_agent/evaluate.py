@@ -41,7 +41,7 @@ def run_episode(env, agent, seed: int, on_step=None) -> dict[str, Any]:
     """Play one episode of a GUI env (raw ``screenshot`` + ``instruction`` observations) with
     ``agent``; an action the env refuses is replaced by ``wait`` (the step is spent).
     ``on_step(obs, action, reward, info, next_obs)`` sees every step (for GIFs)."""
-    from pixelrl.envs.actions import Action, ActionError
+    from pixelrl.envs.gui_action import Action, ActionError
 
     agent.reset()
     obs, info = env.reset(seed=seed)

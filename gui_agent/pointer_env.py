@@ -1,7 +1,7 @@
 """The pixel pointer policy's view of a GUI env: a small image, hashed words, a factored action.
 
 :class:`PointerEnv` wraps any pixelrl GUI env (``screenshot`` + ``instruction`` observations,
-:class:`pixelrl.envs.actions.Action` actions) so that the shared PPO storage can hold it:
+:class:`pixelrl.envs.gui_action.Action` actions) so that the shared PPO storage can hold it:
 
 - observation ``image``: the screenshot resized to ``spec.image_size`` (uint8 h×w×3, via
   :func:`pixelrl.vision.image.resize`, which also gives the exact map back to screen pixels);
@@ -36,7 +36,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from pixelrl.envs.actions import Action, ActionError, normalize_key
+from pixelrl.envs.gui_action import Action, ActionError, normalize_key
 
 DEFAULT_KINDS = ("click", "type", "key")
 DEFAULT_KEYS = ("enter", "tab", "backspace", "ctrl+a")
@@ -237,12 +237,12 @@ def encode_action(
 class PointerEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """A GUI env seen through a :class:`PointerSpec` (module doc).
 
-    An action the underlying env refuses (:class:`~pixelrl.envs.actions.ActionError`) becomes a ``wait``:
+    An action the underlying env refuses (:class:`~pixelrl.envs.gui_action.ActionError`) becomes a ``wait``:
     the step is spent and nothing changes, so a policy is never stopped by its own samples.
     ``last_screenshot`` and ``last_action`` hold the full-size frame and the decoded action (for
     GIFs); ``image_map`` maps the current image back to the screen; ``fields`` holds the
     episode's task field values (``{field:N}`` texts); :meth:`step_action` steps with an
-    :class:`~pixelrl.envs.actions.Action` directly (experts, demonstrations).
+    :class:`~pixelrl.envs.gui_action.Action` directly (experts, demonstrations).
     """
 
     def __init__(self, env: gym.Env, spec: PointerSpec) -> None:

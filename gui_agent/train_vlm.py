@@ -56,7 +56,7 @@ DEFAULTS: dict[str, Any] = text_defaults({
     # pieces); 0 screens: the generic action corpus only
     "tokenizer": {"vocab_size": 600, "screens": 0},
     "action_format": "uitars",
-    # how action text's numbers map to pixels (pixelrl.envs.coordinates: relative1000,
+    # how action text's numbers map to pixels (pixelrl.envs.gui_action.coordinates: relative1000,
     # smart_resize:ui-tars-1.5, ...); "": the released model's own when known, else the defaults
     "coordinates": "",
     "env": {
@@ -154,7 +154,7 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
 
 def gui_codec(cfg: Config, source: str):
     """The GUI action codec of ``action_format`` and ``coordinates`` (or the model's own)."""
-    from pixelrl.envs.gui_codec import GUIActionCodec
+    from pixelrl.envs.gui_action.codec import GUIActionCodec
 
     try:
         return GUIActionCodec.for_model(source, cfg.action_format, cfg.coordinates or None)
@@ -384,9 +384,9 @@ def grounding_examples(cfg: Config, policy) -> list[Example]:
     """SFT examples that point at every uniquely named element (``Click the "Stop" button.``) of
     ``data.grounding_screens`` training screens per family: many instructions per screen, so
     the model must read the instruction to know where to click."""
-    from pixelrl.envs.actions import Action
     from pixelrl.envs.grounding import grounding_samples
     from pixelrl.envs.gui import bbox_center
+    from pixelrl.envs.gui_action import Action
 
     screen = _screen(cfg)
     examples = []
@@ -434,7 +434,7 @@ class LocalGroup:
         return TurnResult(float(reward), done, bool(info.get("success", False)))
 
     def step(self, completions: dict) -> dict[int, TurnResult | None]:
-        from pixelrl.envs.actions import Action, ActionError
+        from pixelrl.envs.gui_action import Action, ActionError
 
         out: dict[int, TurnResult | None] = {}
         for i, completion in completions.items():
@@ -464,7 +464,7 @@ class RayGroup(LocalGroup):
         self.histories = [[] for _ in range(self.n)]
 
     def step(self, completions: dict) -> dict[int, TurnResult | None]:
-        from pixelrl.envs.actions import Action
+        from pixelrl.envs.gui_action import Action
         from pixelrl.envs.recording.wrapper import info_at, item_at
 
         actions = [Action.wait()] * self.n
@@ -523,7 +523,7 @@ def _check_envs(cfg: Config, group_size: int | None = None) -> None:
 def group_envs(cfg: Config, env_id: str, group_size: int):
     """``group_size`` envs of ``env_id`` in Ray actors (``envs.per_worker`` each), for
     :func:`play_group`; a refused action is played as a ``wait``, as in this process."""
-    from pixelrl.envs.actions import Action
+    from pixelrl.envs.gui_action import Action
     from pixelrl.envs.remote import RayVectorEnv
     from pixelrl.train import ray_options
 

@@ -28,7 +28,7 @@ USER_ERRORS = frozenset(
         "pixelrl.cli.UsageError",
         "pixelrl.config.ConfigError",
         "pixelrl.checkpoint.CheckpointError",
-        "pixelrl.envs.actions.ActionError",
+        "pixelrl.envs.gui_action.ActionError",
         "pixelrl.envs.recording.format.DatasetError",
         "pixelrl.envs.nav.dataset.EpisodeFileError",
         "pixelrl.envs.nav.mesh_io.SceneFileError",

@@ -10,7 +10,7 @@ prompt sharing, LoRA, GRPO — and only its action language differs. A codec is 
 - ``answer_hint``: the prompt's last line, saying what an answer looks like;
 - ``corpus(seed) -> list[str]``: texts a tiny model's tokenizer is trained on (its action words).
 
-The codecs live with their domains: :class:`pixelrl.envs.gui_codec.GUIActionCodec` (the desktop's
+The codecs live with their domains: :class:`pixelrl.envs.gui_action.codec.GUIActionCodec` (the desktop's
 actions, UI-TARS or pyautogui text) and :class:`pixelrl.envs.nav.action_text.NavActionCodec`
 (stop / move_forward / turn_left / turn_right with repeat counts). ``vision`` knows neither.
 """

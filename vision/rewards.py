@@ -3,9 +3,9 @@
 Every function takes a batch and returns a ``float64`` numpy array of shape ``(N,)``; none
 raises on bad model output: an unparsable text, a missing point or a NaN coordinate scores 0.
 
-Conventions (the same as :mod:`pixelrl.envs.gui` and :mod:`pixelrl.envs.actions`)
+Conventions (the same as :mod:`pixelrl.envs.gui` and :mod:`pixelrl.envs.gui_action`)
 ----------------------------------------------------------------
-- A **point** ``(x, y)`` is in screen pixels, origin top-left, as an :class:`pixelrl.envs.actions.Action`
+- A **point** ``(x, y)`` is in screen pixels, origin top-left, as an :class:`pixelrl.envs.gui_action.Action`
   holds it. It names the pixel ``(floor(x), floor(y))``; where a distance is measured, the point
   stands for that pixel's centre ``(floor(x) + 0.5, floor(y) + 0.5)``.
 - A **box** ``[x0, y0, x1, y1]`` covers the pixels ``x0 <= x < x1`` and ``y0 <= y < y1``
@@ -30,8 +30,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pixelrl.envs.actions import POINTER_KINDS, Action, ActionError
-from pixelrl.envs.gui_codec import safe_parse
+from pixelrl.envs.gui_action import POINTER_KINDS, Action, ActionError
+from pixelrl.envs.gui_action.codec import safe_parse
 
 __all__ = [
     "safe_parse",
@@ -240,7 +240,7 @@ def format_reward(
     texts: Sequence[str], screen_size: tuple[int, int] | None = None, coordinates: str | None = None
 ) -> np.ndarray:
     """``r = 1`` if the text parses into exactly one valid action with
-    :func:`pixelrl.envs.actions.parse_action` (on screen, when ``screen_size`` is given), else 0."""
+    :func:`pixelrl.envs.gui_action.parse_action` (on screen, when ``screen_size`` is given), else 0."""
     return np.array([float(a is not None) for a in _parse_all(texts, screen_size, coordinates)])
 
 

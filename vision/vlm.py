@@ -14,7 +14,7 @@
    (SmolVLM / Idefics3, LLaVA), its image features elsewhere. The numbers are the same as
    running every row (tested); only the repeated work goes;
 4. parses the output with its action codec (:mod:`pixelrl.vision.action_codec`, required:
-   :class:`pixelrl.envs.gui_codec.GUIActionCodec` for GUI actions,
+   :class:`pixelrl.envs.gui_action.codec.GUIActionCodec` for GUI actions,
    :class:`pixelrl.envs.nav.action_text.NavActionCodec` for navigation): unparsable text becomes
    the codec's no-op (a GUI ``wait``; nothing, for navigation) with ``parsed = False`` (format
    reward 0), never an exception. The history in a prompt is text (earlier answers, as the

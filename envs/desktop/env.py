@@ -7,18 +7,18 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pixelrl.envs.actions import (
+from pixelrl.envs.desktop.screen import Desktop
+from pixelrl.envs.desktop.tasks import FAMILIES, Task, expert_plan
+from pixelrl.envs.desktop.theme import check_screen_size, make_theme
+from pixelrl.envs.gui import a11y_to_text, observation_space
+from pixelrl.envs.gui_action import (
     DEFAULT_MAX_TEXT_LENGTH,
     Action,
     ActionError,
     action_space,
     as_action,
 )
-from pixelrl.envs.coordinates import CoordinateSpace, coordinate_space
-from pixelrl.envs.desktop.screen import Desktop
-from pixelrl.envs.desktop.tasks import FAMILIES, Task, expert_plan
-from pixelrl.envs.desktop.theme import check_screen_size, make_theme
-from pixelrl.envs.gui import a11y_to_text, observation_space
+from pixelrl.envs.gui_action.coordinates import CoordinateSpace, coordinate_space
 
 REWARDS = ("sparse", "shaped")
 
@@ -40,16 +40,16 @@ class DesktopEnv(gymnasium.Env):
         a11y_text: add the accessibility tree as text (``obs["a11y_text"]``).
         render_mode: None or ``"rgb_array"`` (the screenshot).
         coordinates: how ``step`` reads the numbers in action text (a space of
-            :mod:`pixelrl.envs.coordinates`: ``"pixels"``, ``"relative1000"``, ``"unit"``,
+            :mod:`pixelrl.envs.gui_action.coordinates`: ``"pixels"``, ``"relative1000"``, ``"unit"``,
             ``"smart_resize:ui-tars-1.5"``, ...); default: pixels for pyautogui calls, 0-1000 for
             UI-TARS calls.
         max_text_length: the longest text a ``type`` action may hold (default 8192 characters;
             any printable Unicode types).
 
     Observation: ``screenshot`` (H×W×3 uint8), ``instruction`` (and ``a11y_text``).
-    Action: an :class:`~pixelrl.envs.actions.Action`, an element of ``action_space`` (a dict) or action
+    Action: an :class:`~pixelrl.envs.gui_action.Action`, an element of ``action_space`` (a dict) or action
     text (pyautogui or UI-TARS syntax). An invalid action (off-screen point, unparseable text,
-    unknown key) raises :class:`~pixelrl.envs.actions.ActionError` and changes nothing: the episode goes
+    unknown key) raises :class:`~pixelrl.envs.gui_action.ActionError` and changes nothing: the episode goes
     on, so a caller can score the format error and retry. (We chose raising over ignoring it
     silently: a silent no-op would hide bugs in policies and parsers.)
 

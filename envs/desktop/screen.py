@@ -2,7 +2,7 @@
 
 It owns what no single widget can: the z-order (windows bottom to top, then the taskbar, then
 at most one popup), hit-testing along it (only what shows at a point receives input there; a
-modal dialog blocks every other window), input dispatch for every :class:`~pixelrl.envs.actions.Action`
+modal dialog blocks every other window), input dispatch for every :class:`~pixelrl.envs.gui_action.Action`
 kind with keyboard focus, the frame and its dirty-rectangle repaint, and the accessibility tree.
 """
 
@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from pixelrl.envs.actions import MODIFIER_KEYS, Action
 from pixelrl.envs.desktop import render
 from pixelrl.envs.desktop.render import Canvas, Rect, contains, intersect, text_width, union
 from pixelrl.envs.desktop.theme import Theme
 from pixelrl.envs.desktop.widgets import Icon, Label, Popup, Taskbar, TextField, Widget, Window
 from pixelrl.envs.gui import a11y_element
+from pixelrl.envs.gui_action import MODIFIER_KEYS, Action
 
 
 class Desktop(Widget):

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from pixelrl.envs.actions import TEXT_CHARSET
+from pixelrl.envs.gui_action import TEXT_CHARSET
 from pixelrl.envs.nav.dataset import (
     EpisodeFileError,
     EpisodeRules,

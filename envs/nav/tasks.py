@@ -52,9 +52,9 @@ def action_names(cfg: NavConfig) -> tuple[str, ...]:
 def action_index(action, names: tuple[str, ...] = ACTION_NAMES, idle: bool = False) -> int:
     """An action as habitat's ``Env.step`` takes it -- an index, a name (``"turn_left"``) or a
     dict ``{"action": index or name, ...}`` -- as the index into ``names``; with ``idle``, the
-    name ``"idle"`` is :data:`IDLE_INDEX`. :class:`~pixelrl.envs.actions.ActionError` (one line)
+    name ``"idle"`` is :data:`IDLE_INDEX`. :class:`~pixelrl.envs.gui_action.ActionError` (one line)
     for anything else, an index outside ``names`` included."""
-    from pixelrl.envs.actions import ActionError
+    from pixelrl.envs.gui_action import ActionError
 
     listed = ", ".join(f"{k} {n}" for k, n in enumerate(names))
     if isinstance(action, dict):

@@ -4,7 +4,7 @@
   (see :class:`pixelrl.envs.recording.format.Feature`): uint8 images as PNG or MP4 frames, other large
   arrays as ``.npz``, small vectors and text in parquet columns.
 - :func:`action_format` / :func:`encode_action` / :func:`decode_action`: GUI actions are stored as
-  pyautogui text (``pixelrl.envs.actions.to_pyautogui``), read back with ``pixelrl.envs.actions.parse_action``;
+  pyautogui text (``pixelrl.envs.gui_action.to_pyautogui``), read back with ``pixelrl.envs.gui_action.parse_action``;
   ``Discrete`` actions as ints; anything else as JSON text.
 - :func:`jsonable` keeps the JSON-able part of an ``info`` dict.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from pixelrl.envs.actions import Action, ActionError, as_action, parse_action, to_pyautogui
+from pixelrl.envs.gui_action import Action, ActionError, as_action, parse_action, to_pyautogui
 from pixelrl.envs.recording.format import (
     ARRAY_PATH,
     FIRST_FRAME_PATH,

@@ -19,7 +19,7 @@ the observation of the row (the box the action should hit). An episode of ``T`` 
 
 Columns: ``episode_index``, ``frame_index``, ``timestamp`` (frame_index / fps), ``seed`` (the
 episode's reset seed), ``action`` (pyautogui text for GUI actions via
-:func:`pixelrl.envs.actions.to_pyautogui`, an int for ``Discrete``, JSON text otherwise), ``reward``,
+:func:`pixelrl.envs.gui_action.to_pyautogui`, an int for ``Discrete``, JSON text otherwise), ``reward``,
 ``terminated``, ``truncated``, ``instruction`` (GUI), ``observation.<key>`` for small vectors
 (the navigation goal), ``target_bbox``, ``success``, ``info`` (JSON).
 

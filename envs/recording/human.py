@@ -1,4 +1,4 @@
-"""Human demonstrations on an X display: raw input events -> :class:`pixelrl.envs.actions.Action`.
+"""Human demonstrations on an X display: raw input events -> :class:`pixelrl.envs.gui_action.Action`.
 
 Two parts, the second testable without any display:
 
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pixelrl.envs.actions import TEXT_CHARSET, Action, ActionError
+from pixelrl.envs.gui_action import TEXT_CHARSET, Action, ActionError
 
 MODIFIERS = ("ctrl", "shift", "alt", "win")
-# pynput's Key names -> pyautogui names (pixelrl.envs.actions.KEY_NAMES); keys not listed are ignored.
+# pynput's Key names -> pyautogui names (pixelrl.envs.gui_action.KEY_NAMES); keys not listed are ignored.
 PYNPUT_KEYS = {
     "alt": "alt", "alt_l": "alt", "alt_r": "alt", "alt_gr": "alt",
     "ctrl": "ctrl", "ctrl_l": "ctrl", "ctrl_r": "ctrl",
@@ -402,7 +402,7 @@ def record_human_episode(
     screenshot taken just before it; the episode's reward is the env's ``evaluate()`` (1/0) on
     the last step where the env has one. Returns the manifest entry, or None if nothing was done.
     """
-    from pixelrl.envs.actions import to_pyautogui
+    from pixelrl.envs.gui_action import to_pyautogui
 
     unwrapped = env.unwrapped
     display = getattr(getattr(unwrapped, "display", None), "name", None)

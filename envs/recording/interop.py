@@ -15,7 +15,7 @@ on numbers): ``[kind, x, y, x2, y2, dx, dy]`` for GUI (with the pyautogui text a
 OSWorld writes, per task, ``traj.jsonl`` (one line per step: ``step_num``, ``action`` —
 pyautogui code or WAIT/DONE/FAIL — ``reward``, ``done``, ``screenshot_file``: the screen
 *after* the step) and the screenshots. :func:`import_osworld` turns one such folder into a
-pixelrl dataset episode, parsing the code with :func:`pixelrl.envs.actions.parse_actions` (never
+pixelrl dataset episode, parsing the code with :func:`pixelrl.envs.gui_action.parse_actions` (never
 executing it).
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from pixelrl.envs.actions import KINDS, ActionError, parse_actions, to_pyautogui
+from pixelrl.envs.gui_action import KINDS, ActionError, parse_actions, to_pyautogui
 from pixelrl.envs.recording.dataset import EpisodeDataset
 from pixelrl.envs.recording.format import DatasetError, DatasetInfo, EpisodeEntry, Feature
 from pixelrl.envs.recording.writer import DatasetWriter

@@ -115,6 +115,6 @@ def expert_actions(envs: Any) -> list[Any]:
 def random_actions(envs: Any) -> list[Any]:
     """A valid random action per env, drawn here from the env's action space (seed it with
     ``envs.single_action_space.seed(...)``)."""
-    from pixelrl.envs.actions import sample_action
+    from pixelrl.envs.gui_action import sample_action
 
     return [sample_action(envs.single_action_space) for _ in range(envs.num_envs)]

@@ -1,7 +1,7 @@
 """Recorded episodes as training data (SFT, behaviour cloning).
 
 GUI datasets yield :class:`GUIStep` — ``(screenshot, instruction, action, action_text)``: the
-screenshot seen before the step (uint8 H×W×3), the instruction, the :class:`pixelrl.envs.actions.Action`
+screenshot seen before the step (uint8 H×W×3), the instruction, the :class:`pixelrl.envs.gui_action.Action`
 taken and its pyautogui text. Navigation datasets yield :class:`NavEpisode` per episode —
 ``(frames, goal, action)``: each frame key stacked over the ``T`` steps, the point goal per step
 and the ``T`` discrete actions — the sequences a recurrent (GRU) policy is cloned on.
@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 from pixelrl.envs.recording import codec
 from pixelrl.envs.recording.dataset import EpisodeDataset
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 from pixelrl.envs.recording import codec
 from pixelrl.envs.recording.dataset import EpisodeDataset
 

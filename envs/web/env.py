@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from pixelrl.envs.actions import MODIFIER_KEYS, TEXT_CHARSET, Action, ActionError
 from pixelrl.envs.gui import MAX_INSTRUCTION_LENGTH, a11y_element
+from pixelrl.envs.gui_action import MODIFIER_KEYS, TEXT_CHARSET, Action, ActionError
 from pixelrl.envs.real_gui import Outcome, RealGuiEnv
 from pixelrl.envs.web.browser import find_chrome, find_chromedriver, quit_chrome, start_chrome
 

@@ -3,7 +3,7 @@
 It reads the instruction, the task's fields (``info["fields"]``: miniwob's own parse of the
 instruction, e.g. ``[["target", "Pavia"]]``) and ``info["a11y"]`` (element bboxes in screenshot
 pixels) and emits
-plain :class:`~pixelrl.envs.actions.Action` values — clicks at pixel points and typed text — never
+plain :class:`~pixelrl.envs.gui_action.Action` values — clicks at pixel points and typed text — never
 miniwob's element actions. So when it succeeds, the mapping from the page's DOM coordinates to
 screenshot pixels and back to the page's pointer is right end to end.
 
@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 
 SUPPORTED_TASKS = (
     "click-test",

@@ -10,7 +10,7 @@ over pipes. Why a process of its own:
   under them; that takes down the actuator, and the env reports an error instead of dying.
 
 Protocol: one JSON object a line. The actuator first writes ``{"ready": true, "size": [w, h]}``.
-A request ``{"kind": ..., "x": ..., ...}`` (the fields of ``pixelrl.envs.actions.Action``) performs the
+A request ``{"kind": ..., "x": ..., ...}`` (the fields of ``pixelrl.envs.gui_action.Action``) performs the
 action and answers ``{"ok": true}`` or ``{"ok": false, "error": ..., "type": ...}``; pyautogui's
 fail-safe stays on (an action that starts with the pointer in a screen corner fails with
 ``"type": "FailSafeException"``). A request ``{"kind": "screenshot", "settle_s": s,
@@ -36,7 +36,7 @@ def _key(name: str) -> str:
 
 
 def perform(pyautogui, a: dict) -> None:
-    """Do one action (a dict with the fields of pixelrl.envs.actions.Action)."""
+    """Do one action (a dict with the fields of pixelrl.envs.gui_action.Action)."""
     kind = a["kind"]
     x, y = a.get("x"), a.get("y")
     if kind == "move":

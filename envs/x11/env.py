@@ -2,7 +2,7 @@
 
 Each episode (``reset``) stops the previous episode's apps, makes a fresh work folder, runs the
 task's ``config`` steps (launching apps and waiting until their windows are mapped) and returns
-the screenshot. ``step`` performs one :class:`~pixelrl.envs.actions.Action` through the env's actuator
+the screenshot. ``step`` performs one :class:`~pixelrl.envs.gui_action.Action` through the env's actuator
 process (pyautogui, fail-safe on, a time limit per action), lets the screen settle, and runs the
 task's evaluator: success ends the episode with reward 1; ``done`` ends it with 1 or 0 (OSWorld's
 rule), ``fail`` with 0, and the step limit truncates it.
@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from pixelrl.envs.actions import POINTER_KINDS, Action
 from pixelrl.envs.gui import a11y_element
+from pixelrl.envs.gui_action import POINTER_KINDS, Action
 from pixelrl.envs.processes import ChildProcess
 from pixelrl.envs.real_gui import Outcome, RealGuiEnv
 from pixelrl.envs.x11 import osworld

@@ -57,8 +57,8 @@ from pathlib import Path
 from typing import Any
 
 from pixelrl.assets import ASSETS_DIR
-from pixelrl.envs.actions import TEXT_CHARSET
 from pixelrl.envs.gui import MAX_INSTRUCTION_LENGTH
+from pixelrl.envs.gui_action import TEXT_CHARSET
 
 ASSETS = ASSETS_DIR
 TASK_DIR = ASSETS / "x11_tasks"

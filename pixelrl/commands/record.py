@@ -222,7 +222,7 @@ def _make_agent(kind: str, env, checkpoint: dict | None, seed: int, path: str | 
             raise ValueError(f"{env.spec.id} has no scripted expert; use --agent random")
         return expert
     if kind == "random":
-        from pixelrl.envs.actions import sample_action
+        from pixelrl.envs.gui_action import sample_action
 
         return _Agent(lambda obs: sample_action(env.action_space))
     return _checkpoint_agent(checkpoint, env, seed)

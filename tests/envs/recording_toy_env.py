@@ -10,8 +10,8 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from pixelrl.envs.actions import Action, ActionError, action_space, as_action
 from pixelrl.envs.gui import a11y_element, bbox_center, observation_space
+from pixelrl.envs.gui_action import Action, ActionError, action_space, as_action
 
 W, H = 96, 64
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pixelrl.envs.actions import (
+from pixelrl.envs.gui_action import (
     DEFAULT_MAX_TEXT_LENGTH,
     KEY_NAMES,
     KINDS,

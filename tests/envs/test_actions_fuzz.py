@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pixelrl.envs.actions import Action, ActionError, ActionParseError, parse_action
+from pixelrl.envs.gui_action import Action, ActionError, ActionParseError, parse_action
 
 SCREENS = st.sampled_from([None, (1280, 800), (320, 240)])
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,11 +8,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from pixelrl import envs  # registers the ids
-from pixelrl.envs.actions import Action, ActionError, ActionParseError
 from pixelrl.envs.desktop import FAMILIES, expert_action
 from pixelrl.envs.desktop.env import DesktopEnv
 from pixelrl.envs.desktop.registration import env_id
 from pixelrl.envs.gui import bbox_center
+from pixelrl.envs.gui_action import Action, ActionError, ActionParseError
 
 SMALL = (320, 240)
 DESKTOP_IDS = [env_id(f) for f in FAMILIES] + [env_id("mixed")]
@@ -35,8 +35,8 @@ def test_check_env(env_name):
 
 
 def test_spaces_follow_the_shared_gui_interface():
-    from pixelrl.envs.actions import action_space
     from pixelrl.envs.gui import observation_space
+    from pixelrl.envs.gui_action import action_space
 
     env = DesktopEnv("click-button", screen_size=(640, 400), a11y_text=True)
     assert env.observation_space == observation_space((640, 400), True)
@@ -110,7 +110,7 @@ def test_action_text_and_dict_forms_are_accepted():
         if form == "pyautogui":
             action = f"pyautogui.click(x={x}, y={y})"
         elif form == "uitars":
-            from pixelrl.envs.actions import to_relative1000
+            from pixelrl.envs.gui_action import to_relative1000
 
             rx, ry = to_relative1000(x, y, (640, 400))
             action = f"click(start_box='({rx},{ry})')"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pixelrl.envs.actions import Action
 from pixelrl.envs.desktop import FAMILIES
 from pixelrl.envs.desktop.env import DesktopEnv
 from pixelrl.envs.gui import bbox_center
+from pixelrl.envs.gui_action import Action
 
 SMALL = (320, 240)
 SEEDS = 50

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pixelrl.envs.actions import Action
 from pixelrl.envs.desktop import FAMILIES
 from pixelrl.envs.desktop.env import DesktopEnv
 from pixelrl.envs.desktop.render import fit_text, text_mask, text_width
 from pixelrl.envs.desktop.widgets import ScrollList
 from pixelrl.envs.gui import bbox_center
+from pixelrl.envs.gui_action import Action
 
 TEXT_ROLES = {
     "button",

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import pixelrl.envs  # noqa: F401  (registers the ids)
-from pixelrl.envs.actions import Action, ActionError, to_pyautogui, to_uitars
 from pixelrl.envs.gui import bbox_center
+from pixelrl.envs.gui_action import Action, ActionError, to_pyautogui, to_uitars
 from pixelrl.envs.web.browser import BrowserNotFound
 from pixelrl.envs.web.env import MiniWoBEnv, miniwob_key
 from pixelrl.envs.web.oracle import plan
@@ -80,7 +80,7 @@ def test_same_seed_same_episode_and_check_env():
 @needs_browser
 def test_every_key_the_space_holds_is_pressed_through_webdriver():
     # WebDriver takes one code point a key: a key name we cannot map must be out of the space
-    from pixelrl.envs.actions import KEY_NAMES
+    from pixelrl.envs.gui_action import KEY_NAMES
 
     env = MiniWoBEnv("click-button", max_steps=1000)
     try:
@@ -153,7 +153,7 @@ def test_pixel_mapping_at_scale_2():
 
 @needs_browser
 def test_text_actions_through_the_codec():
-    """Action text (pyautogui and UI-TARS syntax) parsed by pixelrl.envs.actions, executed in the page."""
+    """Action text (pyautogui and UI-TARS syntax) parsed by pixelrl.envs.gui_action, executed in the page."""
     env = MiniWoBEnv("login-user")
     try:
         obs, info = env.reset(seed=3)
@@ -268,7 +268,7 @@ def test_no_browser_left_behind(ending):
         f"""
         import json, os, signal, time
         from pixelrl.envs.web.env import MiniWoBEnv
-        from pixelrl.envs.actions import Action
+        from pixelrl.envs.gui_action import Action
         env = MiniWoBEnv("click-test")
         env.reset(seed=0)
         print(json.dumps([env.driver.service.process.pid]), flush=True)

@@ -7,9 +7,9 @@ import shutil
 import numpy as np
 import pytest
 
-from pixelrl.envs.actions import parse_action
 from pixelrl.envs.grounding import export_grounding, grounding_samples
 from pixelrl.envs.gui import a11y_element
+from pixelrl.envs.gui_action import parse_action
 
 
 def test_samples_skip_ambiguous_nameless_tiny_and_offscreen_elements():

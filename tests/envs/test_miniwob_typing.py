@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from pixelrl.envs.actions import Action, ActionError
 from pixelrl.envs.gui import bbox_center
+from pixelrl.envs.gui_action import Action, ActionError
 
 pytest.importorskip("miniwob", reason="needs the web extra: pip install 'pixelrl[web]'")
 pytestmark = pytest.mark.skipif(

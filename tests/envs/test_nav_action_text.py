@@ -147,7 +147,7 @@ def test_idle_turn_keeps_the_pose_and_spends_the_budget():
 def test_an_index_outside_the_action_space_is_an_error_not_an_idle_turn():
     """step(-1) was played as the idle turn: a policy's bad index spent the budget silently.
     The idle turn is asked for by name; every index outside Discrete(n) is an ActionError."""
-    from pixelrl.envs.actions import ActionError
+    from pixelrl.envs.gui_action import ActionError
     from pixelrl.envs.nav.vector_env import NavVectorEnv
 
     options = dict(sensors=["depth"], width=16, height=16, num_scenes=1)

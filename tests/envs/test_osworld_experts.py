@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from pixelrl.envs.actions import parse_action
+from pixelrl.envs.gui_action import parse_action
 from pixelrl.envs.x11.env import XDesktopEnv
 from pixelrl.envs.x11.osworld import OSWORLD_TASK_DIR
 from pixelrl.envs.x11.tasks import load_task, task_files

@@ -11,7 +11,7 @@ import pytest
 import recording_toy_env  # noqa: F401  (registers recording_toy/*)
 
 from pixelrl.cli import main
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 from pixelrl.envs.recording import DatasetError, EpisodeDataset, replay_dataset
 
 

@@ -21,7 +21,7 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     import gymnasium, recording_toy_env
-    from pixelrl.envs.actions import Action
+    from pixelrl.envs.gui_action import Action
     from pixelrl.envs.recording import RecordEpisodes
 
     env = RecordEpisodes(gymnasium.make("recording_toy/ToyGUI-v0"), sys.argv[1])

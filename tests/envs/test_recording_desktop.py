@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pixelrl.envs  # noqa: F401  (registers pixelrl/*)
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 from pixelrl.envs.recording import EpisodeDataset, RecordEpisodes, replay_dataset
 
 SCREEN = (320, 240)

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import recording_toy_env  # noqa: F401  (registers recording_toy/*)
 
-from pixelrl.envs.actions import Action, ActionError
+from pixelrl.envs.gui_action import Action, ActionError
 from pixelrl.envs.recording import (
     DatasetError,
     EpisodeDataset,

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 from pixelrl.envs.recording.human import (
     HumanRecorder,
     InputEvent,

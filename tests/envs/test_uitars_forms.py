@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pixelrl.envs  # noqa: F401  (registers the pixelrl/ ids)
-from pixelrl.envs.actions import (
+from pixelrl.envs.gui_action import (
     DEFAULT_MAX_TEXT_LENGTH,
     Action,
     ActionError,
@@ -22,13 +22,13 @@ from pixelrl.envs.actions import (
     to_pyautogui,
     to_uitars,
 )
-from pixelrl.envs.coordinates import (
+from pixelrl.envs.gui_action.codec import GUIActionCodec
+from pixelrl.envs.gui_action.coordinates import (
     SMART_RESIZE_PRESETS,
     coordinate_space,
     coordinates_for_model,
     smart_resize,
 )
-from pixelrl.envs.gui_codec import GUIActionCodec
 
 S = (1280, 800)
 

@@ -37,8 +37,8 @@ import re
 
 import pytest
 
-from pixelrl.envs.actions import Action, normalize_key, parse_action, to_uitars
-from pixelrl.envs.coordinates import coordinate_space
+from pixelrl.envs.gui_action import Action, normalize_key, parse_action, to_uitars
+from pixelrl.envs.gui_action.coordinates import coordinate_space
 
 official = pytest.importorskip(
     "ui_tars.action_parser",

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import pixelrl.envs  # noqa: F401  (registers the ids)
-from pixelrl.envs.actions import Action, ActionError
+from pixelrl.envs.gui_action import Action, ActionError
 from pixelrl.envs.x11.tasks import APPS_DIR, load_task, parse_task, task_files
 
 pytestmark = pytest.mark.skipif(

@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 from pixelrl.envs.processes import wait_groups_gone as wait_gone
 from pixelrl.envs.x11.display import DisplayError, XDisplay
 from pixelrl.envs.x11.env import XDesktopEnv

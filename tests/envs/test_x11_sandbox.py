@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 from pixelrl.envs.x11.display import XDisplay
 from pixelrl.envs.x11.env import XDesktopEnv
 from pixelrl.envs.x11.sandbox import (

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 from pixelrl.envs.x11.env import XDesktopEnv
 from pixelrl.envs.x11.osworld import survey
 from pixelrl.envs.x11.sandbox import Sandbox, SandboxError, SandboxLimits

@@ -8,7 +8,7 @@ import gymnasium
 import pytest
 
 import pixelrl.envs  # noqa: F401  (registers the ids)
-from pixelrl.envs.actions import parse_action
+from pixelrl.envs.gui_action import parse_action
 from pixelrl.envs.x11.tasks import (
     TaskError,
     check,

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 import pixelrl.envs  # noqa: F401  (registers the ids)
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 from pixelrl.envs.x11.env import XDesktopEnv
 from pixelrl.envs.x11.tasks import parse_task
 

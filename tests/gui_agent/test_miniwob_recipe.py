@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pixelrl.config import ConfigError
-from pixelrl.envs.actions import Action, ActionError
+from pixelrl.envs.gui_action import Action, ActionError
 from pixelrl.gui_agent import miniwob_task
 from pixelrl.gui_agent.pointer_env import PointerSpec, decode_action, encode_action, field_text
 from pixelrl.train import config_for

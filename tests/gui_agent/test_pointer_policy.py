@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 from pixelrl.gui_agent import ppo_task
 from pixelrl.gui_agent.pointer_env import (
     PointerEnv,

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pixelrl.config import Config
-from pixelrl.envs.actions import Action, ActionError
+from pixelrl.envs.gui_action import Action, ActionError
 from pixelrl.gui_agent.train_vlm import DEFAULTS, group_envs, play_group
 from pixelrl.rl.grpo import GRPOConfig
 
@@ -31,7 +31,7 @@ def local_ray():
 
 @pytest.fixture(scope="module")
 def policy():
-    from pixelrl.envs.gui_codec import GUIActionCodec
+    from pixelrl.envs.gui_action.codec import GUIActionCodec
     from pixelrl.vision.vlm import load_vlm
 
     torch.manual_seed(0)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from pixelrl.envs.actions import Action
+from pixelrl.envs.gui_action import Action
 from pixelrl.gui_agent.grounding import grounding_set
 from pixelrl.gui_agent.train_vlm import click_gaussian_reward
 from pixelrl.recipes import package_file
@@ -20,7 +20,7 @@ CONFIGS = package_file("gui_agent/configs")
 
 @pytest.fixture(scope="module")
 def policy():
-    from pixelrl.envs.gui_codec import GUIActionCodec
+    from pixelrl.envs.gui_action.codec import GUIActionCodec
     from pixelrl.vision.vlm import load_vlm
 
     torch.manual_seed(0)
@@ -62,8 +62,8 @@ def _completion(policy, text: str):
 def test_one_grounding_grpo_step_prefers_the_rewarded_click(policy, items):
     """A group with a click inside the box, one outside and an unparsable answer: one GRPO step
     runs without error and raises the log-probability of the rewarded completion."""
-    from pixelrl.envs.actions import to_uitars
-    from pixelrl.envs.gui_codec import GUIActionCodec
+    from pixelrl.envs.gui_action import to_uitars
+    from pixelrl.envs.gui_action.codec import GUIActionCodec
     from pixelrl.rl.grpo import GRPOConfig, group_advantages, grpo_update
     from pixelrl.vision.vlm import load_vlm
 
@@ -215,8 +215,8 @@ def test_desktop_tokenizer_and_dense_grounding_examples():
     """``tokenizer.screens`` trains a tiny model's tokenizer on the desktop's own words, so a
     label is one token; ``data.grounding_screens`` gives several SFT examples per screen, each
     pointing inside the box of the element its instruction names."""
-    from pixelrl.envs.actions import parse_action
     from pixelrl.envs.grounding import grounding_samples
+    from pixelrl.envs.gui_action import parse_action
     from pixelrl.gui_agent.train_vlm import (
         config_for,
         grounding_examples,
@@ -326,7 +326,7 @@ def test_train_takes_a_vlm_recipe_yaml_file(capsys, tmp_path):
 
 def test_the_recipe_coordinates_reach_the_policy_codec():
     from pixelrl.config import ConfigError
-    from pixelrl.envs.coordinates import coordinate_space
+    from pixelrl.envs.gui_action.coordinates import coordinate_space
     from pixelrl.gui_agent.train_vlm import config_for, load_policy
     from pixelrl.recipes import get_recipe
 
@@ -340,8 +340,8 @@ def test_the_recipe_coordinates_reach_the_policy_codec():
 
 
 def test_a_released_model_name_sets_its_coordinate_space(policy):
-    from pixelrl.envs.coordinates import coordinate_space
-    from pixelrl.envs.gui_codec import GUIActionCodec
+    from pixelrl.envs.gui_action.codec import GUIActionCodec
+    from pixelrl.envs.gui_action.coordinates import coordinate_space
     from pixelrl.vision.vlm import VLMPolicy
 
     codec = GUIActionCodec.for_model("ByteDance-Seed/UI-TARS-1.5-7B")

@@ -48,7 +48,7 @@ class Waiting:
         pass
 
     def act(self, screenshot, instruction):
-        from pixelrl.envs.actions import Action
+        from pixelrl.envs.gui_action import Action
 
         return Action.wait()
 

@@ -132,7 +132,7 @@ def test_gigpo_keeps_different_seeds_apart():
 def test_one_grpo_update_on_a_tiny_vlm_prefers_the_rewarded_answer():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     pytest.importorskip("transformers")
-    from pixelrl.envs.gui_codec import GUIActionCodec
+    from pixelrl.envs.gui_action.codec import GUIActionCodec
     from pixelrl.vision.rewards import gui_g2_reward
     from pixelrl.vision.vlm import load_vlm
 
@@ -156,7 +156,7 @@ def test_one_grpo_update_on_a_tiny_vlm_prefers_the_rewarded_answer():
 def test_grpo_with_lora_adapters_and_a_kl_reference():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     pytest.importorskip("peft")
-    from pixelrl.envs.gui_codec import GUIActionCodec
+    from pixelrl.envs.gui_action.codec import GUIActionCodec
     from pixelrl.vision.vlm import load_vlm
 
     policy = load_vlm("tiny-llava", GUIActionCodec(), seed=1)

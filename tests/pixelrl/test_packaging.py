@@ -156,7 +156,7 @@ def test_the_wheel_installs_one_top_level_package_with_its_files(built):
             assert z.read(toplevel[0]).decode().split() == ["pixelrl"]
     for required in (
         "pixelrl/cli.py",
-        "pixelrl/envs/actions.py",
+        "pixelrl/envs/gui_action/action.py",
         "pixelrl/envs/nav/env.py",
         "pixelrl/vision/vlm.py",
         "pixelrl/gui_agent/configs/ppo.yaml",

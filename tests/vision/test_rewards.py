@@ -102,7 +102,7 @@ def test_parse_points_and_boxes():
 
 
 def test_action_kind_match_and_token_f1():
-    from pixelrl.envs.actions import Action
+    from pixelrl.envs.gui_action import Action
 
     pred = [Action.click(1, 1), Action.double_click(1, 1), None, "type"]
     assert R.action_kind_match(pred, ["click", "click", "click", "type"]).tolist() == [1, 0, 0, 1]

@@ -10,8 +10,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from pixelrl.envs.actions import Action  # noqa: E402
-from pixelrl.envs.gui_codec import GUIActionCodec  # noqa: E402
+from pixelrl.envs.gui_action import Action  # noqa: E402
+from pixelrl.envs.gui_action.codec import GUIActionCodec  # noqa: E402
 from pixelrl.vision.rewards import format_reward  # noqa: E402
 from pixelrl.vision.tiny_vlm import FAMILIES, train_bpe_tokenizer  # noqa: E402
 from pixelrl.vision.vlm import VLMPolicy, load_vlm  # noqa: E402

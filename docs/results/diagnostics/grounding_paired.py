@@ -16,7 +16,7 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from pixelrl.envs.gui_codec import GUIActionCodec
+from pixelrl.envs.gui_action.codec import GUIActionCodec
 from pixelrl.gui_agent.agents import VLMAgent
 from pixelrl.gui_agent.grounding import grounding_set
 from pixelrl.vision.rewards import point_in_box

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pixelrl.envs.actions import Action
 from pixelrl.envs.desktop.tasks.base import Plan, Task
 from pixelrl.envs.desktop.tasks.controls import (
     CheckBoxes,
@@ -27,6 +26,7 @@ from pixelrl.envs.desktop.tasks.navigation import (
     ScrollAndClick,
     SwitchTabAndClick,
 )
+from pixelrl.envs.gui_action import Action
 
 FAMILIES: dict[str, type[Task]] = {
     cls.family: cls

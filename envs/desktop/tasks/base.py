@@ -25,12 +25,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pixelrl.envs.actions import Action
 from pixelrl.envs.desktop.render import Rect
 from pixelrl.envs.desktop.screen import Desktop
 from pixelrl.envs.desktop.theme import Theme
 from pixelrl.envs.desktop.widgets import Button, Icon, Widget, Window
 from pixelrl.envs.gui import bbox_center
+from pixelrl.envs.gui_action import Action
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pixelrl.envs.actions import Action
 from pixelrl.envs.desktop.tasks import words
 from pixelrl.envs.desktop.tasks.base import Plan, Task, click, edit_plan, find, need, right_align
 from pixelrl.envs.desktop.widgets import (
@@ -18,6 +17,7 @@ from pixelrl.envs.desktop.widgets import (
     TextField,
     Widget,
 )
+from pixelrl.envs.gui_action import Action
 
 
 def _distractor_window(task: Task, exclude: set[str]) -> None:

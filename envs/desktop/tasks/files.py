@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pixelrl.envs.actions import Action
 from pixelrl.envs.desktop.tasks import words
 from pixelrl.envs.desktop.tasks.base import (
     Plan,
@@ -18,6 +17,7 @@ from pixelrl.envs.desktop.tasks.base import (
 )
 from pixelrl.envs.desktop.widgets import Button, Icon, Label, Widget
 from pixelrl.envs.gui import bbox_center
+from pixelrl.envs.gui_action import Action
 
 ICON_COLORS = (
     (230, 180, 60),

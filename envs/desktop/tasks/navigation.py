@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pixelrl.envs.actions import Action
 from pixelrl.envs.desktop.render import text_width
 from pixelrl.envs.desktop.tasks import words
 from pixelrl.envs.desktop.tasks.base import Plan, Task, click, find, need, right_align
@@ -20,6 +19,7 @@ from pixelrl.envs.desktop.widgets import (
     Window,
 )
 from pixelrl.envs.gui import bbox_center
+from pixelrl.envs.gui_action import Action
 
 
 class MenuItem(Task):

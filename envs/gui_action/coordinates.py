@@ -1,6 +1,6 @@
 """Coordinate spaces: how the numbers in GUI action text map to screen pixels.
 
-A model writes a point in its own space; an :class:`~pixelrl.envs.actions.Action` holds screen
+A model writes a point in its own space; an :class:`~pixelrl.envs.gui_action.Action` holds screen
 pixels. The spaces, by name:
 
 - ``pixels``: screen pixels (pyautogui, OSWorld);
@@ -13,7 +13,7 @@ pixels. The spaces, by name:
 
 A point maps to the screen pixel whose area holds it, the official ``ui-tars`` parser's
 ``fraction × screen size``. A number outside the space (beyond 1000, 1.0 or the resized
-image) is off-screen and raises :class:`~pixelrl.envs.actions.ActionError`; the far edge itself
+image) is off-screen and raises :class:`~pixelrl.envs.gui_action.ActionError`; the far edge itself
 (1000, 1.0, the image width) is the last pixel.
 """
 
@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from pixelrl.envs.gui_action.action import _as_pixel
+from pixelrl.envs.gui_action.errors import ActionError, ActionParseError
 
 # Qwen's image processors resize to multiples of 28 (14 px patches, 2×2 merged) within an area.
 QWEN_FACTOR = 28
@@ -128,7 +131,6 @@ class CoordinateSpace:
 
     def to_pixels(self, x: float, y: float, screen_size: tuple[int, int]) -> tuple[int, int]:
         """The screen pixel holding point (x, y) of this space; ValueError when off-screen."""
-        from pixelrl.envs.actions import ActionError
 
         if self.kind == "pixels":
             return int(round(x)), int(round(y))
@@ -194,3 +196,52 @@ def coordinates_for_model(name: str) -> str | None:
 
 def _num(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:.4g}"
+
+
+# -- single points -------------------------------------------------------------------------
+def to_relative1000(x: float, y: float, screen_size: tuple[int, int]) -> tuple[int, int]:
+    """Pixels -> UI-TARS v1 relative coordinates in 0..1000.
+
+    Pixel x covers [x·1000/W, (x+1)·1000/W) in relative units; we take the first whole unit in
+    it, so pixels -> 0-1000 -> pixels is exact on screens up to 1000 px and within
+    ceil(W/1000) - 1 pixels beyond.
+    """
+    return coordinate_space("relative1000").from_pixels(x, y, screen_size)
+
+
+def from_relative1000(rx: float, ry: float, screen_size: tuple[int, int]) -> tuple[int, int]:
+    """UI-TARS v1 0..1000 coordinates -> the pixel whose area holds that point; 1000 is the
+    last pixel, beyond 0..1000 is off-screen (ActionError)."""
+    return coordinate_space("relative1000").to_pixels(rx, ry, screen_size)
+
+
+def to_unit(x: float, y: float, screen_size: tuple[int, int]) -> tuple[float, float]:
+    """Pixels -> 0..1 floats (the pixel's centre)."""
+    return coordinate_space("unit").from_pixels(x, y, screen_size)
+
+
+def from_unit(ux: float, uy: float, screen_size: tuple[int, int]) -> tuple[int, int]:
+    """0..1 floats -> the pixel whose area holds that point; beyond 0..1 is off-screen."""
+    return coordinate_space("unit").to_pixels(ux, uy, screen_size)
+
+
+def _to_pixels(
+    x: float, y: float, space: CoordinateSpace, screen_size: tuple[int, int] | None
+) -> tuple[float, float]:
+    for name, value in (("x", x), ("y", y)):
+        _as_pixel(value, name)  # finite and in range before any arithmetic (ActionError)
+    if space.kind == "pixels":
+        return x, y
+    if screen_size is None:
+        raise ActionParseError(f"{space.name} coordinates need the screen size to map to pixels")
+    return space.to_pixels(x, y, screen_size)
+
+
+def _from_pixels(
+    x: int, y: int, space: CoordinateSpace, screen_size: tuple[int, int] | None
+) -> tuple[float, float]:
+    if space.kind == "pixels":
+        return x, y
+    if screen_size is None:
+        raise ValueError(f"{space.name} coordinates need the screen size")
+    return space.from_pixels(x, y, screen_size)

@@ -4,17 +4,25 @@ A codec (the interface is :class:`pixelrl.vision.action_codec.ActionCodec`) is w
 :class:`~pixelrl.vision.vlm.VLMPolicy` knows of its domain: how an answer is read (a whitelist
 parser that never raises and never executes), how an action is written (history lines, SFT
 targets), what an unparsable answer does, the prompt's answer hint, and the texts a tiny model's
-tokenizer is trained on. This one reads and writes :class:`~pixelrl.envs.actions.Action` values
+tokenizer is trained on. This one reads and writes :class:`~pixelrl.envs.gui_action.Action` values
 as UI-TARS calls (``click(start_box='(x,y)')``) or pyautogui calls, in a coordinate space of
-:mod:`pixelrl.envs.coordinates`.
+:mod:`pixelrl.envs.gui_action.coordinates`.
 """
 
 from __future__ import annotations
 
 import random
 
-from pixelrl.envs.actions import Action, ActionError, parse_action, to_pyautogui, to_uitars
-from pixelrl.envs.coordinates import CoordinateSpace, coordinate_space, coordinates_for_model
+from pixelrl.envs.gui_action.action import Action
+from pixelrl.envs.gui_action.coordinates import (
+    CoordinateSpace,
+    coordinate_space,
+    coordinates_for_model,
+)
+from pixelrl.envs.gui_action.errors import ActionError
+from pixelrl.envs.gui_action.parse import parse_action
+from pixelrl.envs.gui_action.pyautogui import to_pyautogui
+from pixelrl.envs.gui_action.uitars import to_uitars
 
 # Words of desktop instructions and labels, for a tiny tokenizer's corpus.
 INSTRUCTION_WORDS = (
@@ -28,7 +36,7 @@ INSTRUCTION_WORDS = (
 def safe_parse(
     text: object, screen_size: tuple[int, int] | None = None, coordinates=None
 ) -> tuple[Action | None, str | None]:
-    """``(action, None)`` when ``text`` parses with :func:`pixelrl.envs.actions.parse_action`,
+    """``(action, None)`` when ``text`` parses with :func:`pixelrl.envs.gui_action.parse_action`,
     else ``(None, reason)``. Never raises: model output is untrusted."""
     try:
         return parse_action(text, screen_size, coordinates), None  # type: ignore[arg-type]
@@ -42,8 +50,8 @@ class GUIActionCodec:
     """GUI actions as UI-TARS calls (``click(start_box='(x,y)')``) or pyautogui calls.
 
     ``coordinates``: how numbers in the text are read and written (``None``: pyautogui in
-    pixels, UI-TARS in 0-1000, the defaults of :func:`pixelrl.envs.actions.parse_action`; or a
-    space of :mod:`pixelrl.envs.coordinates`: ``"pixels"``, ``"relative1000"``, ``"unit"``,
+    pixels, UI-TARS in 0-1000, the defaults of :func:`pixelrl.envs.gui_action.parse_action`; or a
+    space of :mod:`pixelrl.envs.gui_action.coordinates`: ``"pixels"``, ``"relative1000"``, ``"unit"``,
     ``"smart_resize:ui-tars-1.5"``, ``"smart_resize:qwen2.5-vl"``, ...)."""
 
     # The GUI policies' prompt line (unchanged since the first GUI recipes: models trained with
