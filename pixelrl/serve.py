@@ -43,7 +43,7 @@ import ipaddress
 import socket
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import gymnasium
 import numpy as np
@@ -277,6 +277,7 @@ def env_kind(env: gymnasium.Env) -> str:
 def action_model(kind: str, num_actions: int = 4) -> type:
     from openenv.core.env_server.types import Action
     from pydantic import Field, StrictInt, StrictStr, model_validator
+    from pydantic_core import PydanticCustomError
 
     from pixelrl.envs.actions import KINDS
 
@@ -285,8 +286,8 @@ def action_model(kind: str, num_actions: int = 4) -> type:
         class NavAction(Action):
             """An index (0 stop, 1 move_forward, 2 turn_left, 3 turn_right) or its name."""
 
-            action: StrictInt | StrictStr = Field(
-                description=f"0..{num_actions - 1} or the action's name", max_length=64
+            action: StrictInt | Annotated[StrictStr, Field(max_length=64)] = Field(
+                description=f"0..{num_actions - 1} or the action's name"
             )
 
         return NavAction
@@ -313,7 +314,11 @@ def action_model(kind: str, num_actions: int = 4) -> type:
         @model_validator(mode="after")
         def _one_form(self):
             if (self.action_text is None) == (self.kind is None):
-                raise ValueError("give either action_text or kind (with its fields), not both")
+                # not ValueError: OpenEnv 0.3 puts the exception object in its error reply, cannot
+                # encode it, and ends the session; a custom error carries only text
+                raise PydanticCustomError(
+                    "one_form", "give either action_text or kind (with its fields), not both"
+                )
             return self
 
     return GuiAction
