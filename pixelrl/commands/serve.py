@@ -41,8 +41,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--env-kwargs", type=json_object, default=None, metavar="JSON",
                    help='env options, e.g. \'{"screen_size": [640, 400]}\'')  # fmt: skip
     p.add_argument("--images", choices=("png", "lists"), default="png",
-                   help="uint8 images as base64 PNG (lossless, small) or nested lists (what "
-                   "OpenEnv's BrowserGym clients read)")  # fmt: skip
+                   help="images as base64 (uint8 as PNG, depth as float32 bytes; exact, small) or "
+                   "nested lists (what OpenEnv's BrowserGym clients read)")  # fmt: skip
     p.add_argument("--max-sessions", type=positive_int, default=16,
                    help="WebSocket sessions (each its own env) at once")  # fmt: skip
     p.add_argument("--log-level", choices=("warning", "info", "debug"), default="warning",

@@ -24,7 +24,7 @@ import gymnasium  # noqa: E402
 
 import pixelrl.envs  # noqa: E402,F401
 from pixelrl.envs.actions import to_pyautogui  # noqa: E402
-from pixelrl.serve import decode_png, is_loopback  # noqa: E402
+from pixelrl.serve import decode_image, is_loopback  # noqa: E402
 
 CLICK = "pixelrl/Desktop-ClickButton-v0"
 NAV = "pixelrl/PointNav-v0"
@@ -118,7 +118,7 @@ def test_openenv_client_plays_a_desktop_episode_exactly_as_in_process(desktop):
     with client(desktop) as c:
         r = c.reset(seed=5)
         assert r.done is False and r.reward is None
-        shot = decode_png(r.observation["screenshot"])
+        shot = decode_image(r.observation["screenshot"])
         assert shot.shape == (240, 320, 3)
         assert np.array_equal(shot, local["screenshot"])  # lossless: the env's exact pixels
         assert r.observation["instruction"] == local["instruction"]
@@ -130,7 +130,7 @@ def test_openenv_client_plays_a_desktop_episode_exactly_as_in_process(desktop):
         assert r.done is True and r.reward == local_reward == 1.0
         assert r.observation["terminated"] is True and r.observation["truncated"] is False
         assert r.observation["info"] == {"success": True}
-        assert np.array_equal(decode_png(r.observation["screenshot"]), local_obs["screenshot"])
+        assert np.array_equal(decode_image(r.observation["screenshot"]), local_obs["screenshot"])
         state = c.state()
         assert state["step_count"] == 1 and state["done"] is True and state["seed"] == 5
 
@@ -296,6 +296,27 @@ def test_sessions_past_max_sessions_are_refused_until_one_leaves(nav):
             time.sleep(0.2)
     for c in [*first[1:], late]:
         c.close()
+
+
+def test_png_mode_sends_nav_frames_exactly_in_a_fraction_of_the_bytes():
+    from pixelrl.serve import GymEnvironment, make_spec
+
+    local = gymnasium.make(NAV, width=32, height=32)
+    expected, _ = local.reset(seed=3)
+    sizes = {}
+    for images in ("png", "lists"):
+        spec = make_spec(NAV, {"width": 32, "height": 32}, images=images)
+        env = GymEnvironment(spec)
+        obs = env.reset(seed=3)
+        for key in ("rgb", "depth"):
+            got = decode_image(getattr(obs, key))
+            if images == "lists":  # nested lists carry no dtype
+                got = got.astype(expected[key].dtype)
+            assert got.dtype == expected[key].dtype and np.array_equal(got, expected[key])
+        sizes[images] = len(json.dumps(obs.model_dump()))
+        env.close()
+    local.close()
+    assert sizes["png"] * 3 < sizes["lists"]
 
 
 # -- listening -----------------------------------------------------------------------------------
