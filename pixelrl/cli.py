@@ -19,7 +19,19 @@ import sys
 from collections.abc import Sequence
 
 # Order here is the order in `pixelrl --help`.
-COMMANDS = ["envs", "train", "read", "bench", "record", "replay", "view", "demo", "eval", "tasks"]
+COMMANDS = [
+    "envs",
+    "train",
+    "read",
+    "serve",
+    "bench",
+    "record",
+    "replay",
+    "view",
+    "demo",
+    "eval",
+    "tasks",
+]
 
 # The library's error types for bad input (by qualified name, so nothing is imported for them):
 # raised from a command, each is a user mistake, reported in one line.

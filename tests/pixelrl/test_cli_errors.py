@@ -205,6 +205,27 @@ CASES = [
     ("read-min-score-text", ["read", "{data}/wide.png", "--min-score", "high"], "'high'"),
     ("view-read-missing-episode",
      ["view", "{data}/demos", "--read", "--episode", "7", "--out", "v.gif"], "episode 7"),
+    # OpenEnv servers (issue 39); a port in use: tests/pixelrl/test_serve.py
+    ("serve-unknown-env", ["serve", "pixelrl/Desktop-ClickButon-v0"],
+     "argument ENV_ID: unknown env id 'pixelrl/Desktop-ClickButon-v0'; did you mean "
+     "pixelrl/Desktop-ClickButton-v0"),
+    ("serve-unprefixed-env", ["serve", "PointNav-v0"], "did you mean pixelrl/PointNav-v0"),
+    ("serve-port-too-big", ["serve", CLICK, "--port", "70000"],
+     "--port: must be in 0..65535 (0: a free port), got 70000"),
+    ("serve-port-negative", ["serve", CLICK, "--port", "-1"], "got -1"),
+    ("serve-port-text", ["serve", CLICK, "--port", "http"], "--port: expected an integer, got 'http'"),
+    ("serve-public-host", ["serve", CLICK, "--host", "0.0.0.0"],
+     "--host 0.0.0.0 is not a loopback address"),
+    ("serve-public-host-v6", ["serve", CLICK, "--host", "::"], "add --allow-remote if you mean it"),
+    ("serve-unknown-host", ["serve", CLICK, "--host", "no-such-host.invalid", "--allow-remote"],
+     "cannot listen on no-such-host.invalid:8000"),
+    ("serve-max-sessions-zero", ["serve", CLICK, "--max-sessions", "0"],
+     "--max-sessions: must be > 0, got 0"),
+    ("serve-images-jpeg", ["serve", CLICK, "--images", "jpeg"],
+     "--images: invalid choice: 'jpeg'"),
+    ("serve-misspelled-kwarg", ["serve", CLICK, "--env-kwargs", '{"screen_sise": [640, 400]}'],
+     "'screen_sise'"),
+    ("serve-kwargs-not-json", ["serve", CLICK, "--env-kwargs", "{size: 1"], "{size: 1"),
 ]  # fmt: skip
 
 
