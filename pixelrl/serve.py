@@ -24,7 +24,7 @@ rest:
   privileged facts (accessibility tree, target boxes, the task's answer) never leave the server.
 - **Actions.** GUI envs: ``{"action_text": "pyautogui.click(x=10, y=20)"}`` (pyautogui or UI-TARS
   text, parsed by the env's whitelist, never executed) or the fields of
-  :class:`pixelrl.envs.actions.Action` (``{"kind": "click", "x": 10, "y": 20}``). Navigation envs:
+  :class:`pixelrl.envs.gui_action.Action` (``{"kind": "click", "x": 10, "y": 20}``). Navigation envs:
   ``{"action": 0..3}`` (stop, move_forward, turn_left, turn_right) or the action's name.
 - **Bad requests** (an unknown field or action, an action the env refuses, a step before reset or
   after the episode ended, a bad seed) raise :class:`ServeError`: an error message on the
@@ -126,7 +126,7 @@ class GymEnvironment(_environment_base()):
         return self._observation(obs, info, None, False, False)
 
     def step(self, action, timeout_s: float | None = None, **kwargs: Any):
-        from pixelrl.envs.actions import ActionError
+        from pixelrl.envs.gui_action import ActionError
 
         if not self._started:
             raise ServeError(
@@ -196,7 +196,7 @@ def _native_action(action, kind: str):
         return action.action
     if action.action_text is not None:
         return action.action_text  # parsed by the env's whitelist (ast), never executed
-    from pixelrl.envs.actions import Action, ActionError
+    from pixelrl.envs.gui_action import Action, ActionError
 
     try:
         return Action(
@@ -292,7 +292,7 @@ def action_model(kind: str, num_actions: int = 4) -> type:
     from pydantic import Field, StrictInt, StrictStr, model_validator
     from pydantic_core import PydanticCustomError
 
-    from pixelrl.envs.actions import KINDS
+    from pixelrl.envs.gui_action import KINDS
 
     if kind == "nav":
 

@@ -23,7 +23,7 @@ pytest.importorskip("openenv.core")
 import gymnasium  # noqa: E402
 
 import pixelrl.envs  # noqa: E402,F401
-from pixelrl.envs.actions import to_pyautogui  # noqa: E402
+from pixelrl.envs.gui_action import to_pyautogui  # noqa: E402
 from pixelrl.serve import decode_image, is_loopback  # noqa: E402
 
 CLICK = "pixelrl/Desktop-ClickButton-v0"
