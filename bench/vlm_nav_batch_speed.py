@@ -14,6 +14,8 @@ distance, path length, collisions, steps) are identical both ways.
 Without ``--agent`` the agent is a tiny Qwen2-VL with random weights (``tiny-qwen2_vl``): its
 answers rarely parse, so nearly every turn is an idle step and every episode runs to the step
 limit (``--max-steps``) -- the most turns, and so the most ``generate`` calls, an episode can take.
+``--threads`` sets torch's threads (on a loaded 2-core machine 1 thread was far faster for the
+tiny model than torch's default of 2: docs/results/README.md).
 """
 
 from __future__ import annotations
@@ -50,7 +52,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--max-steps", type=int, default=24, help="the tiny agent's step limit")
     parser.add_argument("--size", type=int, default=64, help="the tiny agent's frames, px a side")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: torch's own, as pixelrl bench nav runs)")  # fmt: skip
     args = parser.parse_args()
+
+    import torch
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
 
     from pixelrl.embodied.benchmark import Benchmark, agent_env_options, build_agent
     from pixelrl.envs.nav.sim import generate_dataset
@@ -73,21 +82,25 @@ def main() -> None:
     rows: dict[int, list] = {b: [] for b in sizes}
     load_before = os.getloadavg()
     for r, bench in enumerate(benches):
+        spent = {}
         for b in sizes if r % 2 == 0 else sizes[::-1]:
             t, c = time.perf_counter(), time.process_time()
             bench.evaluate(agent, batch_size=b, progress=False)
-            wall[b] += time.perf_counter() - t
+            spent[b] = time.perf_counter() - t
+            wall[b] += spent[b]
             cpu[b] += time.process_time() - c
             rows[b] += [tuple(row[m] for m in ROW) for row in bench.rows]
-            print(f"round {r + 1}/{args.rounds}, batch {b}: {len(bench.rows)} episodes, "
-                  f"{wall[b]:.1f} s so far", flush=True)  # fmt: skip
         bench.close()
+        print(f"round {r + 1}/{args.rounds}: {len(bench.rows)} episodes, batch 1 {spent[1]:.1f} s, "
+              f"batch {args.batch} {spent[args.batch]:.1f} s ({spent[1] / spent[args.batch]:.2f}x), "
+              f"load average {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
     load_after = os.getloadavg()
     n = len(rows[1])
     same = sum(x == y for x, y in zip(rows[1], rows[args.batch]))
     steps = sum(row[-1] for row in rows[1])
     print(f"\nagent: {args.agent or f'tiny-qwen2_vl, random weights ({args.size} px rgb)'}; "
           f"{n} episodes ({steps:.0f} steps) per batch size, {args.rounds} rounds alternating; "
+          f"torch threads {torch.get_num_threads()}; "
           f"{os.cpu_count()} cores, load average {load_before[0]:.2f} before, "
           f"{load_after[0]:.2f} after")  # fmt: skip
     print("| batch | episodes | wall s | episodes/s | CPU s |")
