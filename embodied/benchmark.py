@@ -11,7 +11,10 @@
 ``evaluate`` runs the dataset's episodes in order (episode ``k`` by ``reset(options=
 {"episode_index": k})``); for each, as habitat's: the env's reset, ``agent.reset()``, then
 ``agent.act(obs)`` until the episode ends (stop or the step limit). An action is an index, a name
-(``"turn_left"``) or ``{"action": index or name}``. Measures are the env's, habitat's definitions: Success, SPL,
+(``"turn_left"``) or ``{"action": index or name}``. An agent that can act for several episodes at
+once (a VLM agent: ``copies`` and ``act_batch``) plays ``batch_size`` of them together (default
+:data:`DEFAULT_BATCH`), each in its own env, one batched ``generate`` per turn; the rows stay in
+the dataset's order and greedy answers give the same numbers as one at a time. Measures are the env's, habitat's definitions: Success, SPL,
 SoftSPL, DistanceToGoal (plus path length, collisions, steps). Confidence intervals are
 Student-t intervals of the mean over episodes, cut to the range a measure can take (Success and
 SPL lie in [0, 1]). An episode that cannot be measured (its start cannot reach its goal in the
@@ -49,6 +52,9 @@ EPISODE_SOURCE_OPTIONS = (
     "instruction_rules",
     "shuffle",
 )
+# Episodes a batching agent plays together by default (Benchmark.evaluate, pixelrl bench nav
+# --batch): a VLM agent answers them in one generate per turn.
+DEFAULT_BATCH = 8
 TASK_ENV_IDS = {
     "pointnav": "pixelrl/PointNav-v0",
     "objectnav": "pixelrl/ObjectNav-v0",
@@ -135,6 +141,8 @@ class Benchmark:
         options = {k: v for k, v in env_options.items() if k not in EPISODE_SOURCE_OPTIONS}
         self.env = gym.make(env_id, dataset_path=str(dataset), **options)
         self.env_id = env_id
+        self._env_options = options
+        self._more_envs: list[Any] = []  # for batched play (evaluate's batch_size)
         self.rows: list[dict[str, Any]] = []
         self.summary: dict[str, tuple[float, float]] = {}
         self.csv_path: Path | None = None
@@ -150,59 +158,59 @@ class Benchmark:
         num_path_plots: int = 6,
         seed: int = 0,
         progress: bool = True,
+        batch_size: int = DEFAULT_BATCH,
     ) -> dict[str, float]:
-        """Mean of every measure over the first ``num_episodes`` episodes (all by default)."""
+        """Mean of every measure over the first ``num_episodes`` episodes (all by default).
+
+        ``batch_size``: an agent that can act for several episodes at once (a VLM agent: it has
+        ``copies`` and ``act_batch``) plays up to that many episodes together, each in its own
+        env, with one batched ``generate`` per turn; a finished episode's env starts the next
+        episode at once. 1 plays one episode at a time. Other agents always play one at a time.
+        The rows come in the dataset's order either way, and greedy answers give the same
+        per-episode numbers at any batch size."""
         from tqdm import tqdm
 
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         n = (
             self.num_dataset_episodes
             if num_episodes is None
             else min(num_episodes, self.num_dataset_episodes)
         )
-        self.rows, maps = [], []
-        disagreements: list[tuple[str, float, float]] = []
-        from pixelrl.envs.nav.tasks import ACTION_NAMES, IDLE, IDLE_INDEX, action_index
+        disagreements: list[tuple[int, tuple[str, float, float]]] = []
+        rows: dict[int, dict[str, Any]] = {}
+        maps: dict[int, np.ndarray] = {}
 
-        names = getattr(self.env.unwrapped, "action_names", None)
-        for k in tqdm(range(n), desc="episodes", unit="ep", disable=not progress):
-            obs, info = self.env.reset(seed=seed if k == 0 else None, options={"episode_index": k})
-            agent.reset()  # after the env's reset, as habitat.Benchmark
-            state = self.env.unwrapped.state
-            if self._checked_start(state, disagreements):
-                info = {**info, "distance_to_goal": state.measured}
-            reason = _unmeasurable(float(state.start_distance), info.get("distance_to_goal"))
-            while reason is None:  # an episode that cannot be measured is not played
-                # habitat's forms: an index, a name, {"action": index or name}
-                action = agent.act(obs)
-                index = action_index(action, names or ACTION_NAMES, idle=True)
-                action = IDLE if index == IDLE_INDEX else index  # "idle": a text policy's turn
-                obs, _, terminated, truncated, info = self.env.step(action)
-                if terminated or truncated:
-                    break
-            row = {
-                "episode": k,
-                "episode_id": info.get("episode_id"),
-                "scene_id": info.get("scene_id"),
-            }
-            row["start_geodesic"] = float(state.start_distance)
-            row.update({m: float(info[m]) for m in MEASURES + EXTRA if m in info})
-            if "softspl" in row:
-                row["soft_spl"] = row["softspl"]  # habitat's name, in the CSV beside ours
-            if reason is None:
-                bad = [m for m in MEASURES + EXTRA if m in row and not np.isfinite(row[m])]
-                reason = f"{', '.join(bad)} not finite at the end" if bad else None
-            # kept in the CSV with its reason, left out of the means, named under the table
-            row["valid"], row["reason"] = reason is None, reason or ""
-            self.rows.append(row)
-            if len(maps) < num_path_plots:
-                maps.append((row, self.env.unwrapped.topdown(scale=3)))
-        self.geodesic_disagreements = disagreements
-        if disagreements:
+        def finish(env: Any, k: int, state: Any, info: dict, reason: str | None) -> None:
+            rows[k] = self._row(k, state, info, reason)
+            if k < num_path_plots:
+                maps[k] = env.unwrapped.topdown(scale=3)
+            bar.update(1)
+
+        with tqdm(total=n, desc="episodes", unit="ep", disable=not progress) as bar:
+            batched = batch_size > 1 and n > 1 and _batches(agent)
+            if batched:
+                self._play_batched(agent, n, min(batch_size, n), seed, disagreements, finish)
+            else:
+                for k in range(n):
+                    obs, info, state, reason = self._start(self.env, k, seed if k == 0 else None,
+                                                           disagreements)  # fmt: skip
+                    agent.reset()  # after the env's reset, as habitat.Benchmark
+                    while reason is None:  # an episode that cannot be measured is not played
+                        # habitat's forms: an index, a name, {"action": index or name}
+                        obs, info, done = self._step(self.env, agent.act(obs))
+                        if done:
+                            break
+                    finish(self.env, k, state, info, reason)
+        self.rows = [rows[k] for k in range(n)]
+        self.geodesic_disagreements = [d for _, d in sorted(disagreements, key=lambda x: x[0])]
+        if self.geodesic_disagreements:
             import sys
 
-            eid, stored, ours = disagreements[0]
+            eid, stored, ours = self.geodesic_disagreements[0]
             print(
-                f"warning: {self.dataset.name}: info.geodesic_distance of {len(disagreements)} of "
+                f"warning: {self.dataset.name}: info.geodesic_distance of "
+                f"{len(self.geodesic_disagreements)} of "
                 f"{n} episodes disagrees with the recomputed geodesic by more than "
                 f"max({GEODESIC_TOLERANCE[0]} m, {GEODESIC_TOLERANCE[1]:.0%}) (episode {eid}: "
                 f"{stored:g} m in the file, {ours:.3f} m recomputed); their SPL and SoftSPL use "
@@ -217,8 +225,102 @@ class Benchmark:
             out = Path(output_dir)
             out.mkdir(parents=True, exist_ok=True)
             self.csv_path = self.write_csv(out / "episodes.csv")
-            self.png_path = self.plot_paths(maps, out / "paths.png") if maps else None
+            plots = [(rows[k], maps[k]) for k in sorted(maps)]
+            self.png_path = self.plot_paths(plots, out / "paths.png") if plots else None
         return {m: mean for m, (mean, _) in self.summary.items()}
+
+    def _play_batched(
+        self, agent: Any, n: int, size: int, seed: int, disagreements: list, finish: Any
+    ) -> None:
+        """Episodes ``0..n-1`` in ``size`` envs at once (:meth:`evaluate`): each turn, one
+        ``act_batch`` over the episodes still running; an env whose episode ended (or could
+        not be measured) starts the next one."""
+        envs = self._envs(size)
+        agents = agent.copies(size)
+        upcoming = iter(range(n))
+        running: dict[int, list[Any]] = {}  # env slot -> [k, obs, state]
+        seeded = [False] * size
+
+        def start(i: int) -> None:
+            for k in upcoming:
+                obs, info, state, reason = self._start(
+                    envs[i], k, None if seeded[i] else seed, disagreements
+                )
+                seeded[i] = True
+                agents[i].reset()  # after the env's reset, as habitat.Benchmark
+                if reason is None:
+                    running[i] = [k, obs, state]
+                    return
+                finish(envs[i], k, state, info, reason)  # not played
+
+        for i in range(size):
+            start(i)
+        while running:
+            slots = sorted(running)
+            actions = agent.act_batch([agents[i] for i in slots], [running[i][1] for i in slots])
+            for i, action in zip(slots, actions):
+                k, _, state = running[i]
+                obs, info, done = self._step(envs[i], action)
+                running[i][1] = obs
+                if done:
+                    del running[i]
+                    finish(envs[i], k, state, info, None)
+                    start(i)
+
+    def _envs(self, size: int) -> list[Any]:
+        """This benchmark's env and ``size - 1`` more like it (made once, kept until close)."""
+        import gymnasium as gym
+
+        while 1 + len(self._more_envs) < size:
+            self._more_envs.append(
+                gym.make(self.env_id, dataset_path=str(self.dataset), **self._env_options)
+            )
+        return [self.env, *self._more_envs[: size - 1]]
+
+    def _start(
+        self, env: Any, k: int, seed: int | None, disagreements: list
+    ) -> tuple[Any, dict, Any, str | None]:
+        """Episode ``k`` started in ``env``: (obs, info, state, why it cannot be measured or
+        None), SPL's l checked against the file."""
+        obs, info = env.reset(seed=seed, options={"episode_index": k})
+        state = env.unwrapped.state
+        found: list[tuple[str, float, float]] = []
+        if self._checked_start(state, found):
+            info = {**info, "distance_to_goal": state.measured}
+        disagreements += [(k, d) for d in found]
+        reason = _unmeasurable(float(state.start_distance), info.get("distance_to_goal"))
+        return obs, info, state, reason
+
+    @staticmethod
+    def _step(env: Any, action: Any) -> tuple[Any, dict, bool]:
+        """One step of ``env`` with an agent's action in any of habitat's forms (an index, a
+        name, ``{"action": ...}``) or ``"idle"`` (a text policy's turn): (obs, info, done)."""
+        from pixelrl.envs.nav.tasks import ACTION_NAMES, IDLE, IDLE_INDEX, action_index
+
+        names = getattr(env.unwrapped, "action_names", None)
+        index = action_index(action, names or ACTION_NAMES, idle=True)
+        action = IDLE if index == IDLE_INDEX else index  # "idle": a text policy's turn
+        obs, _, terminated, truncated, info = env.step(action)
+        return obs, info, terminated or truncated
+
+    @staticmethod
+    def _row(k: int, state: Any, info: dict, reason: str | None) -> dict[str, Any]:
+        """Episode ``k``'s row of ``episodes.csv`` from its last info."""
+        row = {
+            "episode": k,
+            "episode_id": info.get("episode_id"),
+            "scene_id": info.get("scene_id"),
+        }
+        row["start_geodesic"] = float(state.start_distance)
+        row.update({m: float(info[m]) for m in MEASURES + EXTRA if m in info})
+        if "softspl" in row:
+            row["soft_spl"] = row["softspl"]  # habitat's name, in the CSV beside ours
+        if reason is None:
+            bad = [m for m in MEASURES + EXTRA if m in row and not np.isfinite(row[m])]
+            reason = f"{', '.join(bad)} not finite at the end" if bad else None
+        # kept in the CSV with its reason, left out of the means, named under the table
+        row["valid"], row["reason"] = reason is None, reason or ""
+        return row
 
     @staticmethod
     def _checked_start(state: Any, disagreements: list[tuple[str, float, float]]) -> bool:
@@ -313,7 +415,15 @@ class Benchmark:
         return Path(path)
 
     def close(self) -> None:
-        self.env.close()
+        for env in [self.env, *self._more_envs]:
+            env.close()
+        self._more_envs = []
+
+
+def _batches(agent: Any) -> bool:
+    """Whether ``agent`` can act for several episodes at once (``copies`` and ``act_batch``,
+    as :class:`~pixelrl.embodied.vlm_agent.VLMNavAgent`)."""
+    return callable(getattr(agent, "copies", None)) and callable(getattr(agent, "act_batch", None))
 
 
 def _unmeasurable(start_geodesic: float, distance_to_goal: float | None) -> str | None:

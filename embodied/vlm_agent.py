@@ -183,7 +183,11 @@ class VLMNavAgent:
     ``act(obs)`` returns the next low-level action id, or ``IDLE`` when the model's answer did
     not parse (the env plays it as a turn that does nothing). A parsed answer of several steps is queued
     and played out over the next calls. ``last_text`` is the latest answer (a caption for
-    recordings), ``turns`` the answers asked for this episode."""
+    recordings), ``turns`` the answers asked for this episode.
+
+    Several episodes at once: :meth:`copies` gives agents sharing the policy, and
+    :meth:`act_batch` acts for all of them with one batched ``generate`` per turn
+    (:class:`~pixelrl.embodied.benchmark.Benchmark` does this with ``batch_size``)."""
 
     def __init__(
         self, policy: Any, spec: AgentSpec, deterministic: bool = True, temperature: float = 1.0
@@ -201,22 +205,48 @@ class VLMNavAgent:
         self.idled = False
 
     def act(self, observations: dict[str, Any]) -> int | str:
-        if self.idled:  # the frame after an idle turn is the same view: keep one copy
-            self.frames[-1] = observations
-        else:
-            self.frames.append(observations)
-        self.idled = False
-        if not self.queue:
-            completion = self.generate([self])[0]
-            self.last_text = completion.text
-            self.turns += 1
-            if not completion.parsed:
-                self.idled = True
-                return IDLE
-            self.queue = list(completion.action)
-        action = self.queue.pop(0)
-        self.executed.append(action)
-        return action
+        return self.act_batch([self], [observations])[0]
+
+    def copies(self, n: int) -> list[VLMNavAgent]:
+        """``n`` fresh agents that share this one's policy and decoding settings, for playing
+        ``n`` episodes together with :meth:`act_batch`."""
+        return [
+            VLMNavAgent(self.policy, self.spec, self.deterministic, self.temperature)
+            for _ in range(n)
+        ]
+
+    def act_batch(
+        self, agents: list[VLMNavAgent], observations: list[dict[str, Any]]
+    ) -> list[int | str]:
+        """``agent.act(obs)`` for each of several agents (each in its own episode; this one's
+        policy answers): the agents that need a new answer this turn get it from one batched
+        ``generate``; the others play their queued steps. With greedy answers each agent acts
+        exactly as it would alone (a left-padded batch changes no answer)."""
+        asking = []
+        for agent, obs in zip(agents, observations):
+            if agent.idled:  # the frame after an idle turn is the same view: keep one copy
+                agent.frames[-1] = obs
+            else:
+                agent.frames.append(obs)
+            agent.idled = False
+            if not agent.queue:
+                asking.append(agent)
+        for agent, completion in zip(asking, self.generate(asking) if asking else []):
+            agent.last_text = completion.text
+            agent.turns += 1
+            if completion.parsed:
+                agent.queue = list(completion.action)
+            else:
+                agent.idled = True
+        actions: list[int | str] = []
+        for agent in agents:
+            if agent.idled:
+                actions.append(IDLE)
+                continue
+            action = agent.queue.pop(0)
+            agent.executed.append(action)
+            actions.append(action)
+        return actions
 
     def prompt(self) -> tuple[np.ndarray, str, list[str]]:
         """(image, goal text, history) of this agent's current turn."""

@@ -119,10 +119,28 @@ class VLMAgent:
         return [c[0].action for c in out]
 
     def act(self, screenshot: np.ndarray, instruction: str) -> Action:
-        action = self.act_batch([screenshot], [instruction], [self.history])[0]
-        screen = (screenshot.shape[1], screenshot.shape[0])
-        self.history.append(self.vlm.action_text(action, screen))
-        return action
+        return self.act_episodes([screenshot], [instruction], [self.history])[0]
+
+    def act_episodes(
+        self,
+        screenshots: Sequence[np.ndarray],
+        instructions: Sequence[str],
+        histories: Sequence[list[str]],
+    ) -> list[Action]:
+        """:meth:`act` for several episodes at once, each with its own ``histories`` entry
+        (its earlier actions, appended to here): one batched ``generate`` for all the
+        screenshots of one size. Greedy answers are those each episode would get alone."""
+        actions: list[Action | None] = [None] * len(screenshots)
+        sizes: dict[tuple[int, int], list[int]] = {}
+        for i, s in enumerate(screenshots):  # act_batch parses on one screen size
+            sizes.setdefault((s.shape[1], s.shape[0]), []).append(i)
+        for screen, rows in sizes.items():
+            out = self.act_batch([screenshots[i] for i in rows], [instructions[i] for i in rows],
+                                 [histories[i] for i in rows])  # fmt: skip
+            for i, action in zip(rows, out):
+                actions[i] = action
+                histories[i].append(self.vlm.action_text(action, screen))
+        return actions
 
 
 # The file beside a navigation VLM agent's weights (pixelrl.embodied.vlm_agent.AGENT_FILE; named

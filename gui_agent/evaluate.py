@@ -2,7 +2,8 @@
 
 - :func:`evaluate_success` plays ``episodes`` held-out episodes (odd seeds, see
   :class:`pixelrl.gui_agent.pointer_env.SplitSeeds`) of a desktop env and reports, per task family, the
-  success rate with its Wilson 95% interval.
+  success rate with its Wilson 95% interval. A VLM agent plays ``batch_size`` episodes together
+  (:func:`play_episodes`: one batched ``generate`` per step, the same results for greedy answers).
 - :func:`evaluate_grounding` asks the agent for one action on each item of a grounding set
   (:mod:`pixelrl.gui_agent.grounding`) and reports the share of predicted points inside the target box
   (:func:`pixelrl.vision.rewards.point_in_box`; an action without a point counts as a miss), per family.
@@ -19,6 +20,9 @@ from typing import Any
 import numpy as np
 
 from pixelrl.stats import wilson_interval
+
+# Episodes a VLM agent plays together by default (evaluate_success, pixelrl eval --batch).
+DEFAULT_BATCH = 8
 
 
 def _rows(counts: dict[str, list[float]], what: str) -> list[dict[str, Any]]:
@@ -75,32 +79,108 @@ def evaluate_success(
     env_kwargs: dict[str, Any] | None = None,
     progress: bool = True,
     seeds: Sequence[int] | None = None,
+    batch_size: int = DEFAULT_BATCH,
 ) -> list[dict[str, Any]]:
     """Success rate per family over ``episodes`` held-out episodes (module doc); ``seeds``
-    names the episodes' seeds instead (one episode each; ``episodes`` and ``seed`` unused)."""
-    import gymnasium as gym
-    from tqdm import tqdm
-
-    import pixelrl.envs  # noqa: F401
-
-    env = gym.make(env_id, **(env_kwargs or {}))
+    names the episodes' seeds instead (one episode each; ``episodes`` and ``seed`` unused).
+    ``batch_size``: episodes a VLM agent plays together (:func:`play_episodes`)."""
+    if seeds is None:  # odd: held out from training
+        rng = np.random.default_rng(seed)
+        seeds = [2 * int(rng.integers(0, 2**30)) + 1 for _ in range(episodes)]
+    results = play_episodes(agent, env_id, seeds, env_kwargs, progress, batch_size)
     counts: dict[str, list[float]] = defaultdict(list)
     returns: dict[str, list[float]] = defaultdict(list)
-    rng = np.random.default_rng(seed)
-    if seeds is None:  # odd: held out from training
-        seeds = [2 * int(rng.integers(0, 2**30)) + 1 for _ in range(episodes)]
-    try:
-        for episode_seed in tqdm(seeds, desc=f"eval {env_id}", disable=not progress, unit="ep"):
-            result = run_episode(env, agent, int(episode_seed))
-            counts[result["family"] or env_id].append(float(result["success"]))
-            returns[result["family"] or env_id].append(result["return"])
-    finally:
-        env.close()
+    for result in results:
+        counts[result["family"] or env_id].append(float(result["success"]))
+        returns[result["family"] or env_id].append(result["return"])
     rows = _rows(counts, "success")
     for row in rows:  # the mean return too: shaped rewards show partial progress
         values = [v for f, vs in returns.items() if row["family"] in (f, "all") for v in vs]
         row["return"] = float(np.mean(values))
     return rows
+
+
+def play_episodes(
+    agent,
+    env_id: str,
+    seeds: Sequence[int],
+    env_kwargs: dict[str, Any] | None = None,
+    progress: bool = True,
+    batch_size: int = DEFAULT_BATCH,
+) -> list[dict[str, Any]]:
+    """One episode per seed (:func:`run_episode`'s result each, in the seeds' order).
+
+    An agent that acts for several episodes at once (a :class:`~pixelrl.gui_agent.agents.VLMAgent`:
+    ``act_episodes``) plays up to ``batch_size`` of them together, each in its own env, with
+    one batched ``generate`` per step over the episodes still running; a finished episode's
+    env starts the next seed. Greedy answers give the same results as ``batch_size=1`` (one
+    episode at a time, as any other agent plays)."""
+    import gymnasium as gym
+    from tqdm import tqdm
+
+    import pixelrl.envs  # noqa: F401
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    seeds = [int(s) for s in seeds]
+    size = min(batch_size, len(seeds)) if callable(getattr(agent, "act_episodes", None)) else 1
+    envs = []
+    try:
+        for _ in range(max(size, 1)):
+            envs.append(gym.make(env_id, **(env_kwargs or {})))
+        with tqdm(total=len(seeds), desc=f"eval {env_id}", disable=not progress, unit="ep") as bar:
+            if size <= 1:
+                results = []
+                for episode_seed in seeds:
+                    results.append(run_episode(envs[0], agent, episode_seed))
+                    bar.update(1)
+                return results
+            return _play_batched(agent, envs, seeds, bar)
+    finally:
+        for env in envs:
+            env.close()
+
+
+def _play_batched(agent, envs: list, seeds: list[int], bar) -> list[dict[str, Any]]:
+    """:func:`play_episodes` with ``len(envs)`` episodes at a time (its doc)."""
+    from pixelrl.envs.actions import Action, ActionError
+
+    results: list[dict[str, Any] | None] = [None] * len(seeds)
+    upcoming = iter(enumerate(seeds))
+    running: dict[int, dict[str, Any]] = {}  # env slot -> the episode playing there
+
+    def start(i: int) -> None:
+        for k, episode_seed in upcoming:
+            obs, info = envs[i].reset(seed=episode_seed)
+            running[i] = {"k": k, "obs": obs, "history": [], "family": info.get("family", ""),
+                          "return": 0.0, "length": 0}  # fmt: skip
+            return
+
+    for i in range(len(envs)):
+        start(i)
+    while running:
+        slots = sorted(running)
+        episodes = [running[i] for i in slots]
+        actions = agent.act_episodes([e["obs"]["screenshot"] for e in episodes],
+                                     [e["obs"]["instruction"] for e in episodes],
+                                     [e["history"] for e in episodes])  # fmt: skip
+        for i, episode, action in zip(slots, episodes, actions):
+            try:  # an action the env refuses is replaced by wait (the step is spent)
+                obs, reward, terminated, truncated, info = envs[i].step(action)
+            except ActionError:
+                obs, reward, terminated, truncated, info = envs[i].step(Action.wait())
+            episode["obs"] = obs
+            episode["return"] += reward
+            episode["length"] += 1
+            if terminated or truncated:
+                results[episode["k"]] = {
+                    "family": episode["family"], "success": bool(info.get("success", False)),
+                    "return": episode["return"], "length": episode["length"],
+                }  # fmt: skip
+                del running[i]
+                bar.update(1)
+                start(i)
+    return results  # type: ignore[return-value]
 
 
 def evaluate_grounding(

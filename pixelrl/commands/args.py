@@ -35,6 +35,21 @@ def positive_int(text: str) -> int:
     return _number(text, int, 0, inclusive=False)
 
 
+# --batch of bench nav and eval: episodes played together, each with its own env (and a row of
+# every generate); beyond this a typo (--batch 8000) would build thousands of envs.
+MAX_BATCH = 256
+
+
+def batch_size(text: str) -> int:
+    """Episodes played together: an integer in [1, :data:`MAX_BATCH`]."""
+    value = positive_int(text)
+    if value > MAX_BATCH:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_BATCH} (episodes played together, an env each), got {text}"
+        )
+    return value
+
+
 def non_negative_int(text: str) -> int:
     return _number(text, int, 0, inclusive=True)
 

@@ -7,6 +7,7 @@ Examples::
         --agent expert --agent random                  # side by side, one row per agent
     pixelrl bench nav --dataset val.json.gz --agent random --episodes 50 --env-option width=64
     pixelrl bench nav --dataset val.json.gz --agent vlm runs/nav-vlm-sft/model  # a VLM agent
+    pixelrl bench nav --dataset val.json.gz --agent vlm RUN/model --batch 16  # 16 episodes a generate
 
 Runs the dataset's episodes in order with each agent, prints Success, SPL, SoftSPL and
 DistanceToGoal (mean and 95% confidence interval) in one table with a named row per agent, and
@@ -14,6 +15,8 @@ writes ``summary.csv`` and, per agent, ``<agent>/episodes.csv`` and ``<agent>/pa
 (top-down maps of the first episodes) into ``--out`` (default ``outputs/bench_nav/<dataset>``).
 The scenes are the ones the dataset's scene ids name (procedural ids carry their generator
 options); ``--env-option`` sets the others (sensors, resolution, ...), over what each agent needs.
+A VLM agent plays ``--batch`` episodes together (default 8), each in its own env, with one batched
+``generate`` per turn over the episodes still running; ``--batch 1`` plays one at a time.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pixelrl.commands.args import agent_action, non_negative_int, positive_int
+from pixelrl.commands.args import agent_action, batch_size, non_negative_int, positive_int
 
 # Kept in step with pixelrl.embodied.benchmark.AGENT_KINDS / PATH_KINDS (not imported here, so
 # that `pixelrl --help` stays instant); tests/embodied/test_embodied_benchmark.py checks they agree.
@@ -86,6 +89,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "a --task that contradicts them is an error",
     )
     nav.add_argument("--episodes", type=positive_int, default=None, help="the first N episodes")
+    nav.add_argument("--batch", type=batch_size, default=8, metavar="N",
+                     help="VLM agents: episodes played together, one batched generate per turn "
+                     "over their envs (default 8; 1: one at a time, as before); the same numbers "
+                     "for greedy answers. Other agents play one episode at a time")  # fmt: skip
     nav.add_argument("--out", default=None,
                      help="folder for the CSVs and paths.png (default outputs/bench_nav/<dataset>)")  # fmt: skip
     nav.add_argument("--seed", type=int, default=0)
@@ -151,9 +158,8 @@ def run_nav(args: argparse.Namespace) -> int:
         for name, (bench, agent) in runs.items():
             print(f"{name}:")
             folder = out / re.sub(r"[^\w.-]+", "-", name)
-            bench.evaluate(
-                agent, num_episodes=args.episodes, output_dir=folder, num_path_plots=args.paths
-            )
+            bench.evaluate(agent, num_episodes=args.episodes, output_dir=folder,
+                           num_path_plots=args.paths, batch_size=args.batch)  # fmt: skip
     finally:
         for bench, _ in runs.values():
             bench.close()

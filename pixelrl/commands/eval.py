@@ -9,14 +9,16 @@ Examples::
 ``--policy`` is a ``gui/ppo`` checkpoint (file, ``checkpoints/`` or run folder), a VLM model
 folder saved by ``gui/sft`` / ``gui/*-grpo``, or ``tiny-<family>`` (a random baseline).
 Episodes use held-out (odd) seeds; the grounding set is generated from held-out seeds too
-(``pixelrl.gui_agent.grounding``). ``--json`` writes the rows.
+(``pixelrl.gui_agent.grounding``). A VLM policy plays ``--batch`` episodes together (default 8),
+each in its own env, with one batched ``generate`` per step; ``--batch 1`` plays one at a time.
+``--json`` writes the rows.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from pixelrl.commands.args import env_id, non_negative_int, positive_int
+from pixelrl.commands.args import batch_size, env_id, non_negative_int, positive_int
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,6 +32,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", required=True,
                    help="checkpoint, model folder, hub id org/name, or tiny-<family>")  # fmt: skip
     p.add_argument("--episodes", type=positive_int, default=100)
+    p.add_argument("--batch", type=batch_size, default=8, metavar="N",
+                   help="VLM policies: episodes played together, one batched generate per step "
+                   "over their envs (default 8; 1: one at a time, as before); the same results "
+                   "for greedy answers. Checkpoints play one episode at a time")  # fmt: skip
     p.add_argument(
         "--grounding", type=non_negative_int, default=0, help="grounding items (0: skip)"
     )
@@ -82,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
         env.close()
         if not gui:
             raise not_gui
-        rows = evaluate_success(agent, args.env, args.episodes, args.seed, env_kwargs)
+        rows = evaluate_success(agent, args.env, args.episodes, args.seed, env_kwargs,
+                                batch_size=args.batch)  # fmt: skip
         print(format_table(rows, "success", f"\n{args.env}: success on held-out seeds"))
         result["success"] = rows
     if args.grounding:

@@ -250,6 +250,50 @@ def test_bench_nav_record_and_view_take_the_vlm_agent(sft_run, tmp_path, capsys)
     assert main(["view", str(demos), "--out", str(gif), "--no-map"]) == 0 and gif.stat().st_size
 
 
+# the numbers of one episode's row that batching must not change
+ROW_MEASURES = ("success", "spl", "softspl", "distance_to_goal", "path_length", "collisions",
+                "num_steps")  # fmt: skip
+
+
+def test_batched_bench_gives_the_same_episodes_as_one_at_a_time(sft_run, tmp_path):
+    """Issue 42: ``--batch 3`` plays 3 episodes per generate (left-padded prompts of different
+    lengths, episodes ending at different turns, envs refilled) and every episode's row equals
+    the one-at-a-time row exactly, in the dataset's order."""
+    from pixelrl.embodied.benchmark import make_agent
+    from pixelrl.envs.nav.sim import generate_dataset
+
+    dataset = tmp_path / "val.json.gz"
+    generate_dataset(str(dataset), 7, num_scenes=2, scene_seed=11, apartment=ENV["apartment"],
+                     episode_rules=ENV["episode_rules"])  # fmt: skip
+    bench, agent = make_agent("vlm", dataset, str(sft_run / "model"))
+    policy = agent.policy
+    generate, calls = policy.generate, []
+
+    def spy(images, goals, histories, **kwargs):
+        out = generate(images, goals, histories, **kwargs)
+        calls.append([(np.asarray(i).tobytes(), g, tuple(h), tuple(c[0].token_ids), c[0].parsed)
+                      for i, g, h, c in zip(images, goals, histories, out)])  # fmt: skip
+        return out
+
+    policy.generate = spy
+    rows, sizes, turns = {}, {}, {}
+    for batch in (1, 3):
+        calls.clear()
+        bench.evaluate(agent, batch_size=batch, progress=False)
+        rows[batch] = [{"episode": r["episode"], **{m: r[m] for m in ROW_MEASURES}}
+                       for r in bench.rows]  # fmt: skip
+        sizes[batch] = {len(c) for c in calls}
+        turns[batch] = sorted(t for c in calls for t in c)  # (prompt, answer's tokens, parsed)
+    bench.close()
+    assert sizes[1] == {1} and 3 in sizes[3], sizes
+    assert [r["episode"] for r in rows[3]] == list(range(7))
+    assert rows[3] == rows[1]
+    # every turn asked the same prompt and got the same tokens, alone or in a batch
+    assert turns[3] == turns[1]
+    # not a trivial agent: some answers parse and move it (its path is in the rows compared)
+    assert any(t[-1] for t in turns[1]) and any(r["path_length"] > 0 for r in rows[1])
+
+
 def test_agent_folders_that_are_not_agents_are_clear_errors(sft_run, tmp_path):
     with pytest.raises(AgentFileError, match="no such agent folder"):
         load_agent(tmp_path / "nope", 0.25, 30.0)
