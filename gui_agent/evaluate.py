@@ -143,7 +143,7 @@ def play_episodes(
 
 def _play_batched(agent, envs: list, seeds: list[int], bar) -> list[dict[str, Any]]:
     """:func:`play_episodes` with ``len(envs)`` episodes at a time (its doc)."""
-    from pixelrl.envs.actions import Action, ActionError
+    from pixelrl.envs.gui_action import Action, ActionError
 
     results: list[dict[str, Any] | None] = [None] * len(seeds)
     upcoming = iter(enumerate(seeds))
