@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from pixelrl.config import Config
+from pixelrl.rl.text.adapter import TaskAdapter
 from pixelrl.rl.text.policy import load_text_policy
 from pixelrl.rl.text.rows import Prompt, Turn, prompt_columns
 from pixelrl.rl.text.sft import due
@@ -66,7 +67,7 @@ def _rewards_of(adapter, items: list, i: int, texts: list[str]):
     return adapter.rewards(items[i], texts)
 
 
-def run_grpo(cfg: Config, adapter) -> dict[str, Any]:
+def run_grpo(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
     from tqdm import tqdm
 
     from pixelrl.rl.grpo import GRPOConfig, grpo_optimizer_for

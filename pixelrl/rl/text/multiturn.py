@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 
 from pixelrl.config import Config
+from pixelrl.rl.text.adapter import TaskAdapter
 from pixelrl.rl.text.policy import load_text_policy
 from pixelrl.rl.text.sft import due
 from pixelrl.run_folder import Run
 
 
-def run_multiturn(cfg: Config, adapter) -> dict[str, Any]:
+def run_multiturn(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
     from tqdm import tqdm
 
     from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages, grpo_optimizer_for, update_in_chunks

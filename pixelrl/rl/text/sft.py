@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pixelrl.config import Config, ConfigError
+from pixelrl.rl.text.adapter import TaskAdapter
 from pixelrl.rl.text.policy import load_text_policy
 from pixelrl.run_folder import Run
 
@@ -20,7 +21,7 @@ def due(step: int, interval: int, steps: int) -> bool:
     return step in (0, steps) or bool(interval and step % interval == 0)
 
 
-def run_sft(cfg: Config, adapter) -> dict[str, Any]:
+def run_sft(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
     from pixelrl.rl.sft import sft_loop
 
     run = Run(cfg)
