@@ -160,6 +160,23 @@ def check_model(cfg: Config) -> None:
 MEASURES = ("success", "spl", "softspl", "distance_to_goal", "num_steps")
 
 
+def measure_reward(rewards: dict[str, float], before: float, info: dict[str, Any], steps: int,
+                   parsed: bool, done: bool) -> float:  # fmt: skip
+    """A turn's reward from the navigation measures, weighted by ``rewards`` (``grpo.rewards``):
+    ``slack`` a low-level step, ``format`` off when the answer did not parse, ``progress`` a
+    metre of geodesic distance gained since ``before``, and at the episode's end ``success``
+    and ``spl``. The multi-turn trainer and the TRL environment (:mod:`pixelrl.embodied.trl_env`)
+    both score turns with it."""
+    reward = rewards["slack"] * steps - rewards["format"] * (not parsed)
+    after = info["distance_to_goal"]
+    if np.isfinite(before) and np.isfinite(after):
+        reward += rewards["progress"] * (before - after)
+    if done:
+        reward += rewards["success"] * info["success"]
+        reward += rewards["spl"] * info["spl"]
+    return float(reward)
+
+
 class NavGroup:
     """Navigation episodes, one in each of ``envs`` (``envs[i].reset(seed=seeds[i])``): the env
     group of :func:`pixelrl.rl.text.rollout.play_episodes`.
@@ -212,22 +229,18 @@ class NavGroup:
                 steps, done = steps + 1, terminated or truncated
                 if done:
                     break
-        info, r = self.infos[i], self.rewards
+        info = self.infos[i]
         if (
             self.reward_kind == "time_decayed"
         ):  # VLN-R1: the answer's steps that agree with the expert
             weights = self.decay ** np.arange(len(matches))
             reward = float(np.dot(weights, matches) / weights.sum()) if matches else 0.0
+            if done:
+                reward += self.rewards["success"] * info["success"]
         else:
-            reward = r["slack"] * steps - r["format"] * (not completion.parsed)
-            after = info["distance_to_goal"]
-            if np.isfinite(before) and np.isfinite(after):
-                reward += r["progress"] * (before - after)
+            reward = measure_reward(self.rewards, before, info, steps, completion.parsed, done)
         if not done:
             return TurnResult(float(reward), False)
-        reward += r["success"] * info["success"]
-        if self.reward_kind == "measures":
-            reward += r["spl"] * info["spl"]
         measures = {k: float(info[k]) for k in MEASURES}
         return TurnResult(float(reward), True, bool(info["success"]), measures)
 

@@ -1,0 +1,107 @@
+"""Navigation envs (PointNav, ObjectNav, InstructNav) as a TRL environment (:mod:`pixelrl.trl_env`).
+
+The tools are habitat's actions, with a repeat count as the navigation VLM agent writes them
+(``move_forward(3)``); a tool answers with the new RGB frame and the goal in words
+(:func:`pixelrl.embodied.vlm_agent.goal_text`: "The goal is 3.2 m away, 40 degrees to your
+left."). Each tool call is one *turn* and is scored as our multi-turn trainer scores a turn
+(:func:`pixelrl.embodied.vlm_train.measure_reward`: geodesic progress, slack, and Success and
+SPL at the end, weighted by the navigation recipe's ``grpo.rewards``); ``get_reward`` is their
+sum. A malformed tool call never reaches the env (TRL answers it with an error), so the trainer's
+format penalty has no counterpart here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pixelrl.embodied.vlm_agent import TASKS, goal_text
+from pixelrl.embodied.vlm_train import DEFAULTS, measure_reward
+from pixelrl.envs.nav.tasks import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
+from pixelrl.trl_env import NAV_PROMPT, ToolEnvironment, ToolError
+
+MAX_REPEAT = 10  # low-level steps one tool call may take
+
+
+class NavEnvironment(ToolEnvironment):
+    """A navigation env as TRL tools. ``rewards`` overrides the weights of
+    ``embodied/vlm-grpo``'s ``grpo.rewards`` (progress, slack, success, spl)."""
+
+    PROMPT = NAV_PROMPT
+
+    def __init__(self, env_id: str, rewards: dict[str, float] | None = None, **env_kwargs: Any):
+        if env_id not in TASKS:
+            raise ToolError(f"no navigation task for {env_id!r}; known: {', '.join(TASKS)}")
+        weights = dict(DEFAULTS["grpo"]["rewards"])
+        unknown = set(rewards or {}) - set(weights)
+        if unknown:
+            raise ToolError(f"rewards: unknown keys {sorted(unknown)}; known: {sorted(weights)}")
+        super().__init__(env_id, **env_kwargs)
+        self.task, self.rewards = TASKS[env_id], {**weights, **(rewards or {})}
+        self._steps = 0
+
+    def _started(self) -> None:
+        self._steps = 0
+
+    def _describe(self) -> str:
+        return goal_text(self._obs, self.task)
+
+    def _image(self) -> np.ndarray:
+        return self._obs["rgb"]
+
+    def _reward(self, reward: float, info: dict[str, Any], done: bool) -> float:
+        self._steps += 1  # the turn is scored as a whole in _turn
+        return 0.0
+
+    def _turn(self, action: int, times: int) -> list:
+        if isinstance(times, bool) or not isinstance(times, (int, np.integer)):
+            raise ToolError(f"the count must be a whole number, got {times!r}")
+        if not 1 <= times <= MAX_REPEAT:
+            raise ToolError(f"the count must be 1..{MAX_REPEAT}, got {times}")
+        before, steps = self._info.get("distance_to_goal", float("nan")), self._steps
+        answer = self._play([action] * int(times))
+        self._return += measure_reward(self.rewards, before, self._info, self._steps - steps,
+                                       True, self._over)  # fmt: skip
+        return answer
+
+    def move_forward(self, steps: int = 1) -> list:
+        """Walk straight ahead.
+
+        Args:
+            steps: How many steps to take (1 to 10; 0.25 m each by default).
+
+        Returns:
+            The new camera frame and the goal in words.
+        """
+        return self._turn(MOVE_FORWARD, steps)
+
+    def turn_left(self, times: int = 1) -> list:
+        """Turn left on the spot.
+
+        Args:
+            times: How many turns to make (1 to 10; 10 degrees each for PointNav, 30 for ObjectNav).
+
+        Returns:
+            The new camera frame and the goal in words.
+        """
+        return self._turn(TURN_LEFT, times)
+
+    def turn_right(self, times: int = 1) -> list:
+        """Turn right on the spot.
+
+        Args:
+            times: How many turns to make (1 to 10; 10 degrees each for PointNav, 30 for ObjectNav).
+
+        Returns:
+            The new camera frame and the goal in words.
+        """
+        return self._turn(TURN_RIGHT, times)
+
+    def stop(self) -> list:
+        """Stop here: say the goal is reached; the episode ends.
+
+        Returns:
+            The last camera frame and the outcome.
+        """
+        return self._turn(STOP, 1)

@@ -1,0 +1,378 @@
+"""pixelrl envs as TRL environments: ``GRPOTrainer(environment_factory=...)`` trains on them.
+
+TRL (>= 1.16) runs an environment *as tools*: each public method of the environment class is a
+tool the model may call (its name, type hints and Google-style docstring become the tool's JSON
+schema), ``reset(**row)`` starts a rollout from a train-dataset row and returns text appended to
+the prompt, and ``get_reward()`` scores the finished rollout. This module gives every registered
+GUI and navigation env that shape::
+
+    from trl import GRPOConfig, GRPOTrainer
+    from pixelrl.trl_env import environment_factory, train_dataset
+
+    factory = environment_factory("pixelrl/PointNav-v0")
+    rows = train_dataset("pixelrl/PointNav-v0", seeds=range(64))   # prompt, image, seed
+    GRPOTrainer(model, args=GRPOConfig(...), train_dataset=rows,
+                environment_factory=factory).train()
+
+- **Seeds come from the rows.** ``reset(seed=...)`` resets the gym env with the row's seed, so a
+  rollout is reproducible; the row's ``image`` is the screen or frame that reset shows (the
+  dataset is built by resetting the same env), given to the model with the prompt.
+- **Tools are the actions.** GUI: ``click``, ``double_click``, ``right_click``, ``drag``,
+  ``scroll``, ``type``, ``hotkey``, ``done`` in screen pixels; navigation: ``move_forward(steps)``,
+  ``turn_left(times)``, ``turn_right(times)``, ``stop``. A tool answers with the new screenshot or
+  frame (an image the model sees) and text: the instruction or the goal in words, and whether the
+  episode is over. A refused action (off screen, an unknown key) or a call after the episode
+  ended raises :class:`ToolError`, which TRL hands back to the model as the tool's error.
+- **The reward is ours.** ``get_reward`` is the episode's return as our own multi-turn trainer
+  counts it: the GUI env's reward (its task checker), or the navigation measures composed by
+  :func:`pixelrl.embodied.vlm_train.measure_reward` (geodesic progress, slack, Success, SPL).
+  Nothing here adds reward or rollout logic of its own (DESIGN: other engines are adapters).
+
+A dict of factories (``{"click": environment_factory(...), "nav": ...}``) runs several tasks in
+one TRL run: each row then names its ``environment`` (:func:`train_dataset` with ``name=``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+# The words before the task's own (the row's prompt); the tools' schemas follow in the system turn.
+GUI_PROMPT = (
+    "You control a computer's mouse and keyboard through the tools. Look at the screenshot, "
+    "act with one tool call at a time, and call done when the task is complete."
+)
+NAV_PROMPT = (
+    "You move a robot through a house with the tools. Look at the camera frame, act with one "
+    "tool call at a time, and call stop when you have reached the goal."
+)
+
+
+class ToolError(ValueError):
+    """A tool call the env refuses; TRL returns it to the model as the tool's error."""
+
+
+class ToolEnvironment:
+    """What every pixelrl TRL environment shares: one gym env, a seeded ``reset`` from a row,
+    tool answers with an image, the episode's return for ``get_reward``.
+
+    Subclasses add the action tools (public methods) and say how an observation reads as text
+    (:meth:`_describe`) and what a step adds to the return (:meth:`_reward`)."""
+
+    PROMPT = ""
+
+    def __init__(self, env_id: str, **env_kwargs: Any) -> None:
+        import pixelrl.envs  # noqa: F401  (registers the ids)
+
+        self.env_id = env_id
+        self.env = gymnasium.make(env_id, **env_kwargs)
+        self._return = 0.0
+        self._over = True
+        self._obs: dict[str, Any] = {}
+        self._info: dict[str, Any] = {}
+
+    def reset(self, seed: int | None = None, **row: Any) -> str:
+        """Start the rollout of a dataset row: the env reset with the row's ``seed``. Returns
+        the task in words (TRL appends it to the prompt)."""
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+            raise ToolError(f"a row's seed must be an integer, got {seed!r}")
+        self._obs, self._info = self.env.reset(seed=None if seed is None else int(seed))
+        self._return, self._over = 0.0, False
+        self._started()
+        return "\n" + self._describe()  # TRL appends it to the prompt's words
+
+    def get_reward(self) -> float:
+        """The rollout's return: the sum of our rewards over the steps the tools took."""
+        return float(self._return)
+
+    # -- for subclasses -------------------------------------------------------------------------
+    def _started(self) -> None:
+        """Hook: what a subclass resets with the episode."""
+
+    def _describe(self) -> str:
+        raise NotImplementedError
+
+    def _reward(self, reward: float, info: dict[str, Any], done: bool) -> float:
+        """What one env step adds to the return (default: the env's own reward)."""
+        return float(reward)
+
+    def _image(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _play(self, actions: Iterable[Any]) -> list[dict[str, Any]]:
+        """Step the env with each of ``actions`` until the episode ends; the tool's answer."""
+        if self._over:
+            raise ToolError("the episode is over: no more actions (end your turn)")
+        for action in actions:
+            try:
+                self._obs, reward, terminated, truncated, self._info = self.env.step(action)
+            except ValueError as e:  # ActionError: the env refused it and changed nothing
+                raise ToolError(" ".join(str(e).split())) from None
+            self._over = bool(terminated or truncated)
+            self._return += self._reward(reward, self._info, self._over)
+            if self._over:
+                break
+        return self._answer()
+
+    def _answer(self) -> list[dict[str, Any]]:
+        from PIL import Image
+
+        text = self._describe()
+        if self._over:
+            outcome = "succeeded" if self._info.get("success") else "ended without success"
+            text += f" The episode is over: it {outcome}."
+        return [{"type": "image", "image": Image.fromarray(self._image())},
+                {"type": "text", "text": text}]  # fmt: skip
+
+    # not `close`: every public method is a tool to TRL
+    def _close(self) -> None:
+        env, self.env = getattr(self, "env", None), None
+        if env is not None:
+            env.close()
+
+    def __del__(self) -> None:  # TRL never closes its envs; browsers and X servers must go
+        try:
+            self._close()
+        except Exception:  # noqa: BLE001  (interpreter shutdown: nothing left to report to)
+            pass
+
+
+class GUIEnvironment(ToolEnvironment):
+    """A GUI env (emulated desktop, MiniWoB++, X11/OSWorld task) as TRL tools, in screen pixels
+    of the screenshot the model is shown. The reward is the env's task checker."""
+
+    PROMPT = GUI_PROMPT
+
+    def _describe(self) -> str:
+        return f"Task: {self._obs['instruction']}"
+
+    def _image(self) -> np.ndarray:
+        return self._obs["screenshot"]
+
+    def _act(self, make: Callable[[], Any]) -> list[dict[str, Any]]:
+        from pixelrl.envs.gui_action import ActionError
+
+        try:
+            action = make()
+        except (ActionError, TypeError) as e:
+            raise ToolError(" ".join(str(e).split())) from None
+        return self._play([action])
+
+    def click(self, x: int, y: int) -> list:
+        """Left-click a point of the screen.
+
+        Args:
+            x: Pixels from the screenshot's left edge.
+            y: Pixels from the screenshot's top edge.
+
+        Returns:
+            The new screenshot and the task.
+        """
+        from pixelrl.envs.gui_action import Action
+
+        return self._act(lambda: Action.click(x, y))
+
+    def double_click(self, x: int, y: int) -> list:
+        """Double-click a point of the screen (open an icon).
+
+        Args:
+            x: Pixels from the screenshot's left edge.
+            y: Pixels from the screenshot's top edge.
+
+        Returns:
+            The new screenshot and the task.
+        """
+        from pixelrl.envs.gui_action import Action
+
+        return self._act(lambda: Action.double_click(x, y))
+
+    def right_click(self, x: int, y: int) -> list:
+        """Right-click a point of the screen (a context menu).
+
+        Args:
+            x: Pixels from the screenshot's left edge.
+            y: Pixels from the screenshot's top edge.
+
+        Returns:
+            The new screenshot and the task.
+        """
+        from pixelrl.envs.gui_action import Action
+
+        return self._act(lambda: Action.right_click(x, y))
+
+    def drag(self, x: int, y: int, to_x: int, to_y: int) -> list:
+        """Press the left button at one point, move to another and release it.
+
+        Args:
+            x: Start, pixels from the left edge.
+            y: Start, pixels from the top edge.
+            to_x: End, pixels from the left edge.
+            to_y: End, pixels from the top edge.
+
+        Returns:
+            The new screenshot and the task.
+        """
+        from pixelrl.envs.gui_action import Action
+
+        return self._act(lambda: Action.drag(x, y, to_x, to_y))
+
+    def scroll(self, x: int, y: int, clicks: int) -> list:
+        """Turn the mouse wheel over a point.
+
+        Args:
+            x: Pixels from the left edge.
+            y: Pixels from the top edge.
+            clicks: Wheel clicks; positive scrolls up, negative down.
+
+        Returns:
+            The new screenshot and the task.
+        """
+        from pixelrl.envs.gui_action import Action
+
+        return self._act(lambda: Action.scroll(x, y, dy=clicks))
+
+    def type(self, text: str) -> list:
+        """Type text at the keyboard focus.
+
+        Args:
+            text: The characters to type.
+
+        Returns:
+            The new screenshot and the task.
+        """
+        from pixelrl.envs.gui_action import Action
+
+        return self._act(lambda: Action.type_text(text))
+
+    def hotkey(self, keys: str) -> list:
+        """Press a key or a key combination.
+
+        Args:
+            keys: Key names joined by '+', e.g. 'enter', 'ctrl+s', 'tab'.
+
+        Returns:
+            The new screenshot and the task.
+        """
+        from pixelrl.envs.gui_action import Action
+
+        names = [k.strip() for k in str(keys).split("+")]
+        if not all(names):
+            raise ToolError(f"keys must be key names joined by '+', got {keys!r}")
+        return self._act(lambda: Action.key(names[0]) if len(names) == 1 else Action.hotkey(*names))
+
+    def done(self) -> list:
+        """Say the task is complete; the episode ends.
+
+        Returns:
+            The last screenshot and the outcome.
+        """
+        from pixelrl.envs.gui_action import Action
+
+        return self._act(Action.done)
+
+
+def env_kind(env_id: str) -> str:
+    """``"gui"`` or ``"nav"``: which TRL environment wraps ``env_id`` (by where it is built)."""
+    import pixelrl.envs  # noqa: F401  (registers the ids)
+    from pixelrl.envs.registry import unknown_env_message
+
+    if not isinstance(env_id, str) or env_id not in gymnasium.registry:
+        raise ToolError(unknown_env_message(str(env_id)) or f"unknown env {env_id!r}")
+    entry = str(gymnasium.registry[env_id].entry_point)
+    return "nav" if entry.startswith("pixelrl.envs.nav") else "gui"
+
+
+def environment_class(env_id: str) -> type[ToolEnvironment]:
+    if env_kind(env_id) == "nav":
+        # the navigation reward and goal words are the navigation agent's (pixelrl.embodied)
+        from pixelrl.embodied.trl_env import NavEnvironment
+
+        return NavEnvironment
+    return GUIEnvironment
+
+
+def environment_factory(env_id: str, **env_kwargs: Any) -> Callable[[], ToolEnvironment]:
+    """A zero-argument callable making a fresh TRL environment of ``env_id`` (TRL makes one per
+    concurrent rollout and reuses it across ``reset``\\ s)."""
+    import functools
+
+    return functools.partial(environment_class(env_id), env_id, **env_kwargs)
+
+
+def train_dataset(
+    env_id: str,
+    seeds: Iterable[int],
+    name: str | None = None,
+    prompt: str | None = None,
+    **env_kwargs: Any,
+):
+    """A ``datasets.Dataset`` of one row a seed: ``prompt`` (a user turn: the environment's
+    standing words, or ``prompt``), ``image`` (the first screen or frame of that seed's episode)
+    and ``seed``; with ``name``, an ``environment`` column for a dict of factories."""
+    from datasets import Dataset
+    from PIL import Image
+
+    env = environment_class(env_id)(env_id, **env_kwargs)
+    words = prompt if prompt is not None else env.PROMPT
+    rows: dict[str, list] = {"prompt": [], "image": [], "seed": []}
+    try:
+        for seed in seeds:
+            env.reset(seed=int(seed))
+            rows["prompt"].append([{"role": "user", "content": words}])
+            rows["image"].append(Image.fromarray(env._image()))
+            rows["seed"].append(int(seed))
+    finally:
+        env._close()
+    if name is not None:
+        rows["environment"] = [name] * len(rows["seed"])
+    return Dataset.from_dict(rows)
+
+
+def tools_of(environment: ToolEnvironment) -> list[Callable]:
+    """The environment's tools as TRL finds them: its public methods but ``reset`` and
+    ``get_reward``."""
+    import inspect
+
+    names = [n for n, _ in inspect.getmembers(environment.__class__, predicate=inspect.isfunction)
+             if not n.startswith("_") and n not in ("reset", "get_reward")]  # fmt: skip
+    return [getattr(environment, n) for n in names]
+
+
+def tiny_tool_model(
+    env_id: str,
+    seed: int = 0,
+    text_size: dict[str, int] | None = None,
+    vocab_size: int = 800,
+    **env_kwargs: Any,
+):
+    """``(model, processor)``: a tiny Qwen2.5-VL built from config (random weights,
+    :func:`pixelrl.vision.tiny_vlm.build_tiny_vlm`) whose chat template is Qwen3-VL's, the
+    tool-calling template TRL knows how to parse, and whose tokenizer is trained on the env's
+    prompt, its tools' names and a tool call's shape. For tests and CPU benches; real users load
+    a tool-calling VLM by name (e.g. ``Qwen/Qwen3-VL-2B-Instruct``)."""
+    import json
+
+    from transformers.utils import get_json_schema
+    from trl.chat_template_utils import qwen3_vl_chat_template
+
+    from pixelrl.vision.tiny_vlm import build_tiny_vlm
+
+    env = environment_class(env_id)(env_id, **env_kwargs)
+    try:
+        schemas = [get_json_schema(tool) for tool in tools_of(env)]
+        task = env.reset(seed=seed)
+    finally:
+        env._close()
+    calls = [json.dumps({"name": s["function"]["name"],
+                         "arguments": {k: 1 for k in s["function"]["parameters"]["properties"]}})
+             for s in schemas]  # fmt: skip
+    corpus = [env.PROMPT, task, *map(json.dumps, schemas)]
+    corpus += [f"<tool_call>\n{c}\n</tool_call>" for c in calls] * 20
+    model, processor = build_tiny_vlm("qwen2_5_vl", corpus, seed=seed, text_size=text_size,
+                                      vocab_size=vocab_size)  # fmt: skip
+    processor.chat_template = processor.tokenizer.chat_template = qwen3_vl_chat_template
+    processor.tokenizer.padding_side = "left"  # TRL generates from left-padded prompts
+    return model, processor
