@@ -87,6 +87,10 @@ DEFAULTS: dict[str, Any] = text_defaults({
         "seeds_per_step": 2,
     },
     "eval": {"interval": 10, "grounding_items": 100, "episodes": 20},
+    # Set-of-Mark prompts: the screen reader's words, numbered, each with its centre in the
+    # action text's coordinates, under the instruction (pixelrl.vision.reader.SetOfMarks; needs
+    # the reader extra); at most screen_words of them
+    "prompt": {"screen_parse": False, "screen_words": 40},
     # Where envs run. sync: in this process; ray: in Ray actors (pixelrl.envs.remote), per_worker
     # each. gui/multiturn-grpo: a group's envs (num_samples / per_worker workers), kept for the
     # run; an episode whose worker fails leaves its group. gui/sft: the expert's episodes are
@@ -147,6 +151,8 @@ GROUNDING_REWARDS = {
 # -- set-up -------------------------------------------------------------------------------------
 def config_for(recipe_config: str | Path, overrides=()) -> Config:
     cfg = load_config(recipe_config, list(overrides), DEFAULTS)
+    if int(cfg.prompt.screen_words) < 1:
+        raise ConfigError(f"prompt.screen_words must be >= 1, got {cfg.prompt.screen_words}")
     if cfg.env.tasks:
         task_envs(cfg)  # an unknown MiniWoB++ task is a ConfigError before any run folder
     return cfg
@@ -568,6 +574,8 @@ class GUITask:
         screens = training_screens(self.cfg, int(self.cfg.tokenizer.screens))
         texts = [t for _, obs, info in screens
                  for t in [obs["instruction"], *(e.get("name", "") for e in info["a11y"])]]  # fmt: skip
+        if self.cfg.prompt.screen_parse:  # the parse's own words and marks, each one token
+            texts += [" ".join(["Screen text:", *(f"[{i}]" for i in range(1, 41))])] * 20
         return tiny_corpus(self.codec(), int(self.cfg.seed)) + texts
 
     def evaluator(self):

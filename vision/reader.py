@@ -8,7 +8,7 @@ upright).
 
 How a screen is read:
 
-1. small screens are upscaled (``upscale``; by default 2x when the longer side is at most
+1. small screens are upscaled (``upscale``; by default 3x when the longer side is at most
    400 px, as MiniWoB++'s 160x210 is: its 10-11 px fonts read badly at 1x);
 2. the detector finds text lines; each line's axis-aligned crop goes to the recogniser, which
    gives the line's text and the position of each character (CTC columns);
@@ -352,3 +352,32 @@ def _widest_gap(ink_cols: np.ndarray, a: int, b: int) -> tuple[int, float]:
         if run > best:
             best, middle = run, x + 1 - run / 2
     return best, middle
+
+
+class SetOfMarks:
+    """A screen parse for a vision-language prompt (Set-of-Mark style): the words the reader
+    sees, numbered top to bottom, each with its centre written as the policy writes a click's
+    point (``point_text(x, y, screen_size)``, e.g. the GUI codec's), so that the model can copy
+    it into its answer::
+
+        Screen text: [1] File (25,18) [2] Submit (512,330) ...
+
+    Pixels only, like the reader. ``max_words`` bounds the prompt (the first words in reading
+    order are kept)."""
+
+    def __init__(self, point_text, reader: ScreenReader | None = None, max_words: int = 40) -> None:
+        if int(max_words) < 1:
+            raise ReaderError(f"max_words must be >= 1, got {max_words!r}")
+        self.point_text = point_text
+        self.reader = reader if reader is not None else ScreenReader(cache_size=4096)
+        self.max_words = int(max_words)
+
+    def __call__(self, image: Any) -> str:
+        rgb = as_rgb(image)
+        screen = (rgb.shape[1], rgb.shape[0])
+        marks = []
+        for i, word in enumerate(self.reader.read(rgb)[: self.max_words], start=1):
+            x0, y0, x1, y1 = word.box
+            centre = self.point_text((x0 + x1 - 1) // 2, (y0 + y1 - 1) // 2, screen)
+            marks.append(f"[{i}] {word.text} {centre}")
+        return "Screen text: " + (" ".join(marks) if marks else "none")

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,7 +110,9 @@ class VLMPolicy:
 
     ``codec`` is the action language (:mod:`pixelrl.vision.action_codec`): how answers are read
     and actions written. ``history_length`` recent history lines (text) go into the prompt. ``prompt_template`` is formatted with ``instruction``, ``history`` and ``hint``
-    (the codec's answer hint). ``share_prompts`` (default) runs a prompt that a batch repeats
+    (the codec's answer hint). ``screen_parse`` (image -> text, e.g.
+    :class:`pixelrl.vision.reader.SetOfMarks`) adds a parse of the screen under the instruction.
+    ``share_prompts`` (default) runs a prompt that a batch repeats
     once; ``False`` runs every row, the same numbers more slowly.
     """
 
@@ -123,6 +125,7 @@ class VLMPolicy:
         history_length: int = 3,
         prompt_template: str = DEFAULT_PROMPT,
         share_prompts: bool = True,
+        screen_parse: Callable[[Any], str] | None = None,
     ) -> None:
         if codec is None or not callable(getattr(codec, "parse", None)):
             raise TypeError(f"VLMPolicy needs an action codec (parse/render), got {codec!r}")
@@ -134,6 +137,8 @@ class VLMPolicy:
         self.family = family or _family_of(model)
         self.history_length = history_length
         self.prompt_template = prompt_template
+        # image -> text put under the instruction (a Set-of-Mark parse: pixelrl.vision.reader)
+        self.screen_parse = screen_parse
         self.codec = codec
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -186,6 +191,10 @@ class VLMPolicy:
                 f"screenshots and instructions differ in length: {len(screenshots)} vs {len(instructions)}"
             )
         histories = histories if histories is not None else [()] * len(instructions)
+        if self.screen_parse is not None:
+            instructions = [
+                f"{i}\n{self.screen_parse(s)}" for i, s in zip(instructions, screenshots)
+            ]
         images = [[_to_pil(s)] for s in screenshots]
         texts = [self.build_prompt(i, h) for i, h in zip(instructions, histories)]
         key = (id(self.processor), str(self.model.device), tuple(texts),

@@ -22,6 +22,7 @@ from pixelrl.envs.gui_action.coordinates import (
 from pixelrl.envs.gui_action.errors import ActionError
 from pixelrl.envs.gui_action.parse import parse_action
 from pixelrl.envs.gui_action.pyautogui import to_pyautogui
+from pixelrl.envs.gui_action.syntax import _num
 from pixelrl.envs.gui_action.uitars import to_uitars
 
 # Words of desktop instructions and labels, for a tiny tokenizer's corpus.
@@ -101,6 +102,14 @@ class GUIActionCodec:
         if self.action_format == "uitars":
             return to_uitars(action, screen_size, self.coordinates or "relative1000")
         return to_pyautogui(action, self.coordinates or "pixels", screen_size)
+
+    def point_text(self, x: int, y: int, screen_size: tuple[int, int]) -> str:
+        """A screen pixel as this codec writes a click's point, ``(x,y)`` in its coordinate
+        space: what a Set-of-Mark screen parse gives the model to copy."""
+        default = "relative1000" if self.action_format == "uitars" else "pixels"
+        space = self.coordinates or coordinate_space(default)
+        px, py = space.from_pixels(int(x), int(y), screen_size)
+        return f"({_num(px)},{_num(py)})"
 
     def corpus(self, seed: int = 0, n_actions: int = 400) -> list[str]:
         """Texts for a tiny tokenizer: action texts in both syntaxes over random actions, and

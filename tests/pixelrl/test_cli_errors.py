@@ -182,6 +182,13 @@ CASES = [
     ("train-vlm-not-nav", ["train", "embodied/vlm-sft", "env.id=pixelrl/Desktop-ClickButton-v0",
                            "train.output_dir=run"], "not a navigation task"),
     ("eval-nothing-to-do", ["eval", "--policy", "p"], "--grounding"),
+    # Set-of-Mark prompts (issue 41 item 5)
+    ("train-vlm-screen-words-0", ["train", "gui/sft", "prompt.screen_words=0", "train.output_dir=run"],
+     "prompt.screen_words must be >= 1, got 0"),
+    ("train-vlm-screen-parse-text", ["train", "gui/sft", "prompt.screen_parse=maybe",
+                                     "train.output_dir=run"], "prompt.screen_parse must be true or false"),
+    ("train-vlm-screen-parse-nav", ["train", "embodied/vlm-sft", "prompt.screen_parse=true",
+                                    "train.output_dir=run"], "unknown config key 'prompt.screen_parse'"),
     # hostile or mistaken X11 task files and sandbox limits (issue 37)
     ("record-x11-limit-typo", ["record", "--env", X11, "--env-kwargs",
                                '{"limits": {"stp_s": 1}}', "--out", "o"],

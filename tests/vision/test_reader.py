@@ -117,3 +117,49 @@ def test_a_missing_reader_extra_names_what_to_install(monkeypatch):
     with pytest.raises(ReaderDependencyError, match=r"pip install 'pixelrl\[reader\]'") as e:
         ScreenReader().read(np.eye(8, dtype=np.uint8) * 255)
     assert "\n" not in str(e.value)
+
+
+def test_set_of_marks_gives_the_model_points_it_can_copy():
+    """A Set-of-Mark parse (issue 41 item 5) numbers the words read and writes each centre as
+    the codec writes a click's point: the click on the target's mark lands on the target."""
+    import gymnasium
+
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.gui_action.codec import GUIActionCodec
+    from pixelrl.vision.reader import SetOfMarks
+
+    env = gymnasium.make("pixelrl/Desktop-ClickButton-v0", screen_size=(320, 240))
+    obs, info = env.reset(seed=1)
+    label = obs["instruction"].split('"')[1]  # Click the "Stop" button.
+    for codec in (GUIActionCodec("uitars"), GUIActionCodec("pyautogui")):
+        text = SetOfMarks(codec.point_text)(obs["screenshot"])
+        assert text.startswith("Screen text: [1] ")
+        marks = text.split("[")[1:]
+        mark = next(m for m in marks if m.split()[1] == label)
+        point = mark.split()[-1]
+        answer = (
+            f"click(start_box='{point}')"
+            if codec.action_format == "uitars"
+            else ("pyautogui.click(x={}, y={})".format(*point.strip("()").split(",")))
+        )
+        action, error = codec.parse(answer, (320, 240))
+        assert error is None
+        _, reward, terminated, _, _ = env.step(action)
+        assert terminated and reward > 0, (text, answer)
+        obs, info = env.reset(seed=1)
+    assert SetOfMarks(codec.point_text)(np.zeros((240, 320, 3), np.uint8)) == "Screen text: none"
+    with pytest.raises(ReaderError):
+        SetOfMarks(codec.point_text, max_words=0)
+
+
+def test_a_policy_with_a_screen_parse_puts_it_under_the_instruction():
+    from pixelrl.envs.gui_action.codec import GUIActionCodec
+    from pixelrl.vision.vlm import load_vlm
+
+    codec = GUIActionCodec("uitars")
+    policy = load_vlm(
+        "tiny-qwen2_vl", codec, screen_parse=lambda image: f"Screen text: {image.shape[1]}px"
+    )
+    batch = policy.encode_prompts([np.zeros((48, 64, 3), np.uint8)], ["Click OK."])
+    text = policy.tokenizer.decode(batch["input_ids"][0], skip_special_tokens=True)
+    assert "Click OK.\nScreen text: 64px" in text

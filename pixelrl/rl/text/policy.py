@@ -13,7 +13,8 @@ def load_text_policy(cfg: Config, codec, corpus: Callable[[], list[str] | None] 
     """The :class:`~pixelrl.vision.vlm.VLMPolicy` a config names (``init`` folder first, else
     ``model``) speaking ``codec``; ``corpus()``: a tiny model's tokenizer texts, asked for only
     when the model is tiny (None: the codec's :func:`~pixelrl.vision.vlm.tiny_corpus`).
-    ``lora.enabled`` wraps it with LoRA adapters."""
+    ``lora.enabled`` wraps it with LoRA adapters; ``prompt.screen_parse`` adds a Set-of-Mark
+    parse of the screen to every prompt (:func:`screen_parse`)."""
     import torch
 
     from pixelrl.vision.vlm import load_vlm
@@ -32,8 +33,25 @@ def load_text_policy(cfg: Config, codec, corpus: Callable[[], list[str] | None] 
     policy = load_vlm(
         source, codec, dtype=cfg.dtype, device=cfg.device, seed=int(cfg.seed), **extra
     )
+    policy.screen_parse = screen_parse(cfg, codec)
     if cfg.lora.enabled:
         policy.add_lora(
             r=int(cfg.lora.r), alpha=int(cfg.lora.alpha), dropout=float(cfg.lora.dropout)
         )
     return policy
+
+
+def screen_parse(cfg: Config, codec):
+    """``prompt.screen_parse``: the :class:`~pixelrl.vision.reader.SetOfMarks` of the screen
+    reader, its points written as ``codec`` writes a click's (``prompt.screen_words`` at most);
+    None when off. A codec that writes no points (navigation) cannot take one."""
+    from pixelrl.config import ConfigError
+
+    section = cfg.to_dict().get("prompt", {})
+    if not section.get("screen_parse"):
+        return None
+    if not callable(getattr(codec, "point_text", None)):
+        raise ConfigError("prompt.screen_parse: this recipe's actions hold no screen points")
+    from pixelrl.vision.reader import SetOfMarks
+
+    return SetOfMarks(codec.point_text, max_words=int(section.get("screen_words", 40)))
