@@ -11,7 +11,8 @@ folder saved by ``gui/sft`` / ``gui/*-grpo``, or ``tiny-<family>`` (a random bas
 Episodes use held-out (odd) seeds; the grounding set is generated from held-out seeds too
 (``pixelrl.gui_agent.grounding``). A VLM policy plays ``--batch`` episodes together (default 8),
 each in its own env, with one batched ``generate`` per step; ``--batch 1`` plays one at a time.
-``--json`` writes the rows.
+``--screen-parse`` gives a VLM policy the Set-of-Mark screen parse it was trained with
+(``prompt.screen_parse=true``). ``--json`` writes the rows.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--screen-size", type=positive_int, nargs=2, default=None, metavar=("W", "H"),
                    help="desktop screen size (default: the policy's training size, else 320 240)")  # fmt: skip
+    p.add_argument("--screen-parse", action="store_true",
+                   help="VLM policies: a Set-of-Mark parse of the screen under the instruction, as "
+                   "recipes trained with prompt.screen_parse=true saw (needs the reader extra)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the result rows to this file")
     p.set_defaults(func=run)
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from pixelrl.checkpoint import CheckpointError
     from pixelrl.cli import UsageError
     from pixelrl.commands.args import make_env
-    from pixelrl.gui_agent.agents import PointerAgent, load_agent
+    from pixelrl.gui_agent.agents import PointerAgent, VLMAgent, load_agent
     from pixelrl.gui_agent.evaluate import evaluate_grounding, evaluate_success, format_table
     from pixelrl.gui_agent.grounding import grounding_set
 
@@ -64,6 +68,14 @@ def run(args: argparse.Namespace) -> int:
         raise
     except (OSError, ValueError) as e:  # transformers: not a model, not in the cache, ...
         raise UsageError(f"cannot load policy {args.policy!r}: {e}") from e
+    if args.screen_parse:
+        if not isinstance(agent, VLMAgent):
+            raise UsageError(
+                "--screen-parse applies to VLM policies (a model folder or tiny-<family>)"
+            )
+        from pixelrl.vision.reader import SetOfMarks
+
+        agent.vlm.screen_parse = SetOfMarks(agent.vlm.codec.point_text)
     screen = args.screen_size
     if screen is None and isinstance(agent, PointerAgent):
         screen = getattr(agent, "screen_size", None)

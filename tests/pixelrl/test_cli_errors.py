@@ -183,6 +183,8 @@ CASES = [
                            "train.output_dir=run"], "not a navigation task"),
     ("eval-nothing-to-do", ["eval", "--policy", "p"], "--grounding"),
     # Set-of-Mark prompts (issue 41 item 5)
+    ("eval-screen-parse-value", ["eval", "--policy", "p", "--screen-parse=yes"],
+     "ignored explicit argument 'yes'"),
     ("train-vlm-screen-words-0", ["train", "gui/sft", "prompt.screen_words=0", "train.output_dir=run"],
      "prompt.screen_words must be >= 1, got 0"),
     ("train-vlm-screen-parse-text", ["train", "gui/sft", "prompt.screen_parse=maybe",
