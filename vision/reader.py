@@ -360,7 +360,7 @@ class SetOfMarks:
     point (``point_text(x, y, screen_size)``, e.g. the GUI codec's), so that the model can copy
     it into its answer::
 
-        Screen text: [1] File (25,18) [2] Submit (512,330) ...
+        Screen text: [1] "File" (25,18) [2] "Submit" (512,330) ...
 
     Pixels only, like the reader. ``max_words`` bounds the prompt (the first words in reading
     order are kept)."""
@@ -379,5 +379,7 @@ class SetOfMarks:
         for i, word in enumerate(self.reader.read(rgb)[: self.max_words], start=1):
             x0, y0, x1, y1 = word.box
             centre = self.point_text((x0 + x1 - 1) // 2, (y0 + y1 - 1) // 2, screen)
-            marks.append(f"[{i}] {word.text} {centre}")
+            # quoted as instructions quote a label ("Click the "Stop" button."), so that the
+            # same word is the same tokens in both places, which a small model copies sooner
+            marks.append(f'[{i}] "{word.text}" {centre}')
         return "Screen text: " + (" ".join(marks) if marks else "none")

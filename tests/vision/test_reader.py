@@ -135,7 +135,7 @@ def test_set_of_marks_gives_the_model_points_it_can_copy():
         text = SetOfMarks(codec.point_text)(obs["screenshot"])
         assert text.startswith("Screen text: [1] ")
         marks = text.split("[")[1:]
-        mark = next(m for m in marks if m.split()[1] == label)
+        mark = next(m for m in marks if m.split()[1] == f'"{label}"')
         point = mark.split()[-1]
         answer = (
             f"click(start_box='{point}')"
