@@ -9,6 +9,8 @@ each run's folder under ``OUT/<name>``. Modes (several may follow one another in
   with ``distributed.shard=SHARD``; runs ``NAME/sft``, ``NAME/grpo``, ``NAME/multiturn``;
 - ``resume SHARD``: SFT of 4 steps straight (``resume-SHARD/full``), then 2 steps with a
   checkpoint (``resume-SHARD/half``) and a resume of it to 4 (into ``half``);
+- ``compose``: one-step GRPO with fsdp, bf16 compute, LoRA, gradient checkpointing and the KL
+  term at once (``compose``);
 - ``die``: GRPO whose rank 1 fails in its rewards at step 2;
 - ``refuse``: the configs that cannot be split over 2 ranks; their errors go to
   ``OUT/refused<rank>.txt``.
@@ -139,6 +141,10 @@ def main() -> None:
                   train={"checkpoint_interval": 2})  # fmt: skip
             train("toy/sft", where / "unused", sft=four, distributed=dist,
                   train={"resume": str(where / "half"), "output_dir": ""})  # fmt: skip
+        elif mode == "compose":  # fsdp with bf16 compute, LoRA, gradient checkpointing, KL
+            train("toy/grpo", out / "compose", grpo={**GRPO, "kl_coef": 0.04},
+                  distributed={"shard": "fsdp", "param_dtype": "bfloat16"},
+                  lora={"enabled": True, "r": 4, "alpha": 8}, gradient_checkpointing=True)  # fmt: skip
         elif mode == "die":
             task = GradedTask(None)
             task.fail_at = 2

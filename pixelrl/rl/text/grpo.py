@@ -81,11 +81,12 @@ def run_grpo(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
     par = Parallel(cfg)
     par.share(cfg, "grpo.prompts_per_step"), par.share(cfg, "grpo.minibatch")
     run = par.run(cfg)
-    policy = par.prepare(load_text_policy(cfg, adapter.codec(), adapter.corpus), cfg)
+    policy = load_text_policy(cfg, adapter.codec(), adapter.corpus)
     if par.rank:  # each rank samples its own answers (rank 0: the one-process stream)
         torch.manual_seed(par.seed(int(cfg.seed)))
     gcfg = GRPOConfig.from_section(cfg.grpo.to_dict())
-    ref = policy.frozen_copy() if gcfg.kl_coef else None
+    ref = par.prepare(policy.frozen_copy(), cfg) if gcfg.kl_coef else None  # KL's reference
+    policy = par.prepare(policy, cfg)
     items = adapter.prompts()
     evaluate = adapter.evaluator()
     opt, set_lr = grpo_optimizer_for(policy, cfg.grpo)

@@ -52,10 +52,11 @@ def run_multiturn(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
 
         join_one_ray_cluster(cfg)  # every rank's env workers in one Ray cluster
     evaluate = adapter.evaluator()
-    policy = par.prepare(load_text_policy(cfg, adapter.codec(), adapter.corpus), cfg)
+    policy = load_text_policy(cfg, adapter.codec(), adapter.corpus)
+    ref = par.prepare(policy.frozen_copy(), cfg) if gcfg.kl_coef else None  # KL's reference
+    policy = par.prepare(policy, cfg)
     if par.rank:  # each rank samples its own answers (rank 0: the one-process stream)
         torch.manual_seed(par.seed(int(cfg.seed)))
-    ref = policy.frozen_copy() if gcfg.kl_coef else None
     opt, set_lr = grpo_optimizer_for(policy, cfg.grpo)
     rng = np.random.default_rng(par.seed(int(cfg.seed)))  # each rank its own starts
     start = par.load_checkpoint(run, policy, opt, rng)

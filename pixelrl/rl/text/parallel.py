@@ -99,12 +99,14 @@ class Parallel:
         check_parallel(cfg)
         self.shard = str(cfg.distributed.shard)
         self.rank, self.world_size, self.local_rank = 0, 1, 0
-        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        self.sharded = False  # fully_shard applied (fsdp under torchrun, any world size)
+        if "WORLD_SIZE" in os.environ:  # under torchrun (one rank too: fsdp's own overheads)
             if str(cfg.device).startswith("cuda"):
                 self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
                 torch.cuda.set_device(self.local_rank)
             if not torch.distributed.is_initialized():
-                backend = "nccl" if str(cfg.device).startswith("cuda") else "gloo"
+                # GPUs: nccl for tensors on them, gloo for the few numbers kept on the CPU
+                backend = "cpu:gloo,cuda:nccl" if str(cfg.device).startswith("cuda") else "gloo"
                 torch.distributed.init_process_group(
                     backend, timeout=timedelta(seconds=float(cfg.distributed.timeout_s))
                 )
@@ -155,7 +157,8 @@ class Parallel:
     # -- the model -------------------------------------------------------------------------
     def prepare(self, policy, cfg: Config):
         """Gradient checkpointing if asked; rank 0's parameters everywhere (ddp) or the model
-        sharded (fsdp). Returns ``policy``."""
+        sharded (fsdp). Returns ``policy``. GRPO's frozen reference is prepared the same way
+        (copied before the policy is: a sharded model is not copied)."""
         import torch
 
         if cfg.gradient_checkpointing:
@@ -165,8 +168,9 @@ class Parallel:
             )
             if hasattr(model, "enable_input_require_grads"):  # LoRA: frozen embeddings
                 model.enable_input_require_grads()
-        if self.shard == "fsdp" and self.on:
+        if self.shard == "fsdp" and torch.distributed.is_initialized():
             self._fully_shard(policy, cfg)
+            self.sharded = True
         elif self.on:
             from pixelrl.rl.distributed import broadcast_parameters
 
@@ -182,18 +186,24 @@ class Parallel:
         model = policy.model
         mesh = init_device_mesh("cuda" if str(cfg.device).startswith("cuda") else "cpu",
                                 (self.world_size,))  # fmt: skip
-        mp = MixedPrecisionPolicy()
+        mp = edges = MixedPrecisionPolicy()
         if cfg.distributed.param_dtype:
-            mp = MixedPrecisionPolicy(param_dtype=getattr(torch, cfg.distributed.param_dtype),
-                                      reduce_dtype=torch.float32)  # fmt: skip
+            low = getattr(torch, cfg.distributed.param_dtype)
+            mp = MixedPrecisionPolicy(param_dtype=low, reduce_dtype=torch.float32)
+            # the modules around the layers (embeddings, vision tower, norms, head) hand float32
+            # on: transformers' code casts between them to the weights' (float32) dtype
+            edges = MixedPrecisionPolicy(param_dtype=low, reduce_dtype=torch.float32,
+                                         output_dtype=torch.float32)  # fmt: skip
         blocks = set(getattr(model, "_no_split_modules", None) or ())
         layers = [m for m in model.modules() if type(m).__name__ in blocks]
         inside = {id(p) for layer in layers for p in layer.parameters()}
         rest = [m for m in model.modules() if m is not model
                 and any(id(p) not in inside for p in m.parameters(recurse=False))]  # fmt: skip
-        for module in layers + rest:  # inner units first, then the root
+        for module in layers:  # inner units first, then the root
             fully_shard(module, mesh=mesh, mp_policy=mp)
-        fully_shard(model, mesh=mesh, mp_policy=mp)
+        for module in rest:
+            fully_shard(module, mesh=mesh, mp_policy=edges)
+        fully_shard(model, mesh=mesh, mp_policy=edges)
         # FSDP2 sets its units up on the root's first forward; generate may call the vision
         # tower first (images encoded before prefill), so set them up now.
         model._get_fsdp_state()._lazy_init()
@@ -296,13 +306,13 @@ class Parallel:
     # -- evaluation and the saved model ----------------------------------------------------
     def evaluate(self, evaluation, run, step: int, policy) -> None:
         """The held-out evaluation: rank 0 alone (ddp), every rank in lockstep (fsdp)."""
-        if self.is_main or self.shard == "fsdp":
+        if self.is_main or self.sharded:
             evaluation.add(run, step, policy)
 
     def save_model(self, cfg: Config, adapter, policy, folder: Path) -> None:
         """``adapter.save`` of the trained model, on rank 0; with fsdp the full weights are
         gathered first into a plain copy of the policy (loaded again from the config)."""
-        if self.shard == "fsdp" and self.on:
+        if self.sharded:
             from torch.distributed.checkpoint.state_dict import (
                 StateDictOptions,
                 get_model_state_dict,
