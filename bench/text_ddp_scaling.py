@@ -73,6 +73,7 @@ def worker(out: str, overrides: list[str]) -> None:
         "step_s": float(np.median(steps)),
         "state_bytes": state["bytes"],
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "gpu_peak_bytes": torch.cuda.max_memory_allocated() if torch.cuda.is_available() else 0,
     }
     Path(out, f"rank{rank}.json").write_text(json.dumps(row))
 
@@ -116,6 +117,7 @@ def launch(ranks: int, shard: str, args, out: Path) -> dict:
         "step_s": max(r["step_s"] for r in ranked),
         "state_mb": max(r["state_bytes"] for r in ranked) / 2**20,
         "rss_mb": max(r["peak_rss_bytes"] for r in ranked) / 2**20,
+        "gpu_mb": max(r["gpu_peak_bytes"] for r in ranked) / 2**20,
         # summed over ranks by the trainer (pixelrl.rl.text.parallel.Parallel.mean_row)
         "update_tok_s": median(float(r["update_tokens_per_s"]) for r in history),
         "gen_tok_s": median(float(r["gen_tokens_per_s"]) for r in history),
@@ -151,11 +153,13 @@ def main() -> None:
           f"{args.threads} thread(s) a rank; load average (1 min) before/after each: "
           f"{', '.join(f'{x:.2f}' for x in load)}")  # fmt: skip
     print(f"{'ranks':>5} {'shard':>5} {'s/step':>8} {'steps/s':>8} {'vs first':>8} "
-          f"{'update tok/s':>12} {'gen tok/s':>10} {'state MB/rank':>13} {'peak RSS MB':>11}")  # fmt: skip
+          f"{'update tok/s':>12} {'gen tok/s':>10} {'state MB/rank':>13} {'peak RSS MB':>11}"
+          f"{' peak GPU MB' if args.device != 'cpu' else ''}")  # fmt: skip
     for r in rows:
+        gpu = f" {r['gpu_mb']:>11.0f}" if args.device != "cpu" else ""
         print(f"{r['ranks']:>5} {r['shard']:>5} {r['step_s']:>8.3f} {1 / r['step_s']:>8.2f} "
               f"{1 / r['step_s'] / base:>7.2f}x {r['update_tok_s']:>12.0f} {r['gen_tok_s']:>10.0f} "
-              f"{r['state_mb']:>13.2f} {r['rss_mb']:>11.0f}")  # fmt: skip
+              f"{r['state_mb']:>13.2f} {r['rss_mb']:>11.0f}{gpu}")  # fmt: skip
 
 
 if __name__ == "__main__":

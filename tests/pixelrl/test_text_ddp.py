@@ -166,7 +166,7 @@ def test_splits_that_cannot_be_made_are_refused(runs):
 @pytest.mark.timeout(300)
 def test_a_rank_that_fails_stops_the_others_naming_it(tmp_path):
     start = time.perf_counter()
-    proc = _torchrun(tmp_path, "die")
+    proc = _torchrun(tmp_path, "die", "raise")
     took = time.perf_counter() - start
     assert proc.returncode != 0
     log = proc.stdout + proc.stderr
@@ -175,3 +175,24 @@ def test_a_rank_that_fails_stops_the_others_naming_it(tmp_path):
     assert "RankFailed: rank 1 stopped: RuntimeError: the reward server went away; rank 0 " in log
     assert took < 120  # no hang until distributed.timeout_s
     assert not (tmp_path / "die" / "model").exists()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("how", ["kill", "hang"])
+def test_a_rank_killed_or_hung_stops_the_others(tmp_path, how):
+    """Killed (no word to the store) or hung (no answer): the others stop, within
+    distributed.timeout_s (8 s here), saying a collective failed and which rank never reached
+    it; torchrun's summary names the rank that exited first."""
+    start = time.perf_counter()
+    proc = _torchrun(tmp_path, "die", how)
+    took = time.perf_counter() - start
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert took < 100, took
+    said = "RankFailed: rank 0: a collective failed" in log
+    if how == "kill":  # torchrun's root cause is rank 1; rank 0 may be stopped before it speaks
+        root = log[log.index("Root Cause") :]
+        assert "rank      : 1 (local_rank: 1)" in root and "exitcode  : 9" in root
+    else:  # rank 0 times out in its all-reduce and says so
+        assert said and "did not answer within distributed.timeout_s=8" in log
+    assert not said or "rank 1 never reached it" in log  # the store's count names it

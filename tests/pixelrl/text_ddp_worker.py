@@ -11,7 +11,8 @@ each run's folder under ``OUT/<name>``. Modes (several may follow one another in
   checkpoint (``resume-SHARD/half``) and a resume of it to 4 (into ``half``);
 - ``compose``: one-step GRPO with fsdp, bf16 compute, LoRA, gradient checkpointing and the KL
   term at once (``compose``);
-- ``die``: GRPO whose rank 1 fails in its rewards at step 2;
+- ``die HOW``: GRPO whose rank 1, at step 2, raises in its rewards (``raise``), exits without
+  a word (``kill``) or never returns (``hang``; ``distributed.timeout_s`` is 8);
 - ``refuse``: the configs that cannot be split over 2 ranks; their errors go to
   ``OUT/refused<rank>.txt``.
 
@@ -29,6 +30,7 @@ import functools
 import hashlib
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -75,7 +77,7 @@ class GradedTask(ColourTask):
     groups a step set by ``grpo.groups_per_step`` (what each rank plays its share of)."""
 
     GROUPS_PER_STEP = "grpo.groups_per_step"
-    fail_at = None
+    fail_at, how = None, "raise"
 
     def examples(self, run, policy):
         return super().examples(run, policy) * 2
@@ -83,6 +85,10 @@ class GradedTask(ColourTask):
     def rewards(self, item, texts):
         self.calls = getattr(self, "calls", 0) + 1
         if self.fail_at is not None and RANK == 1 and self.calls == self.fail_at:
+            if self.how == "kill":  # gone without a word (the OOM killer, kill -9)
+                os._exit(9)
+            if self.how == "hang":
+                time.sleep(120)
             raise RuntimeError("the reward server went away")
         return [len(set(t) & set(item)) / (1 + len(t)) for t in texts]
 
@@ -145,10 +151,10 @@ def main() -> None:
             train("toy/grpo", out / "compose", grpo={**GRPO, "kl_coef": 0.04},
                   distributed={"shard": "fsdp", "param_dtype": "bfloat16"},
                   lora={"enabled": True, "r": 4, "alpha": 8}, gradient_checkpointing=True)  # fmt: skip
-        elif mode == "die":
+        elif mode == "die":  # die raise|kill|hang: rank 1 at its second reward
             task = GradedTask(None)
-            task.fail_at = 2
-            train("toy/grpo", out / "die", task=task, grpo=GRPO)
+            task.fail_at, task.how = 2, modes.pop(0)
+            train("toy/grpo", out / "die", task=task, grpo=GRPO, distributed={"timeout_s": 8})
         elif mode == "refuse":
             refused = []
             for name, sections in (

@@ -90,6 +90,18 @@ def check_parallel(cfg: Config) -> None:
         )
 
 
+def _collective_failed(e: BaseException) -> bool:
+    """Whether ``e`` is a collective that failed (a peer gone, a timeout), not this rank's own."""
+    import torch
+
+    if isinstance(e, getattr(torch.distributed, "DistError", ())):
+        return True
+    text = str(e)
+    return any(
+        w in text for w in ("Connection closed", "Connection reset", "imed out", "gloo", "NCCL")
+    )
+
+
 class Parallel:
     """This process's place in the run: rank, world size, how the model is split (module doc)."""
 
@@ -112,6 +124,7 @@ class Parallel:
                 )
             self.rank = torch.distributed.get_rank()
             self.world_size = torch.distributed.get_world_size()
+        self.timeout_s = float(cfg.distributed.timeout_s)
         self.resume = Path(str(cfg.train.resume)) if cfg.train.resume else None
         if self.resume is not None:
             meta = self._meta(self.resume)
@@ -217,6 +230,7 @@ class Parallel:
         the ranks' average gradient the gradient of the global mean: ``count x W / total``."""
         if not self.on:
             return 1.0
+        self._arrive()
         total = self._sum([float(count)])[0]
         return float(count) * self.world_size / total if total else 0.0
 
@@ -233,6 +247,7 @@ class Parallel:
             return n
         import torch
 
+        self._arrive()
         t = torch.tensor([n], dtype=torch.int64)
         torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
         return int(t.item())
@@ -243,6 +258,7 @@ class Parallel:
             return row
         from pixelrl.rl.distributed import all_gather_objects
 
+        self._arrive()
         rows = all_gather_objects(row)
         out = {}
         for key in dict.fromkeys(k for r in rows for k in r):
@@ -282,9 +298,41 @@ class Parallel:
                 who = ""
             if who and not who.startswith(f"rank {self.rank} "):
                 raise RankFailed(f"{who}; rank {self.rank} stops too") from e
+            if not who and _collective_failed(e):
+                raise RankFailed(
+                    f"rank {self.rank}: a collective failed ({str(e).splitlines()[0][:200]}): "
+                    "another rank stopped without saying why (killed? out of memory? torchrun's "
+                    "summary names it) or did not answer within distributed.timeout_s="
+                    f"{self.timeout_s:g}{self._missing()}"
+                ) from e
             with contextlib.suppress(Exception):
                 store.set("pixelrl/failed", f"rank {self.rank} stopped: {type(e).__name__}: {e}")
             raise
+
+    def _arrive(self) -> None:
+        """Count this rank's steps into the loops' collectives in the store (to name a rank
+        that never came, when one fails)."""
+        import torch
+
+        self._arrived = getattr(self, "_arrived", 0) + 1
+        store = torch.distributed.distributed_c10d._get_default_store()
+        store.set(f"pixelrl/arrived/{self.rank}", str(self._arrived))
+
+    def _missing(self) -> str:
+        """The ranks that never reached the collective this rank failed in, as a clause."""
+        import torch
+
+        try:
+            store = torch.distributed.distributed_c10d._get_default_store()
+            late = []
+            for r in range(self.world_size):
+                key = f"pixelrl/arrived/{r}"
+                n = int(store.get(key)) if store.check([key]) else 0
+                if r != self.rank and n < getattr(self, "_arrived", 0):
+                    late.append(str(r))
+        except Exception:
+            return ""
+        return f"; rank {', '.join(late)} never reached it" if late else ""
 
     def close(self) -> None:
         if self.on:
