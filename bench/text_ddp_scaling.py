@@ -3,7 +3,8 @@ rank), and each rank's memory with DDP and with FSDP2 (issue 40).
 
 Runs the real recipe ``gui/grounding-grpo`` (a tiny model from config, random weights) under
 ``torchrun --nproc-per-node N`` with the same global batch (``grpo.prompts_per_step`` prompts
-of ``grpo.num_samples`` answers, one optimizer step a GRPO step), and prints one table:
+of ``grpo.num_samples`` answers, one optimizer step a GRPO step, ``grpo.kl_coef=0.04`` so that
+every answer is in the update with its reference log-probs), and prints one table:
 seconds a step (the median over the steps after the first; the last, which holds the held-out
 evaluation, left out), steps/s and their ratio to one rank, each rank's model-state bytes
 (parameters, gradients and AdamW's two moments held by that rank: with FSDP2 its shards) and
@@ -89,6 +90,7 @@ def launch(ranks: int, shard: str, args, out: Path) -> dict:
         f"grpo.prompts_per_step={args.prompts}",
         f"grpo.num_samples={args.samples}",
         f"grpo.minibatch={args.prompts * args.samples}",
+        f"grpo.kl_coef={args.kl}",
         "eval.interval=0",
         f"eval.grounding_items={args.eval_items}",
         f"distributed.shard={shard}",
@@ -133,6 +135,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--prompts", type=int, default=8, help="grpo.prompts_per_step (global)")
     parser.add_argument("--samples", type=int, default=8, help="grpo.num_samples")
+    parser.add_argument("--kl", type=float, default=0.04,
+                        help="grpo.kl_coef: > 0 keeps every row in the update (a random model's "
+                        "answers mostly score alike, and rows without advantage are skipped)")  # fmt: skip
     parser.add_argument("--eval-items", type=int, default=8)
     parser.add_argument("--size", default="", help="text_size: hidden_size=256,num_hidden_layers=4")
     parser.add_argument("--vision-size", default="", help="vision_size: embed_dim=384,depth=6")
@@ -150,7 +155,7 @@ def main() -> None:
     base = 1 / rows[0]["step_s"]
     print(f"gui/grounding-grpo on {args.device} ({args.dtype or 'float32'}), {args.prompts} "
           f"prompts x {args.samples} answers a step (global), {args.steps} steps, "
-          f"{args.threads} thread(s) a rank; load average (1 min) before/after each: "
+          f"kl_coef {args.kl}, {args.threads} thread(s) a rank; load average (1 min) before/after each: "
           f"{', '.join(f'{x:.2f}' for x in load)}")  # fmt: skip
     print(f"{'ranks':>5} {'shard':>5} {'s/step':>8} {'steps/s':>8} {'vs first':>8} "
           f"{'update tok/s':>12} {'gen tok/s':>10} {'state MB/rank':>13} {'peak RSS MB':>11}"

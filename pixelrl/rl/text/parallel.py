@@ -70,6 +70,11 @@ def check_parallel(cfg: Config) -> None:
         raise ConfigError(
             f"distributed.param_dtype must be bfloat16, float16 or empty, got {d.param_dtype!r}"
         )
+    if d.param_dtype and d.shard != "fsdp":
+        raise ConfigError(
+            f"distributed.param_dtype={d.param_dtype} is FSDP2's compute dtype (with "
+            "distributed.shard=fsdp); a DDP model in bf16: dtype=bfloat16"
+        )
     if (
         isinstance(d.timeout_s, bool)
         or not isinstance(d.timeout_s, (int, float))
@@ -112,7 +117,7 @@ class Parallel:
         self.shard = str(cfg.distributed.shard)
         self.rank, self.world_size, self.local_rank = 0, 1, 0
         self.sharded = False  # fully_shard applied (fsdp under torchrun, any world size)
-        if "WORLD_SIZE" in os.environ:  # under torchrun (one rank too: fsdp's own overheads)
+        if "WORLD_SIZE" in os.environ and "MASTER_ADDR" in os.environ:  # under torchrun
             if str(cfg.device).startswith("cuda"):
                 self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
                 torch.cuda.set_device(self.local_rank)
