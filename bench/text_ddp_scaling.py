@@ -6,7 +6,10 @@ Runs the real recipe ``gui/grounding-grpo`` (a tiny model from config, random we
 of ``grpo.num_samples`` answers, one optimizer step a GRPO step, ``grpo.kl_coef=0.04`` so that
 every answer is in the update with its reference log-probs), and prints one table:
 seconds a step (the median over the steps after the first; the last, which holds the held-out
-evaluation, left out), steps/s and their ratio to one rank, each rank's model-state bytes
+evaluation, left out), steps/s and their ratio to the first row, the busiest rank's CPU seconds
+a step and their ratio (what the step costs a rank when it has a core to itself: the
+collectives' waits are not in it, so on a shared machine it bounds what a quiet one would
+show), each rank's model-state bytes
 (parameters, gradients and AdamW's two moments held by that rank: with FSDP2 its shards) and
 its peak resident memory (the Python process: interpreter, torch and model).
 
@@ -43,11 +46,13 @@ def worker(out: str, overrides: list[str]) -> None:
     from pixelrl.rl.text.parallel import Parallel
 
     ends: list[float] = []
+    cpu: list[float] = []  # this process's CPU seconds (a shared machine stretches wall time)
     state: dict[str, int] = {}
     plain = Parallel.checkpoint
 
     def checkpoint(self, run, step, policy, opt, rng):  # called after every step
         ends.append(time.perf_counter())
+        cpu.append(time.process_time())
 
         def local(t):
             return t.to_local() if hasattr(t, "to_local") else t
@@ -72,6 +77,7 @@ def worker(out: str, overrides: list[str]) -> None:
     row = {
         "rank": rank,
         "step_s": float(np.median(steps)),
+        "cpu_step_s": float(np.median(np.diff(cpu[:-1]))),
         "state_bytes": state["bytes"],
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "gpu_peak_bytes": torch.cuda.max_memory_allocated() if torch.cuda.is_available() else 0,
@@ -117,6 +123,7 @@ def launch(ranks: int, shard: str, args, out: Path) -> dict:
         "ranks": ranks,
         "shard": shard,
         "step_s": max(r["step_s"] for r in ranked),
+        "cpu_step_s": max(r["cpu_step_s"] for r in ranked),
         "state_mb": max(r["state_bytes"] for r in ranked) / 2**20,
         "rss_mb": max(r["peak_rss_bytes"] for r in ranked) / 2**20,
         "gpu_mb": max(r["gpu_peak_bytes"] for r in ranked) / 2**20,
@@ -152,18 +159,20 @@ def main() -> None:
             ranks, shard = spec.split(":")
             rows.append(launch(int(ranks), shard, args, Path(tmp) / spec.replace(":", "-")))
             load.append(os.getloadavg()[0])
-    base = 1 / rows[0]["step_s"]
+    base, cpu_base = 1 / rows[0]["step_s"], 1 / rows[0]["cpu_step_s"]
     print(f"gui/grounding-grpo on {args.device} ({args.dtype or 'float32'}), {args.prompts} "
           f"prompts x {args.samples} answers a step (global), {args.steps} steps, "
           f"kl_coef {args.kl}, {args.threads} thread(s) a rank; load average (1 min) before/after each: "
           f"{', '.join(f'{x:.2f}' for x in load)}")  # fmt: skip
     print(f"{'ranks':>5} {'shard':>5} {'s/step':>8} {'steps/s':>8} {'vs first':>8} "
+          f"{'CPU s/step/rank':>15} {'vs first':>8} "
           f"{'update tok/s':>12} {'gen tok/s':>10} {'state MB/rank':>13} {'peak RSS MB':>11}"
           f"{' peak GPU MB' if args.device != 'cpu' else ''}")  # fmt: skip
     for r in rows:
         gpu = f" {r['gpu_mb']:>11.0f}" if args.device != "cpu" else ""
         print(f"{r['ranks']:>5} {r['shard']:>5} {r['step_s']:>8.3f} {1 / r['step_s']:>8.2f} "
-              f"{1 / r['step_s'] / base:>7.2f}x {r['update_tok_s']:>12.0f} {r['gen_tok_s']:>10.0f} "
+              f"{1 / r['step_s'] / base:>7.2f}x {r['cpu_step_s']:>15.3f} "
+              f"{1 / r['cpu_step_s'] / cpu_base:>7.2f}x {r['update_tok_s']:>12.0f} {r['gen_tok_s']:>10.0f} "
               f"{r['state_mb']:>13.2f} {r['rss_mb']:>11.0f}{gpu}")  # fmt: skip
 
 
