@@ -43,9 +43,12 @@ class Run:
             self.dir.mkdir(parents=True, exist_ok=True)
             dump_config(cfg, self.dir / "config.yaml")
         else:
+            import atexit
+            import shutil
             import tempfile
 
             self.dir = Path(tempfile.mkdtemp(prefix="pixelrl-rank-"))
+            atexit.register(shutil.rmtree, self.dir, ignore_errors=True)
         self.cfg = cfg
         self.history: list[dict[str, float]] = []
         self.evals: list[dict[str, float]] = []

@@ -124,13 +124,14 @@ def test_a_resumed_run_goes_on_with_its_steps_and_optimizer_state(runs, shard):
     assert (meta["step"], meta["world_size"], meta["shard"]) == (2, 2, shard)
     # 2 steps, a stop, 2 more: the history goes on from step 3, and the weights are those of 4
     # steps straight (AdamW's moments came back: without them steps 3 and 4 would differ)
-    full, half = _history(where / "full"), _history(where / "half")
-    assert [r["step"] for r in half] == ["1", "2", "3", "4"]
-    for a, b in zip(full, half):
-        assert float(a["loss"]) == pytest.approx(float(b["loss"]), rel=1e-6)
-    wa, wb = _weights(where / "full"), _weights(where / "half")
-    for name in wa:
-        torch.testing.assert_close(wa[name], wb[name], rtol=0, atol=1e-6, msg=name)
+    for run, key in (("", "loss"), ("grpo-", "grad_norm")):  # SFT, one-step GRPO
+        full, half = _history(where / f"{run}full"), _history(where / f"{run}half")
+        assert [r["step"] for r in half] == ["1", "2", "3", "4"]
+        for a, b in zip(full, half):
+            assert float(a[key]) == pytest.approx(float(b[key]), rel=1e-5), (run, key)
+        wa, wb = _weights(where / f"{run}full"), _weights(where / f"{run}half")
+        for name in wa:
+            torch.testing.assert_close(wa[name], wb[name], rtol=0, atol=1e-6, msg=name)
 
 
 def test_resuming_on_another_world_size_is_refused(runs, tmp_path):
@@ -171,8 +172,12 @@ def test_a_rank_that_fails_stops_the_others_naming_it(tmp_path):
     assert proc.returncode != 0
     log = proc.stdout + proc.stderr
     assert "RuntimeError: the reward server went away" in log  # rank 1's own error
-    # rank 0, waiting in the step's all-reduce, says who stopped the run and why
-    assert "RankFailed: rank 1 stopped: RuntimeError: the reward server went away; rank 0 " in log
+    # rank 0, waiting in the step's all-reduce, says who stopped the run and why (rank 1 closes
+    # its connections and waits 2 s for that; were rank 0 stopped first by torchrun's agent,
+    # the agent's summary names rank 1 as the root cause)
+    said = "RankFailed: rank 1 stopped: RuntimeError: the reward server went away; rank 0 " in log
+    root = log[log.index("Root Cause") :]
+    assert said or ("rank      : 1 (local_rank: 1)" in root and "SIGTERM" in log)
     assert took < 120  # no hang until distributed.timeout_s
     assert not (tmp_path / "die" / "model").exists()
 

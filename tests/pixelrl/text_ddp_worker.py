@@ -8,7 +8,8 @@ each run's folder under ``OUT/<name>``. Modes (several may follow one another in
 - ``updates SHARD NAME``: SFT (2 steps), one-step GRPO (2 steps) and multi-turn GRPO (2 steps),
   with ``distributed.shard=SHARD``; runs ``NAME/sft``, ``NAME/grpo``, ``NAME/multiturn``;
 - ``resume SHARD``: SFT of 4 steps straight (``resume-SHARD/full``), then 2 steps with a
-  checkpoint (``resume-SHARD/half``) and a resume of it to 4 (into ``half``);
+  checkpoint (``resume-SHARD/half``) and a resume of it to 4 (into ``half``); one-step GRPO
+  the same way (``grpo-full``, ``grpo-half``);
 - ``compose``: one-step GRPO with fsdp, bf16 compute, LoRA, gradient checkpointing and the KL
   term at once (``compose``);
 - ``die HOW``: GRPO whose rank 1, at step 2, raises in its rewards (``raise``), exits without
@@ -47,17 +48,17 @@ RANK = int(os.environ.get("RANK", "0"))
 
 
 TAG = ["step"]  # what a sampling call belongs to: a GRPO step, or a multi-turn group
+CALLS: dict[str, int] = {}  # sampling calls so far in this run, by tag
 
 
 def seeded_generate():
     plain = VLMPolicy.generate
-    calls: dict[str, int] = {}
 
     def generate(self, screenshots, instructions, histories=None, num_samples=1, **kw):
         if not kw.get("do_sample", True):  # greedy (the held-out evaluation): nothing to seed
             return plain(self, screenshots, instructions, histories, num_samples, **kw)
         histories = histories or [()] * len(instructions)
-        call = calls[TAG[0]] = calls.get(TAG[0], -1) + 1
+        call = CALLS[TAG[0]] = CALLS.get(TAG[0], -1) + 1
         out, seen = [], {}
         for image, text, history in zip(screenshots, instructions, histories):
             key = hashlib.blake2b(np.ascontiguousarray(image).tobytes() + text.encode()
@@ -119,7 +120,10 @@ GRPO = {"steps": 2, "num_samples": 3, "prompts_per_step": 2, "max_new_tokens": 4
         "minibatch": 12, "lr": 1e-2, "groups_per_step": 2}  # fmt: skip
 
 
-def train(name: str, out: Path, task=None, **sections):
+def train(name: str, out: Path, task=None, first_step: int = 0, **sections):
+    """One run; its sampling calls numbered from ``first_step`` (a resumed run's)."""
+    CALLS.clear()
+    CALLS["step"] = first_step - 1
     cfg = config(name, out, **sections)
     task = task or GradedTask(cfg)
     task.cfg = cfg
@@ -147,6 +151,12 @@ def main() -> None:
                   train={"checkpoint_interval": 2})  # fmt: skip
             train("toy/sft", where / "unused", sft=four, distributed=dist,
                   train={"resume": str(where / "half"), "output_dir": ""})  # fmt: skip
+            four, two = {**GRPO, "steps": 4}, {**GRPO, "steps": 2}  # one-step GRPO the same way
+            train("toy/grpo", where / "grpo-full", grpo=four, distributed=dist)
+            train("toy/grpo", where / "grpo-half", grpo=two, distributed=dist,
+                  train={"checkpoint_interval": 2})  # fmt: skip
+            train("toy/grpo", where / "unused", grpo=four, distributed=dist, first_step=2,
+                  train={"resume": str(where / "grpo-half"), "output_dir": ""})  # fmt: skip
         elif mode == "compose":  # fsdp with bf16 compute, LoRA, gradient checkpointing, KL
             train("toy/grpo", out / "compose", grpo={**GRPO, "kl_coef": 0.04},
                   distributed={"shard": "fsdp", "param_dtype": "bfloat16"},

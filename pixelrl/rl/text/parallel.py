@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -312,6 +313,10 @@ class Parallel:
                 ) from e
             with contextlib.suppress(Exception):
                 store.set("pixelrl/failed", f"rank {self.rank} stopped: {type(e).__name__}: {e}")
+                # close this rank's connections now, so the others' waits fail at once and
+                # they read the error above before torchrun's agent stops them
+                torch.distributed.destroy_process_group()
+                time.sleep(2)
             raise
 
     def _arrive(self) -> None:
