@@ -57,7 +57,7 @@ def runs(tmp_path_factory) -> Path:
                             "plain", "updates", "ddp", "one-plain"], env=_env(),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     two = _torchrun(out, "updates", "ddp", "ddp", "updates", "fsdp", "fsdp", "resume", "ddp",
-                    "resume", "fsdp", "refuse", "compose")  # fmt: skip
+                    "resume", "fsdp", "refuse", "compose", "ddp", "compose", "fsdp")  # fmt: skip
     log = one.communicate(timeout=240)[0]
     assert one.returncode == 0, log[-3000:]
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
@@ -106,11 +106,13 @@ def test_two_fsdp_ranks_update_as_one_process_does(runs):
         _same_training(runs / "one-plain" / run, runs / "fsdp" / run)
 
 
-def test_fsdp_composes_with_bf16_lora_checkpointing_and_kl(runs):
-    rows = _history(runs / "compose")
+@pytest.mark.parametrize("shard", ["ddp", "fsdp"])
+def test_lora_and_checkpointing_compose_with_both(runs, shard):
+    """LoRA, gradient checkpointing and the KL reference at once (fsdp: with bf16 compute)."""
+    rows = _history(runs / f"compose-{shard}")
     assert [r["step"] for r in rows] == ["1", "2"]
     assert all(float(r["grad_norm"]) > 0 and "kl" in r for r in rows)  # LoRA's adapters learned
-    saved = _weights(runs / "compose")  # gathered from the shards, LoRA merged in
+    saved = _weights(runs / f"compose-{shard}")  # (fsdp: gathered from the shards) LoRA merged
     assert saved and not any("lora" in name for name in saved)
 
 

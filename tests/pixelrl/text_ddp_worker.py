@@ -10,8 +10,8 @@ each run's folder under ``OUT/<name>``. Modes (several may follow one another in
 - ``resume SHARD``: SFT of 4 steps straight (``resume-SHARD/full``), then 2 steps with a
   checkpoint (``resume-SHARD/half``) and a resume of it to 4 (into ``half``); one-step GRPO
   the same way (``grpo-full``, ``grpo-half``);
-- ``compose``: one-step GRPO with fsdp, bf16 compute, LoRA, gradient checkpointing and the KL
-  term at once (``compose``);
+- ``compose SHARD``: one-step GRPO with LoRA, gradient checkpointing and the KL term at once,
+  and with fsdp bf16 compute (``compose-SHARD``);
 - ``die HOW``: GRPO whose rank 1, at step 2, raises in its rewards (``raise``), exits without
   a word (``kill``) or never returns (``hang``; ``distributed.timeout_s`` is 8);
 - ``refuse``: the configs that cannot be split over 2 ranks; their errors go to
@@ -157,10 +157,12 @@ def main() -> None:
                   train={"checkpoint_interval": 2})  # fmt: skip
             train("toy/grpo", where / "unused", grpo=four, distributed=dist, first_step=2,
                   train={"resume": str(where / "grpo-half"), "output_dir": ""})  # fmt: skip
-        elif mode == "compose":  # fsdp with bf16 compute, LoRA, gradient checkpointing, KL
-            train("toy/grpo", out / "compose", grpo={**GRPO, "kl_coef": 0.04},
-                  distributed={"shard": "fsdp", "param_dtype": "bfloat16"},
-                  lora={"enabled": True, "r": 4, "alpha": 8}, gradient_checkpointing=True)  # fmt: skip
+        elif mode == "compose":  # LoRA, gradient checkpointing, KL; fsdp: bf16 compute
+            shard = modes.pop(0)
+            dist = {"shard": shard, "param_dtype": "bfloat16" if shard == "fsdp" else ""}
+            train("toy/grpo", out / f"compose-{shard}", grpo={**GRPO, "kl_coef": 0.04},
+                  distributed=dist, lora={"enabled": True, "r": 4, "alpha": 8},
+                  gradient_checkpointing=True)  # fmt: skip
         elif mode == "die":  # die raise|kill|hang: rank 1 at its second reward
             task = GradedTask(None)
             task.fail_at, task.how = 2, modes.pop(0)
