@@ -4,12 +4,11 @@ The warm start before GRPO for every vision-language recipe (GUI and embodied): 
 a prompt (image, instruction, history) and the action text a demonstrator would write
 (:class:`pixelrl.rl.text.rows.Example`); the loss
 is the mean negative log-likelihood of its tokens, end token included (so the model learns to
-stop), under :meth:`pixelrl.vision.vlm.VLMPolicy.score`.
+stop), under :meth:`pixelrl.vision.vlm.VLMPolicy.score`. The loop is
+:mod:`pixelrl.rl.text.sft`.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from pixelrl.rl.text.rows import Example, prompt_columns
 
@@ -57,38 +56,3 @@ def draw_probabilities(examples: list[Example]):
     if len(p) != len(examples) or (p < 0).any() or p.sum() <= 0:
         raise ValueError("weights: one non-negative number per example, not all 0")
     return p / p.sum()
-
-
-def sft_loop(
-    policy,
-    examples: list[Example],
-    steps: int,
-    batch_size: int,
-    lr: float,
-    weight_decay: float = 0.0,
-    seed: int = 0,
-    desc: str = "sft",
-    progress: bool = True,
-    after_step: Callable[[int, float], None] | None = None,
-) -> list[float]:
-    """``steps`` of :func:`sft_step` with AdamW on batches drawn without replacement from
-    ``examples`` (in proportion to their weights when they carry them); ``after_step(step,
-    loss)`` after each (history rows, held-out evaluations). Returns the losses."""
-    import numpy as np
-    import torch
-    from tqdm import tqdm
-
-    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=lr, weight_decay=weight_decay)
-    rng = np.random.default_rng(seed)
-    p = draw_probabilities(examples)
-    policy.model.train()
-    losses = []
-    bar = tqdm(range(steps), desc=desc, disable=not progress)
-    for step in bar:
-        size = min(batch_size, len(examples) if p is None else int((p > 0).sum()))
-        picked = rng.choice(len(examples), size, replace=False, p=p)
-        losses.append(sft_step(policy, opt, [examples[i] for i in picked]))
-        bar.set_postfix_str(f"loss={losses[-1]:.3f}", refresh=False)
-        if after_step is not None:
-            after_step(step + 1, losses[-1])
-    return losses
