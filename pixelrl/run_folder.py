@@ -38,21 +38,29 @@ class Run:
         out = cfg.train.output_dir or cfg.train.get("resume") or self.default_folder(cfg)
         self.main = main
         self.folder = Path(out)  # the run's folder, on every rank (checkpoints)
+        self._scratch: Path | None = None
         if main:
-            self.dir = self.folder
-            self.dir.mkdir(parents=True, exist_ok=True)
-            dump_config(cfg, self.dir / "config.yaml")
-        else:
-            import atexit
-            import shutil
-            import tempfile
-
-            self.dir = Path(tempfile.mkdtemp(prefix="pixelrl-rank-"))
-            atexit.register(shutil.rmtree, self.dir, ignore_errors=True)
+            self.folder.mkdir(parents=True, exist_ok=True)
+            dump_config(cfg, self.folder / "config.yaml")
         self.cfg = cfg
         self.history: list[dict[str, float]] = []
         self.evals: list[dict[str, float]] = []
         self.start_wall, self.start_cpu = time.perf_counter(), cpu_seconds()
+
+    @property
+    def dir(self) -> Path:
+        """Where this rank writes: the run folder (rank 0), else a scratch folder made when
+        first asked for (an adapter recording demonstrations), removed at exit."""
+        if self.main:
+            return self.folder
+        if self._scratch is None:
+            import atexit
+            import shutil
+            import tempfile
+
+            self._scratch = Path(tempfile.mkdtemp(prefix="pixelrl-rank-"))
+            atexit.register(shutil.rmtree, self._scratch, ignore_errors=True)
+        return self._scratch
 
     @staticmethod
     def default_folder(cfg: Config) -> str:

@@ -91,7 +91,7 @@ def run_multiturn(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
                 if due(step + 1, interval, steps):
                     par.evaluate(evaluate, run, step + 1, policy)
                 par.checkpoint(run, step + 1, policy, opt, rng)  # every train.checkpoint_interval
-            par.save_model(cfg, adapter, policy, run.dir / "model")
+            par.save_model(cfg, adapter, policy, run.folder / "model")
     finally:
         adapter.close()
     run.write(evaluate.measure)

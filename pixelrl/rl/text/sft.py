@@ -62,6 +62,6 @@ def run_sft(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
             if due(step + 1, interval, steps):
                 par.evaluate(evaluate, run, step + 1, policy)
             par.checkpoint(run, step + 1, policy, opt, rng)  # every train.checkpoint_interval
-        par.save_model(cfg, adapter, policy, run.dir / "model")
+        par.save_model(cfg, adapter, policy, run.folder / "model")
     run.write(evaluate.measure)
     return {"run_dir": str(run.folder), "examples": len(examples), "eval": run.evals}
