@@ -51,7 +51,8 @@ def _torchrun(out: Path, *modes: str, ranks: int = 2) -> subprocess.CompletedPro
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
     """One process (plain and, as fsdp runs rows, without prompt sharing) beside one 2-rank
-    launch: ddp and fsdp updates, ddp and fsdp resumes, the refused splits."""
+    launch: ddp and fsdp updates, ddp and fsdp resumes, the refused splits, LoRA and gradient
+    checkpointing with each."""
     out = tmp_path_factory.mktemp("text_ddp")
     one = subprocess.Popen([sys.executable, str(WORKER), str(out), "updates", "ddp", "one",
                             "plain", "updates", "ddp", "one-plain"], env=_env(),
