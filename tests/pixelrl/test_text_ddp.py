@@ -45,7 +45,7 @@ def _env() -> dict[str, str]:
 def _torchrun(out: Path, *modes: str, ranks: int = 2) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
            "--nproc-per-node", str(ranks), str(WORKER), str(out), *modes]  # fmt: skip
-    return subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=240)
+    return subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=420)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def runs(tmp_path_factory) -> Path:
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     two = _torchrun(out, "updates", "ddp", "ddp", "updates", "fsdp", "fsdp", "resume", "ddp",
                     "resume", "fsdp", "refuse", "compose", "ddp", "compose", "fsdp")  # fmt: skip
-    log = one.communicate(timeout=240)[0]
+    log = one.communicate(timeout=420)[0]
     assert one.returncode == 0, log[-3000:]
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
     return out
@@ -88,7 +88,7 @@ def _same_training(a: Path, b: Path) -> None:
         assert float(ra[key]) == pytest.approx(float(rb[key]), rel=1e-5), (a.name, key)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_two_ddp_ranks_update_as_one_process_does(runs):
     for run in RUNS:
         _same_training(runs / "one" / run, runs / "ddp" / run)
@@ -98,7 +98,7 @@ def test_two_ddp_ranks_update_as_one_process_does(runs):
     assert "batch_size: 4" in config  # rank 0 wrote the global batch, not its share
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_two_fsdp_ranks_update_as_one_process_does(runs):
     """FSDP runs every row's forward on its own (ranks must run the same forwards), so its
     reference is one process without prompt sharing: the same numbers up to rounding, which
@@ -117,7 +117,7 @@ def test_lora_and_checkpointing_compose_with_both(runs, shard):
     assert saved and not any("lora" in name for name in saved)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("shard", ["ddp", "fsdp"])
 def test_a_resumed_run_goes_on_with_its_steps_and_optimizer_state(runs, shard):
     import json
@@ -167,7 +167,7 @@ def test_splits_that_cannot_be_made_are_refused(runs):
     ]
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_a_rank_that_fails_stops_the_others_naming_it(tmp_path):
     start = time.perf_counter()
     proc = _torchrun(tmp_path, "die", "raise")
@@ -185,7 +185,7 @@ def test_a_rank_that_fails_stops_the_others_naming_it(tmp_path):
     assert not (tmp_path / "die" / "model").exists()
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("how", ["kill", "hang"])
 def test_a_rank_killed_or_hung_stops_the_others(tmp_path, how):
     """Killed (no word to the store) or hung (no answer): the others stop, within
