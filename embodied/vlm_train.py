@@ -361,6 +361,7 @@ class NavTask:
     """The navigation domain for :mod:`pixelrl.rl.text`: PointNav, ObjectNav, InstructNav."""
 
     RECIPES = {"embodied/vlm-sft": "sft", "embodied/vlm-grpo": "multiturn"}
+    GROUPS_PER_STEP = "grpo.starts_per_step"  # multi-turn groups a step plays (split over ranks)
 
     def __init__(self, cfg: Config) -> None:
         if cfg.recipe == "embodied/vlm-grpo":

@@ -551,6 +551,7 @@ class GUITask:
     """The GUI domain for :mod:`pixelrl.rl.text`: desktop families or MiniWoB++ tasks."""
 
     RECIPES = {"gui/sft": "sft", "gui/grounding-grpo": "grpo", "gui/multiturn-grpo": "multiturn"}
+    GROUPS_PER_STEP = "grpo.seeds_per_step"  # multi-turn groups a step plays (split over ranks)
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg

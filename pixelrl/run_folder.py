@@ -29,20 +29,42 @@ def cpu_seconds() -> float:
 
 
 class Run:
-    """The run folder: config, history rows, evaluation rows, the curve."""
+    """The run folder: config, history rows, evaluation rows, the curve.
 
-    def __init__(self, cfg: Config) -> None:
-        out = (
-            cfg.train.output_dir
-            or f"runs/{cfg.recipe.replace('/', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
-        )
-        self.dir = Path(out)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        dump_config(cfg, self.dir / "config.yaml")
+    Under ``torchrun`` only rank 0's ``Run`` (``main``) writes; another rank's keeps its rows
+    and puts what the adapter records (demonstrations) in a scratch folder of its own."""
+
+    def __init__(self, cfg: Config, main: bool = True) -> None:
+        out = cfg.train.output_dir or cfg.train.get("resume") or self.default_folder(cfg)
+        self.main = main
+        self.folder = Path(out)  # the run's folder, on every rank (checkpoints)
+        self._scratch: Path | None = None
+        if main:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            dump_config(cfg, self.folder / "config.yaml")
         self.cfg = cfg
         self.history: list[dict[str, float]] = []
         self.evals: list[dict[str, float]] = []
         self.start_wall, self.start_cpu = time.perf_counter(), cpu_seconds()
+
+    @property
+    def dir(self) -> Path:
+        """Where this rank writes: the run folder (rank 0), else a scratch folder made when
+        first asked for (an adapter recording demonstrations), removed at exit."""
+        if self.main:
+            return self.folder
+        if self._scratch is None:
+            import atexit
+            import shutil
+            import tempfile
+
+            self._scratch = Path(tempfile.mkdtemp(prefix="pixelrl-rank-"))
+            atexit.register(shutil.rmtree, self._scratch, ignore_errors=True)
+        return self._scratch
+
+    @staticmethod
+    def default_folder(cfg: Config) -> str:
+        return f"runs/{cfg.recipe.replace('/', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
 
     def clock(self) -> dict[str, float]:
         """Wall and CPU seconds since the run began (CPU: this process and its children, so
@@ -58,12 +80,16 @@ class Run:
 
         row = {**row, **self.clock()}
         self.evals.append({"step": step, **row})
+        if not self.main:
+            return
         shown = "  ".join(
             f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
         )
         tqdm.write(f"[{self.cfg.recipe}] step {step}: held-out {shown}")
 
     def write(self, measure: str) -> None:
+        if not self.main:
+            return
         for name, rows in (("history.csv", self.history), ("eval.csv", self.evals)):
             if rows:
                 fields = list(dict.fromkeys(k for r in rows for k in r))

@@ -1,4 +1,5 @@
-"""``pixelrl train RECIPE [key=value ...]``: train with PPO (DD-PPO under torchrun).
+"""``pixelrl train RECIPE [key=value ...]``: train with PPO (DD-PPO under torchrun), or a text
+policy with SFT / GRPO (DDP or FSDP2 under torchrun: :mod:`pixelrl.rl.text.parallel`).
 
 Examples::
 
@@ -9,6 +10,8 @@ Examples::
     pixelrl train my_recipe.yaml                              # a YAML that names its recipe
     pixelrl train --print-config embodied/pointnav ppo.lr=1e-4   # flags go before the recipe
     torchrun --nproc-per-node 4 -m pixelrl train embodied/pointnav distributed.backend=nccl device=cuda
+    torchrun --nproc-per-node 2 -m pixelrl train gui/grounding-grpo torch_threads=1   # text, DDP
+    torchrun --nproc-per-node 8 -m pixelrl train gui/sft device=cuda distributed.shard=fsdp
 
 train.async=true (the embodied PPO recipes' default) runs the envs, and the imitation teacher, in
 an env worker process that collects the next rollout while the learner updates on the last one

@@ -70,20 +70,34 @@ def broadcast_parameters(module: torch.nn.Module, src: int = 0) -> None:
         torch.distributed.broadcast(tensor.data, src=src)
 
 
-def all_reduce_gradients(parameters: Iterable[torch.nn.Parameter]) -> None:
-    """Average the gradients over all ranks, in one flat buffer (one message, not one per tensor)."""
+def all_reduce_gradients(
+    parameters: Iterable[torch.nn.Parameter], bucket_numel: int = 2**26
+) -> None:
+    """Average the gradients over all ranks, in flat buffers of at most ``bucket_numel``
+    elements (one message for a small policy; a large model's gradients in ~256 MB pieces, not
+    one more copy of them all)."""
     params = [p for p in parameters if p.requires_grad]
-    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-    flat = torch.cat([g.reshape(-1) for g in grads])
-    torch.distributed.all_reduce(flat)
-    flat /= torch.distributed.get_world_size()
-    offset = 0
     for p in params:
-        n = p.numel()
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-        p.grad.copy_(flat[offset : offset + n].view_as(p))
-        offset += n
+    buckets: list[list[torch.nn.Parameter]] = [[]]
+    size = 0
+    for p in params:
+        if buckets[-1] and size + p.numel() > bucket_numel:
+            buckets.append([])
+            size = 0
+        buckets[-1].append(p)
+        size += p.numel()
+    for bucket in buckets:
+        if not bucket:
+            continue
+        flat = torch.cat([p.grad.reshape(-1) for p in bucket])
+        torch.distributed.all_reduce(flat)
+        flat /= torch.distributed.get_world_size()
+        offset = 0
+        for p in bucket:
+            p.grad.copy_(flat[offset : offset + p.numel()].view_as(p))
+            offset += p.numel()
 
 
 def all_reduce_sum(values: list[float]) -> list[float]:

@@ -297,6 +297,8 @@ def grpo_update(
     histories: Sequence | None = None,
     ref_policy=None,
     config: GRPOConfig | None = None,
+    sync=None,
+    live: bool = True,
 ) -> dict[str, float]:
     """One gradient step of GRPO on a batch of (prompt, completion, advantage) rows.
 
@@ -304,6 +306,8 @@ def grpo_update(
     the VLM policy interface: ``score(screenshots, instructions, completions, histories)``
     returns per-token ``logprobs`` and ``mask``. Without ``old_logprobs`` the current
     log-probs (detached) stand in: the ratio is 1 and the step is the plain policy gradient.
+    ``sync`` and ``live``: under torchrun, as :func:`pixelrl.rl.sft.sft_step`'s (the rows are
+    this rank's share of the minibatch; the step is the whole minibatch's).
     """
     cfg = config or GRPOConfig()
     scored = policy.score(screenshots, instructions, completions, histories)
@@ -319,9 +323,14 @@ def grpo_update(
         logprobs, old_logprobs.to(logprobs.device), adv, mask, cfg.clip_low, cfg.clip_high,
         ref, cfg.kl_coef, cfg.loss_aggregation,
     )  # fmt: skip
+    if sync is not None:  # this rank's part of the global mean (tokens or sequences)
+        count = float(mask.sum()) if cfg.loss_aggregation == "token" else float(mask.shape[0])
+        loss = loss * sync.scale(count if live else 0.0)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     params = [p for group in optimizer.param_groups for p in group["params"]]
+    if sync is not None:
+        sync.reduce(params)
     stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
     optimizer.step()
     return stats
@@ -359,16 +368,26 @@ def grpo_optimizer_for(policy, section):
 
 
 def update_in_chunks(
-    policy, opt, rows: Sequence[Turn], advantages, ref, gcfg: GRPOConfig, minibatch: int
+    policy, opt, rows: Sequence[Turn], advantages, ref, gcfg: GRPOConfig, minibatch: int, sync=None
 ) -> dict[str, float]:
     """:func:`grpo_update` over ``rows`` (turns: :class:`~pixelrl.rl.text.rows.Turn`, prompt
     and completion) in minibatches, ``gcfg.epochs`` passes.
 
     Rows with zero advantage carry no signal and are skipped unless the KL term needs them. With
     more than one pass the log-probs before the first update are the ratio's denominator (with
-    one pass the ratio is 1 and the step is the plain policy gradient)."""
+    one pass the ratio is 1 and the step is the plain policy gradient).
+
+    ``sync`` (:class:`pixelrl.rl.text.parallel.Parallel`, under torchrun): ``rows`` are this
+    rank's share and ``minibatch`` the global one; each rank takes ``minibatch / W`` rows a
+    step, and every rank as many steps as the rank with the most (one that has run out steps
+    on a stand-in row that adds nothing)."""
     keep = [i for i in range(len(rows)) if advantages[i] != 0 or gcfg.kl_coef]
-    chunks = [keep[s : s + minibatch] for s in range(0, len(keep), minibatch)]
+    size = minibatch // sync.world_size if sync is not None else minibatch
+    chunks = [keep[s : s + size] for s in range(0, len(keep), size)]
+    live = [True] * len(chunks)
+    if sync is not None:
+        extra = sync.most(len(chunks)) - len(chunks)
+        chunks, live = chunks + [[0]] * extra, live + [False] * extra
 
     def fields(idx):
         images, instructions, histories = prompt_columns([rows[i].prompt for i in idx])
@@ -386,10 +405,12 @@ def update_in_chunks(
         for c, idx in enumerate(chunks):
             shots, instr, comps, hist = fields(idx)
             s = grpo_update(policy, opt, shots, instr, comps, advantages[idx], old_logprobs=old[c],
-                            histories=hist, ref_policy=ref, config=gcfg)  # fmt: skip
-            for k, v in s.items():
-                stats[k] = stats.get(k, 0.0) + v
-            n += 1
+                            histories=hist, ref_policy=ref, config=gcfg, sync=sync,
+                            live=live[c])  # fmt: skip
+            if live[c]:
+                for k, v in s.items():
+                    stats[k] = stats.get(k, 0.0) + v
+                n += 1
     return {k: v / n for k, v in stats.items()} if n else {}
 
 

@@ -15,6 +15,10 @@ An adapter is built from a recipe's config (``Adapter(cfg)``; a value no run can
   :class:`~pixelrl.rl.text.rows.Episode`\\ s, each with its group: the same start), the
   ``step_row(episodes)`` it reports, and ``close()`` for what it keeps open.
 
+``GROUPS_PER_STEP`` (optional) names the config key holding how many groups ``play`` plays a
+step (e.g. ``"grpo.starts_per_step"``): under torchrun each rank plays its share of them, and
+``play`` gets the share's number ``step x W + rank`` as its step (:mod:`.parallel`).
+
 ``RECIPES`` maps each recipe name of the domain to the loop that runs it (``sft``, ``grpo``,
 ``multiturn``). A toy adapter in the tests trains through the same loops with no change to
 them.

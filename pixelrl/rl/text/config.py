@@ -20,10 +20,15 @@ COMMON: dict[str, Any] = {
     "tokenizer": {"vocab_size": 600},  # tiny-<family>: the BPE tokenizer's size
     "init": "",  # a model folder to start from (an SFT run's model/), over model's weights
     "lora": {"enabled": False, "r": 16, "alpha": 32, "dropout": 0.0},
+    "gradient_checkpointing": False,  # recompute activations in backward (large models)
+    # under torchrun (pixelrl.rl.text.parallel): ddp (replicated) or fsdp (FSDP2, sharded);
+    # param_dtype: fsdp's compute dtype (bfloat16 on GPUs; gradients reduced in fp32)
+    "distributed": {"shard": "ddp", "param_dtype": "", "timeout_s": 1800},
     "sft": {"steps": 200, "batch_size": 8, "lr": 1e-3, "weight_decay": 0.0},
     "grpo": dict(GRPO_DEFAULTS),
     "eval": {"interval": 10},
-    "train": {"output_dir": "", "progress": True},
+    # checkpoint_interval: steps between checkpoints (0: none); resume: a run folder to go on
+    "train": {"output_dir": "", "progress": True, "checkpoint_interval": 0, "resume": ""},
 }
 
 

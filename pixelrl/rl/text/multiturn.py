@@ -7,6 +7,11 @@ for step in 1..grpo.steps:
         observation: GiGPO's anchor states)
     the clipped token-level update over every turn (+ k3 KL when grpo.kl_coef > 0)
 evaluate at 0, every eval.interval steps and at the end; save the model
+
+Under torchrun (:mod:`.parallel`) each rank plays 1/W of the step's groups (the adapter's
+``GROUPS_PER_STEP`` key names their count) with its own seed, as the step's share numbered
+``step x W + rank`` (an adapter that takes tasks in turn by step takes the one-process turns),
+and the update is the whole step's.
 """
 
 from __future__ import annotations
@@ -15,52 +20,79 @@ from typing import Any
 
 import numpy as np
 
-from pixelrl.config import Config
+from pixelrl.config import Config, ConfigError
 from pixelrl.rl.text.adapter import TaskAdapter
+from pixelrl.rl.text.parallel import Parallel
 from pixelrl.rl.text.policy import load_text_policy
 from pixelrl.rl.text.sft import due
-from pixelrl.run_folder import Run
 
 
 def run_multiturn(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
+    import torch
     from tqdm import tqdm
 
     from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages, grpo_optimizer_for, update_in_chunks
 
+    par = Parallel(cfg)
+    key = getattr(adapter, "GROUPS_PER_STEP", None)
+    if par.on and key is None:
+        raise ConfigError(
+            f"{cfg.recipe} cannot run on {par.world_size} ranks: its task adapter does not say "
+            "how many groups a step plays (GROUPS_PER_STEP), so the step cannot be split"
+        )
+    share = par.share(cfg, key) if key else None
+    par.share(cfg, "grpo.minibatch")
     gcfg = GRPOConfig.from_section(cfg.grpo.to_dict())
-    run = Run(cfg)
+    run = par.run(cfg)
+    if share is not None and par.on:  # the adapter plays this rank's share (config.yaml: global)
+        section, name = key.rsplit(".", 1)
+        setattr(cfg[section], name, share)
+    if par.on and cfg.get("envs", {}).get("backend") == "ray":
+        from pixelrl.train import join_one_ray_cluster
+
+        join_one_ray_cluster(cfg)  # every rank's env workers in one Ray cluster
     evaluate = adapter.evaluator()
     policy = load_text_policy(cfg, adapter.codec(), adapter.corpus)
-    ref = policy.frozen_copy() if gcfg.kl_coef else None
+    ref = par.prepare(policy.frozen_copy(), cfg) if gcfg.kl_coef else None  # KL's reference
+    policy = par.prepare(policy, cfg)
+    if par.rank:  # each rank samples its own answers (rank 0: the one-process stream)
+        torch.manual_seed(par.seed(int(cfg.seed)))
     opt, set_lr = grpo_optimizer_for(policy, cfg.grpo)
-    rng = np.random.default_rng(int(cfg.seed))
+    rng = np.random.default_rng(par.seed(int(cfg.seed)))  # each rank its own starts
+    start = par.load_checkpoint(run, policy, opt, rng)
     steps, interval = int(cfg.grpo.steps), int(cfg.eval.interval)
-    evaluate.add(run, 0, policy)
-    bar = tqdm(range(steps), desc=cfg.recipe.split("/")[-1], disable=not cfg.train.progress)
+    if start == 0:
+        par.evaluate(evaluate, run, 0, policy)
+    show = bool(cfg.train.progress) and par.is_main
+    bar = tqdm(range(start, steps), desc=cfg.recipe.split("/")[-1], disable=not show)
     try:
-        for step in bar:
-            policy.model.eval()
-            episodes, groups = adapter.play(policy, step, rng, gcfg)
-            policy.model.train()
-            adv = gigpo_advantages(
-                [[t.reward for t in ep.turns] for ep in episodes], groups,
-                [[t.key for t in ep.turns] for ep in episodes], gamma=gcfg.gamma,
-                step_weight=gcfg.step_weight, scale_by_std=gcfg.scale_by_std,
-            )  # fmt: skip
-            rows = [t for ep in episodes for t in ep.turns]
-            lr = set_lr(step)
-            stats = update_in_chunks(
-                policy, opt, rows, adv.advantages, ref, gcfg, int(cfg.grpo.minibatch)
-            )
-            row = {"step": step + 1, **adapter.step_row(episodes), "lr": lr, **stats}
-            run.history.append(row)
-            bar.set_postfix_str(
-                f"return={row['reward']:.2f} success={row['success']:.2f}", refresh=False
-            )
-            if due(step + 1, interval, steps):
-                evaluate.add(run, step + 1, policy)
+        with par.guard():
+            for step in bar:
+                policy.model.eval()
+                episodes, groups = adapter.play(policy, step * par.world_size + par.rank, rng, gcfg)
+                policy.model.train()
+                adv = gigpo_advantages(
+                    [[t.reward for t in ep.turns] for ep in episodes], groups,
+                    [[t.key for t in ep.turns] for ep in episodes], gamma=gcfg.gamma,
+                    step_weight=gcfg.step_weight, scale_by_std=gcfg.scale_by_std,
+                )  # fmt: skip
+                rows = [t for ep in episodes for t in ep.turns]
+                lr = set_lr(step)
+                stats = update_in_chunks(policy, opt, rows, adv.advantages, ref, gcfg,
+                                         int(cfg.grpo.minibatch), par if par.on else None)  # fmt: skip
+                row = {
+                    "step": step + 1,
+                    **par.mean_row({**adapter.step_row(episodes), "lr": lr, **stats}),
+                }
+                run.history.append(row)
+                bar.set_postfix_str(
+                    f"return={row['reward']:.2f} success={row['success']:.2f}", refresh=False
+                )
+                if due(step + 1, interval, steps):
+                    par.evaluate(evaluate, run, step + 1, policy)
+                par.checkpoint(run, step + 1, policy, opt, rng)  # every train.checkpoint_interval
+            par.save_model(cfg, adapter, policy, run.folder / "model")
     finally:
         adapter.close()
-    adapter.save(policy, run.dir / "model")
     run.write(evaluate.measure)
-    return {"run_dir": str(run.dir), "eval": run.evals}
+    return {"run_dir": str(run.folder), "eval": run.evals}

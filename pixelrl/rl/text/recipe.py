@@ -8,6 +8,7 @@ whose ``RECIPES`` names the loop of each recipe.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,14 @@ def train(cfg: Config, adapter) -> dict[str, Any]:
 
     from pixelrl.rl.text.grpo import run_grpo
     from pixelrl.rl.text.multiturn import run_multiturn
+    from pixelrl.rl.text.parallel import check_parallel
     from pixelrl.rl.text.sft import run_sft
 
     if cfg.recipe not in adapter.RECIPES:
         raise ConfigError(
             f"recipe {cfg.recipe!r} is not one of this module's ({', '.join(adapter.RECIPES)})"
         )
+    check_parallel(cfg)
     if int(cfg.torch_threads):
         torch.set_num_threads(int(cfg.torch_threads))
     loop = {"sft": run_sft, "grpo": run_grpo, "multiturn": run_multiturn}
@@ -51,7 +54,8 @@ def run_recipe(
     if cfg is None:
         return None
     result = train(cfg, adapter_class(cfg))
-    print_summary(result)
+    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun: rank 0 speaks
+        print_summary(result)
     return result
 
 

@@ -4,6 +4,8 @@ policy   = the config's model, speaking the adapter's codec
 examples = adapter.examples(run, policy)          # recorded on the spot if none are named
 for step in 1..sft.steps:  a batch of examples, one gradient step of the answers' NLL
 evaluate at 0, every eval.interval steps and at the end; save the model
+
+Under torchrun (:mod:`.parallel`) every rank draws the same batch and learns from its share.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from typing import Any
 
 from pixelrl.config import Config, ConfigError
 from pixelrl.rl.text.adapter import TaskAdapter
+from pixelrl.rl.text.parallel import Parallel
 from pixelrl.rl.text.policy import load_text_policy
-from pixelrl.run_folder import Run
 
 
 def due(step: int, interval: int, steps: int) -> bool:
@@ -22,25 +24,44 @@ def due(step: int, interval: int, steps: int) -> bool:
 
 
 def run_sft(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
-    from pixelrl.rl.sft import sft_loop
+    import numpy as np
+    import torch
+    from tqdm import tqdm
 
-    run = Run(cfg)
+    from pixelrl.rl.sft import draw_probabilities, sft_step
+
+    par = Parallel(cfg)
+    par.share(cfg, "sft.batch_size")
+    run = par.run(cfg)
     evaluate = adapter.evaluator()
-    policy = load_text_policy(cfg, adapter.codec(), adapter.corpus)
+    policy = par.prepare(load_text_policy(cfg, adapter.codec(), adapter.corpus), cfg)
     examples = adapter.examples(run, policy)
     if not examples:
         raise ConfigError(f"{cfg.recipe} has nothing to learn from: no demonstrations")
     steps, interval = int(cfg.sft.steps), int(cfg.eval.interval)
-    evaluate.add(run, 0, policy)
-
-    def after_step(step: int, loss: float) -> None:
-        run.history.append({"step": step, "loss": loss})
-        if due(step, interval, steps):
-            evaluate.add(run, step, policy)
-
-    sft_loop(policy, examples, steps, int(cfg.sft.batch_size), float(cfg.sft.lr),
-             float(cfg.sft.weight_decay), int(cfg.seed), cfg.recipe.split("/")[-1],
-             bool(cfg.train.progress), after_step)  # fmt: skip
-    adapter.save(policy, run.dir / "model")
+    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=float(cfg.sft.lr),
+                            weight_decay=float(cfg.sft.weight_decay))  # fmt: skip
+    rng = np.random.default_rng(int(cfg.seed))  # the same on every rank: the global batch
+    start = par.load_checkpoint(run, policy, opt, rng)
+    p = draw_probabilities(examples)
+    size = min(int(cfg.sft.batch_size), len(examples) if p is None else int((p > 0).sum()))
+    if start == 0:
+        par.evaluate(evaluate, run, 0, policy)
+    policy.model.train()
+    show = bool(cfg.train.progress) and par.is_main
+    bar = tqdm(range(start, steps), desc=cfg.recipe.split("/")[-1], disable=not show)
+    with par.guard():
+        for step in bar:
+            picked = rng.choice(len(examples), size, replace=False, p=p)
+            mine = par.mine(picked)
+            batch = [examples[i] for i in (mine or picked[:1])]  # no share: a stand-in row
+            loss = sft_step(policy, opt, batch, sync=par if par.on else None, live=bool(mine))
+            row = {"step": step + 1, **par.mean_row({"loss": loss})}
+            run.history.append(row)
+            bar.set_postfix_str(f"loss={row['loss']:.3f}", refresh=False)
+            if due(step + 1, interval, steps):
+                par.evaluate(evaluate, run, step + 1, policy)
+            par.checkpoint(run, step + 1, policy, opt, rng)  # every train.checkpoint_interval
+        par.save_model(cfg, adapter, policy, run.folder / "model")
     run.write(evaluate.measure)
-    return {"run_dir": str(run.dir), "examples": len(examples), "eval": run.evals}
+    return {"run_dir": str(run.folder), "examples": len(examples), "eval": run.evals}
