@@ -38,15 +38,24 @@ def sft_loop(
     seed: int = 0,
     desc: str = "sft",
     progress: bool = True,
-    after_step: Callable[[int, float], None] | None = None,
+    after_step: Callable[[int, float], bool | None] | None = None,
+    schedule: str = "constant",
+    warmup_ratio: float = 0.0,
 ) -> list[float]:
     """``steps`` of :func:`sft_step` with AdamW on batches drawn without replacement from
-    ``examples`` (in proportion to their weights when they carry them); ``after_step(step,
-    loss)`` after each (history rows, held-out evaluations). Returns the losses."""
+    ``examples`` (in proportion to their weights when they carry them), the rate of each step
+    :func:`pixelrl.rl.schedule.lr_at` (``schedule`` after a ``warmup_ratio`` share of the steps
+    warming up); ``after_step(step,
+    loss)`` after each (history rows, held-out evaluations; a True answer ends the loop: early
+    stopping). Returns the losses."""
     import numpy as np
     import torch
     from tqdm import tqdm
 
+    from pixelrl.rl.schedule import check_schedule, lr_at, warmup_steps
+
+    check_schedule(schedule, warmup_ratio, "sft")
+    warmup = warmup_steps(warmup_ratio, steps)
     opt = torch.optim.AdamW(policy.trainable_parameters(), lr=lr, weight_decay=weight_decay)
     rng = np.random.default_rng(seed)
     p = None
@@ -62,8 +71,10 @@ def sft_loop(
     for step in bar:
         size = min(batch_size, len(examples) if p is None else int((p > 0).sum()))
         picked = rng.choice(len(examples), size, replace=False, p=p)
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, lr, schedule, steps, warmup)
         losses.append(sft_step(policy, opt, [examples[i] for i in picked]))
         bar.set_postfix_str(f"loss={losses[-1]:.3f}", refresh=False)
-        if after_step is not None:
-            after_step(step + 1, losses[-1])
+        if after_step is not None and after_step(step + 1, losses[-1]):
+            break
     return losses
