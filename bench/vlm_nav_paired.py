@@ -36,7 +36,17 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--envs", type=int, default=8)
     parser.add_argument("--csv", default=None)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (2 on a loaded 2-core box: 10x slower)",
+    )
     args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(args.threads)
 
     from pixelrl.embodied import vlm_train as vt
 

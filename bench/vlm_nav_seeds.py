@@ -38,8 +38,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads of the evaluation")
     args = parser.parse_args()
     out = Path(args.out)
+
+    import torch
+
+    torch.set_num_threads(args.threads)
 
     from pixelrl.embodied.vlm_train import EVAL_SEED_BASE
 
@@ -116,15 +121,16 @@ def markdown(results: list[dict], args) -> str:
         f"overrides: {' '.join(args.overrides) or '(none)'}",
         "",
         "| seed | CPU min SFT + GRPO | GRPO model (step kept) | SFT Success [95% CI] | SFT SPL "
-        "| GRPO Success [95% CI] | GRPO SPL | only GRPO / only SFT | McNemar p |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| GRPO Success [95% CI] | GRPO SPL | only GRPO / only SFT | McNemar p | SPL paired t p |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         vs = r["vs"]
         lines.append(
             f"| {r['seed']} | {r['cpu'][0]:.1f} + {r['cpu'][1]:.1f} = {sum(r['cpu']):.1f} "
             f"| {r['kept']} | {cell(r['sft'])} | {r['sft']['spl']:.3f} | {cell(r['grpo'])} "
-            f"| {r['grpo']['spl']:.3f} | {vs['only_b']} / {vs['only_a']} | {vs['p_success']:.2g} |"
+            f"| {r['grpo']['spl']:.3f} | {vs['only_b']} / {vs['only_a']} | {vs['p_success']:.2g} "
+            f"| {vs['p_spl']:.2g} |"
         )
     rows = []
     for stage in ("sft", "grpo"):

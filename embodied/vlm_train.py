@@ -21,7 +21,11 @@ such as ``turn_left(2)`` or ``move_forward(3)``.
   GiGPO step-level from anchor states (the same frame and goal text in one group).
 
 Evaluation (``eval.episodes`` held-out episodes: ``env.eval_kwargs``' scenes, greedy answers)
-reports Success with its 95% interval, SPL and the share of parsed answers. The run folder holds
+reports Success with its 95% interval, SPL and the share of parsed answers. Validation
+(``eval.val_episodes`` episodes in ``env.val_kwargs``' scenes: training-side apartments that
+neither training nor the held-out test uses, checked at config time) chooses the kept model:
+``model/`` is the best-validated checkpoint, and GRPO stops after ``eval.patience`` checks
+without a better one. The run folder holds
 ``model/`` (:func:`~pixelrl.embodied.vlm_agent.save_agent`: weights, processor and the agent's
 json, what ``pixelrl bench nav --agent vlm RUN/model`` loads), ``history.csv``, ``eval.csv``
 and ``learning_curve.png``.
