@@ -100,14 +100,14 @@ def kept_step(run: Path) -> str:
 
 
 def mean_ci(values: list[float]) -> tuple[float, float, float]:
-    """The mean of per-seed values and its t 95% interval over seeds."""
+    """The mean of per-seed values (rates) and its t 95% interval over seeds, within [0, 1]."""
     from scipy import stats
 
     v = np.asarray(values, dtype=float)
     if len(v) < 2:
         return float(v.mean()), float("nan"), float("nan")
     half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
-    return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
+    return float(v.mean()), max(0.0, float(v.mean() - half)), min(1.0, float(v.mean() + half))
 
 
 def markdown(results: list[dict], args) -> str:
