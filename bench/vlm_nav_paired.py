@@ -36,13 +36,19 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--envs", type=int, default=8)
     parser.add_argument("--csv", default=None)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (2 on a loaded 2-core box: 10x slower)",
+    )
     args = parser.parse_args()
 
-    from scipy import stats
+    import torch
+
+    torch.set_num_threads(args.threads)
 
     from pixelrl.embodied import vlm_train as vt
-    from pixelrl.embodied.vlm_agent import load_agent
-    from pixelrl.stats import wilson_interval
 
     seeds = [vt.EVAL_SEED_BASE + k for k in range(args.episodes)]
     results: dict[str, list[dict]] = {}
@@ -56,48 +62,25 @@ def main() -> None:
             env.close()
             continue
         run = Path(name).parent
-        cfg = vt.config_for(run / "config.yaml", ["train.progress=false"])
-        eval_cfg = eval_cfg or cfg
-        envs = [vt.make_env(cfg, "eval") for _ in range(args.envs)]
-        nav = envs[0].unwrapped.cfg
-        agent = load_agent(name, nav.forward_step, nav.turn_degrees)
-        episodes = []
-        for s in range(0, len(seeds), len(envs)):
-            chunk = seeds[s : s + len(envs)]
-            episodes += vt.play(agent.policy, agent.spec, envs[: len(chunk)], chunk, sample=False)
-            print(f"\r{run.name}: {len(episodes)}/{len(seeds)} episodes", end="", flush=True)
-        print()
-        results[run.name] = [
-            {**e.measures, "parsed": np.mean([t.completion.parsed for t in e.turns])}
-            for e in episodes
-        ]
-        for env in envs:
-            env.close()
+        eval_cfg = eval_cfg or vt.config_for(run / "config.yaml", ["train.progress=false"])
+        results[run.name] = play_agent(name, seeds, args.envs)
 
     print(
         f"\n{'agent':<22}{'success':>9}{'95% CI':>16}{'SPL':>8}{'95% CI':>16}{'parsed':>8}{'n':>5}"
     )
     for name, rows in results.items():
-        s = np.array([r["success"] for r in rows])
-        spl = np.array([r["spl"] for r in rows])
-        lo, hi = wilson_interval(int(s.sum()), len(s))
-        half = stats.t.ppf(0.975, len(spl) - 1) * spl.std(ddof=1) / math.sqrt(len(spl))
-        print(f"{name:<22}{s.mean():>9.3f}{f'[{lo:.3f}, {hi:.3f}]':>16}{spl.mean():>8.3f}"
-              f"{f'[{max(0, spl.mean() - half):.3f}, {min(1, spl.mean() + half):.3f}]':>16}"
-              f"{np.mean([r['parsed'] for r in rows]):>8.2f}{len(rows):>5}")  # fmt: skip
+        m = measures(rows)
+        ci = f"[{m['ci_low']:.3f}, {m['ci_high']:.3f}]"
+        spl_ci = f"[{m['spl_low']:.3f}, {m['spl_high']:.3f}]"
+        print(f"{name:<22}{m['success']:>9.3f}{ci:>16}{m['spl']:>8.3f}{spl_ci:>16}"
+              f"{m['parsed']:>8.2f}{m['n']:>5}")  # fmt: skip
     names = list(results)
     base = results[names[0]]
     for name in names[1:]:
-        rows = results[name]
-        a = np.array([r["success"] for r in base], bool)
-        b = np.array([r["success"] for r in rows], bool)
-        only_b, only_a = int((b & ~a).sum()), int((a & ~b).sum())
-        p_success = stats.binomtest(only_b, only_b + only_a, 0.5).pvalue if only_a + only_b else 1.0
-        d_spl = np.array([r["spl"] for r in rows]) - np.array([r["spl"] for r in base])
-        p_spl = stats.ttest_1samp(d_spl, 0.0).pvalue if d_spl.std() > 0 else 1.0
-        print(f"\n{name} - {names[0]}: success {b.mean() - a.mean():+.3f} (solved only by "
-              f"{name}: {only_b}, only by {names[0]}: {only_a}; McNemar exact p = {p_success:.2g}); "
-              f"SPL {d_spl.mean():+.3f} (paired t p = {p_spl:.2g})")  # fmt: skip
+        c = paired(base, results[name])
+        print(f"\n{name} - {names[0]}: success {c['d_success']:+.3f} (solved only by "
+              f"{name}: {c['only_b']}, only by {names[0]}: {c['only_a']}; McNemar exact "
+              f"p = {c['p_success']:.2g}); SPL {c['d_spl']:+.3f} (paired t p = {c['p_spl']:.2g})")  # fmt: skip
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             writer = csv.writer(f)
@@ -106,6 +89,62 @@ def main() -> None:
                 for k, r in enumerate(rows):
                     writer.writerow([name, k, seeds[k], r["success"], r["spl"], r["num_steps"],
                                      round(r["parsed"], 3)])  # fmt: skip
+
+
+def play_agent(folder: str | Path, seeds: list[int], n_envs: int = 8) -> list[dict]:
+    """A VLM agent folder (``RUN/model``) on ``seeds`` (held-out starts of its run's
+    ``env.eval_kwargs``), greedy, ``n_envs`` episodes per ``generate``: each episode's
+    measures and its share of parsed answers."""
+    from pixelrl.embodied import vlm_train as vt
+    from pixelrl.embodied.vlm_agent import load_agent
+
+    run = Path(folder).parent
+    cfg = vt.config_for(run / "config.yaml", ["train.progress=false"])
+    envs = [vt.make_env(cfg, "eval") for _ in range(n_envs)]
+    nav = envs[0].unwrapped.cfg
+    agent = load_agent(str(folder), nav.forward_step, nav.turn_degrees)
+    episodes = []
+    for s in range(0, len(seeds), len(envs)):
+        chunk = seeds[s : s + len(envs)]
+        episodes += vt.play(agent.policy, agent.spec, envs[: len(chunk)], chunk, sample=False)
+        print(f"\r{run.name}: {len(episodes)}/{len(seeds)} episodes", end="", flush=True)
+    print()
+    for env in envs:
+        env.close()
+    return [
+        {**e.measures, "parsed": np.mean([t.completion.parsed for t in e.turns])} for e in episodes
+    ]
+
+
+def measures(rows: list[dict]) -> dict[str, float]:
+    """Success with its Wilson 95% interval, SPL with its t interval, the parse rate, n."""
+    from scipy import stats
+
+    from pixelrl.stats import wilson_interval
+
+    s = np.array([r["success"] for r in rows])
+    spl = np.array([r["spl"] for r in rows])
+    lo, hi = wilson_interval(int(s.sum()), len(s))
+    half = stats.t.ppf(0.975, len(spl) - 1) * spl.std(ddof=1) / math.sqrt(len(spl))
+    return dict(success=float(s.mean()), ci_low=lo, ci_high=hi, spl=float(spl.mean()),
+                    spl_low=max(0.0, spl.mean() - half), spl_high=min(1.0, spl.mean() + half),
+                    parsed=float(np.mean([r["parsed"] for r in rows])), n=len(rows))  # fmt: skip
+
+
+def paired(base: list[dict], rows: list[dict]) -> dict[str, float]:
+    """``rows`` against ``base`` on the same episodes: the Success difference with McNemar's
+    exact test (episodes one solves and the other does not), the SPL difference with a paired
+    t test."""
+    from scipy import stats
+
+    a = np.array([r["success"] for r in base], bool)
+    b = np.array([r["success"] for r in rows], bool)
+    only_b, only_a = int((b & ~a).sum()), int((a & ~b).sum())
+    p_success = stats.binomtest(only_b, only_b + only_a, 0.5).pvalue if only_a + only_b else 1.0
+    d_spl = np.array([r["spl"] for r in rows]) - np.array([r["spl"] for r in base])
+    p_spl = stats.ttest_1samp(d_spl, 0.0).pvalue if d_spl.std() > 0 else 1.0
+    return {"d_success": float(b.mean() - a.mean()), "only_b": only_b, "only_a": only_a,
+            "p_success": float(p_success), "d_spl": float(d_spl.mean()), "p_spl": float(p_spl)}  # fmt: skip
 
 
 def play_baseline(name: str, env, seeds: list[int]) -> list[dict]:

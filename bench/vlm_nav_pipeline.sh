@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The navigation VLM agent end to end in one budget (issue 21's learning results): SFT on the
 # follower's demonstrations, then multi-turn GRPO from that model, each stage timed by
-# /usr/bin/time, the CPU minutes (user + sys, evaluations excluded: eval.episodes=0) printed per
-# stage and in all. Held-out Success is measured afterwards on 200 episodes by
+# /usr/bin/time, the CPU minutes (user + sys; held-out evaluations excluded: eval.episodes=0;
+# the validation checks that choose each stage's kept model included) printed per stage and in
+# all. The seeds protocol runs this once per seed: bench/vlm_nav_seeds.py. Held-out Success is measured afterwards on 200 episodes by
 # bench/vlm_nav_paired.py or `pixelrl bench nav --agent vlm OUT/grpo/model`.
 #   bash bench/vlm_nav_pipeline.sh OUT [key=value ...]    (overrides go to both recipes)
 #   SFT="sft.steps=1000" GRPO="grpo.steps=40" bash bench/vlm_nav_pipeline.sh runs/objnav env.id=pixelrl/ObjectNav-v0

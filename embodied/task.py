@@ -21,9 +21,11 @@ from pixelrl.config import Config, check_kwargs
 
 
 def env_kwargs(cfg: Config, split: str) -> dict[str, Any]:
-    """The navigation options for ``split`` (``"train"`` or ``"eval"``), each key checked.
+    """The navigation options for ``split`` (``"train"``, ``"eval"`` or ``"val"``), each key
+    checked.
 
-    ``env.eval_kwargs`` overrides ``env.kwargs`` key by key, and inside dict options
+    ``env.eval_kwargs`` (``"eval"``; ``env.val_kwargs`` for ``"val"``, the validation scenes of
+    the VLM recipes) overrides ``env.kwargs`` key by key, and inside dict options
     (``apartment``, ``episode_rules``) also key by key: ``episode_rules: {geodesic: exact}``
     keeps the training rules' distances.
     """
@@ -31,11 +33,12 @@ def env_kwargs(cfg: Config, split: str) -> dict[str, Any]:
 
     plain = {k: (v.to_dict() if isinstance(v, Config) else v) for k, v in cfg.env.kwargs.items()}
     kwargs = check_kwargs(NavConfig, plain, "env.kwargs")
-    if split == "eval":
+    if split in ("eval", "val"):
+        section = f"{split}_kwargs"
         extra = {
-            k: (v.to_dict() if isinstance(v, Config) else v) for k, v in cfg.env.eval_kwargs.items()
+            k: (v.to_dict() if isinstance(v, Config) else v) for k, v in cfg.env[section].items()
         }
-        for key, value in check_kwargs(NavConfig, extra, "env.eval_kwargs").items():
+        for key, value in check_kwargs(NavConfig, extra, f"env.{section}").items():
             base = kwargs.get(key)
             merge = isinstance(value, dict) and isinstance(base, dict)
             kwargs[key] = {**base, **value} if merge else value

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from pixelrl.embodied.vlm_agent import TASKS, goal_text
-from pixelrl.embodied.vlm_train import DEFAULTS, measure_reward
+from pixelrl.embodied.vlm_train import DEFAULTS, measure_reward, unused_steps
 from pixelrl.envs.nav.tasks import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 from pixelrl.trl_env import NAV_PROMPT, ToolEnvironment, ToolError
 
@@ -61,8 +61,9 @@ class NavEnvironment(ToolEnvironment):
             raise ToolError(f"the count must be 1..{MAX_REPEAT}, got {times}")
         before, steps = self._info.get("distance_to_goal", float("nan")), self._steps
         answer = self._play([action] * int(times))
+        unused = unused_steps(self.env, self._info, action == STOP) if self._over else 0
         self._return += measure_reward(self.rewards, before, self._info, self._steps - steps,
-                                       True, self._over)  # fmt: skip
+                                       True, self._over, unused)  # fmt: skip
         return answer
 
     def move_forward(self, steps: int = 1) -> list:

@@ -44,10 +44,15 @@ AGENT_FILE = "pixelrl_nav_agent.json"
 
 
 # -- the prompt ---------------------------------------------------------------------------------
-def goal_text(obs: dict[str, Any], task: str) -> str:
-    """The goal in words, from the task's sensors."""
+def goal_text(obs: dict[str, Any], task: str, distance_floor: bool = False) -> str:
+    """The goal in words, from the task's sensors. PointNav's distance is in 0.1 m words,
+    rounded to the nearest, or with ``distance_floor`` down ("0.1 m" is [0.1, 0.2) m), so
+    that a stop radius on the 0.1 m grid (PointNav's 0.2 m) falls between two words: rounded,
+    "0.2 m" covers 0.15-0.25 m, where the follower stops in some steps and walks on in others."""
     if task == "pointnav":
         rho, phi = (float(v) for v in np.asarray(obs["pointgoal_with_gps_compass"]).reshape(-1))
+        if distance_floor:  # 1e-6: a distance just below a grid line, not float noise, rounds down
+            rho = math.floor(rho * 10 + 1e-6) / 10
         degrees = int(round(math.degrees(phi) / 5.0) * 5)  # 5-degree steps: few distinct words
         if degrees == 0:
             where = "straight ahead"
@@ -98,6 +103,7 @@ class NavPrompt:
     depth: bool = False  # the colourised depth frame beside the RGB one
     memory_frames: int = 0  # earlier RGB frames before the current one (long-short sampling)
     history_steps: int = 8  # the last low-level actions, written by the codec
+    distance_floor: bool = False  # PointNav's distance rounded down to 0.1 m (goal_text)
 
     def image(self, frames: list[dict[str, Any]]) -> np.ndarray:
         """One picture for the turn from the episode's observations so far (the last one is now)."""
@@ -110,6 +116,10 @@ class NavPrompt:
         if self.depth:
             parts.append(colourise_depth(now["depth"]))
         return np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+
+    def goal(self, obs: dict[str, Any], task: str) -> str:
+        """The turn's goal in words (:func:`goal_text`)."""
+        return goal_text(obs, task, self.distance_floor)
 
     def history(self, actions: list[int], codec: NavActionCodec) -> list[str]:
         """The prompt's history entry: the last ``history_steps`` low-level actions as one
@@ -253,7 +263,7 @@ class VLMNavAgent:
         codec = self.policy.codec
         return (
             self.spec.prompt.image(self.frames),
-            goal_text(self.frames[-1], self.spec.task),
+            self.spec.prompt.goal(self.frames[-1], self.spec.task),
             self.spec.prompt.history(self.executed, codec),
         )
 

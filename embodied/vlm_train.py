@@ -21,7 +21,11 @@ such as ``turn_left(2)`` or ``move_forward(3)``.
   GiGPO step-level from anchor states (the same frame and goal text in one group).
 
 Evaluation (``eval.episodes`` held-out episodes: ``env.eval_kwargs``' scenes, greedy answers)
-reports Success with its 95% interval, SPL and the share of parsed answers. The run folder holds
+reports Success with its 95% interval, SPL and the share of parsed answers. Validation
+(``eval.val_episodes`` episodes in ``env.val_kwargs``' scenes: training-side apartments that
+neither training nor the held-out test uses, checked at config time) chooses the kept model:
+``model/`` is the best-validated checkpoint, and GRPO stops after ``eval.patience`` checks
+without a better one. The run folder holds
 ``model/`` (:func:`~pixelrl.embodied.vlm_agent.save_agent`: weights, processor and the agent's
 json, what ``pixelrl bench nav --agent vlm RUN/model`` loads), ``history.csv``, ``eval.csv``
 and ``learning_curve.png``.
@@ -42,9 +46,9 @@ import numpy as np
 
 from pixelrl.config import Config, ConfigError, check_ranges, load_config
 from pixelrl.embodied.vlm_agent import TASKS, AgentSpec, NavPrompt, VLMNavAgent, goal_text
-from pixelrl.envs.nav.tasks import IDLE, IDLE_INDEX
+from pixelrl.envs.nav.tasks import IDLE, IDLE_INDEX, STOP
 from pixelrl.rl.text import recipe as text
-from pixelrl.rl.text.config import text_defaults
+from pixelrl.rl.text.config import check_text_config, text_defaults
 from pixelrl.rl.text.rollout import TurnResult, play_episodes
 from pixelrl.rl.text.rows import Episode, Example, Prompt
 from pixelrl.stats import wilson_interval
@@ -56,9 +60,12 @@ DEFAULTS: dict[str, Any] = text_defaults({
         "id": "pixelrl/PointNav-v0",
         "kwargs": {},  # pixelrl.envs.nav options (NavConfig), checked key by key
         "eval_kwargs": {},  # on top of kwargs for held-out episodes (another scene_seed)
+        # on top of kwargs for validation episodes: training-side scenes not trained on (never
+        # the held-out ones; checked), used when eval.val_episodes > 0
+        "val_kwargs": {},
     },
     "agent": {"max_repeat": 4, "max_steps": 8, "max_new_tokens": 16},
-    "prompt": {"depth": False, "memory_frames": 0, "history_steps": 8},
+    "prompt": {"depth": False, "memory_frames": 0, "history_steps": 8, "distance_floor": False},
     "data": {"dataset": "", "episodes": 200},
     # inflection_weight: how much more often a step where the follower's action changes (every
     # stop, every turn onto a new heading) is drawn than the rest (VLN-CE's inflection weighting)
@@ -67,10 +74,14 @@ DEFAULTS: dict[str, Any] = text_defaults({
         "num_samples": 4,  # G: episodes per start
         "starts_per_step": 2,
         "reward": "measures",  # or "time_decayed" (VLN-R1)
-        "rewards": {"progress": 1.0, "slack": -0.01, "success": 2.5, "spl": 1.0, "format": 0.1},
+        # early_stop: a stop away from the goal also pays the slack of the steps it leaves
+        # unused (x this weight), so ending a failing episode early never saves reward
+        "rewards": {"progress": 1.0, "slack": -0.01, "success": 2.5, "spl": 1.0, "format": 0.1,
+                    "early_stop": 0.0},
         "decay": 0.8,  # time_decayed: weight of the answer's i-th step is decay**i
     },
-    "eval": {"interval": 10, "episodes": 40},
+    # val_episodes: validation episodes (env.val_kwargs' scenes) that choose the kept model
+    "eval": {"interval": 10, "episodes": 40, "val_episodes": 0},
 })  # fmt: skip
 REWARD_KINDS = ("measures", "time_decayed")
 
@@ -82,7 +93,7 @@ POSITIVE = (
     "agent.max_new_tokens",
 )  # fmt: skip
 NON_NEGATIVE = ("sft.inflection_weight", "data.episodes", "eval.episodes", "eval.interval", "prompt.memory_frames",
-                "prompt.history_steps")  # fmt: skip
+                "prompt.history_steps", "eval.val_episodes", "grpo.rewards.early_stop")  # fmt: skip
 
 
 def config_for(recipe_config: str | Path, overrides=()) -> Config:
@@ -90,12 +101,50 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
     here, before any work."""
     cfg = load_config(recipe_config, list(overrides), DEFAULTS)
     check_ranges(cfg, POSITIVE, NON_NEGATIVE)
+    check_text_config(cfg)
     task_of(cfg)
+    if not isinstance(cfg.prompt.distance_floor, bool):
+        raise ConfigError(
+            f"prompt.distance_floor must be true or false, got {cfg.prompt.distance_floor!r}"
+        )
+    if int(cfg.eval.val_episodes):
+        check_validation_scenes(cfg)
     return cfg
 
 
+def scene_set(cfg: Config, split: str) -> set:
+    """The scenes ``split``'s episodes are drawn from: mesh paths, or procedural apartment
+    seeds (``scene_seed`` .. ``scene_seed + num_scenes - 1``)."""
+    from pixelrl.envs.nav.config import NavConfig
+
+    kwargs = env_kwargs(cfg, split)
+    if kwargs.get("scenes"):
+        return {str(s) for s in kwargs["scenes"]}
+    seed = int(kwargs.get("scene_seed", NavConfig.scene_seed))
+    return set(range(seed, seed + int(kwargs.get("num_scenes", NavConfig.num_scenes))))
+
+
+def check_validation_scenes(cfg: Config) -> None:
+    """:class:`ConfigError` unless the validation scenes (``env.val_kwargs``) share none with
+    the held-out test scenes (``env.eval_kwargs``) nor with the training ones: a kept model
+    chosen on test scenes would make the held-out figure a selected one."""
+    val = scene_set(cfg, "val")
+    for split, what in (
+        ("eval", "held-out test (env.eval_kwargs)"),
+        ("train", "training (env.kwargs)"),
+    ):
+        shared = val & scene_set(cfg, split)
+        if shared:
+            raise ConfigError(
+                f"env.val_kwargs: validation scenes overlap the {what} scenes "
+                f"({len(shared)} shared, e.g. {sorted(shared, key=str)[0]}); give val_kwargs "
+                "another scene_seed or scenes"
+            )
+
+
 def env_kwargs(cfg: Config, split: str) -> dict[str, Any]:
-    """The env options of ``split`` (checked against NavConfig; eval adds ``eval_kwargs``)."""
+    """The env options of ``split`` (checked against NavConfig; eval adds ``eval_kwargs``, val
+    ``val_kwargs``)."""
     from pixelrl.embodied.task import env_kwargs as nav_kwargs
 
     return nav_kwargs(cfg, split)
@@ -161,20 +210,37 @@ MEASURES = ("success", "spl", "softspl", "distance_to_goal", "num_steps")
 
 
 def measure_reward(rewards: dict[str, float], before: float, info: dict[str, Any], steps: int,
-                   parsed: bool, done: bool) -> float:  # fmt: skip
+                   parsed: bool, done: bool, unused: int = 0) -> float:  # fmt: skip
     """A turn's reward from the navigation measures, weighted by ``rewards`` (``grpo.rewards``):
     ``slack`` a low-level step, ``format`` off when the answer did not parse, ``progress`` a
-    metre of geodesic distance gained since ``before``, and at the episode's end ``success``
-    and ``spl``. The multi-turn trainer and the TRL environment (:mod:`pixelrl.embodied.trl_env`)
-    both score turns with it."""
+    metre of geodesic distance gained since ``before``, and at the episode's end ``early_stop``
+    x the slack of the ``unused`` steps a stop short of the goal left (:func:`unused_steps`), then
+    ``success`` and ``spl``. The multi-turn trainer and the TRL environment
+    (:mod:`pixelrl.embodied.trl_env`) both score turns with it."""
     reward = rewards["slack"] * steps - rewards["format"] * (not parsed)
     after = info["distance_to_goal"]
     if np.isfinite(before) and np.isfinite(after):
         reward += rewards["progress"] * (before - after)
     if done:
+        reward += early_stop_penalty(rewards, unused)
         reward += rewards["success"] * info["success"]
         reward += rewards["spl"] * info["spl"]
     return float(reward)
+
+
+def early_stop_penalty(rewards: dict[str, float], unused: int) -> float:
+    """``early_stop`` x the slack of the steps a stop short of the goal did not take: stopping at
+    once then scores no better than walking to the step limit."""
+    return rewards.get("early_stop", 0.0) * rewards["slack"] * max(0, unused)
+
+
+def unused_steps(env, info: dict[str, Any], stopped: bool) -> int:
+    """The steps of the episode's budget left when the agent ``stopped`` short of the goal (0 when
+    it did not stop, or stopped at the goal)."""
+    if not stopped or info["success"]:
+        return 0
+    limit = (env.spec and env.spec.max_episode_steps) or env.unwrapped.cfg.max_episode_steps
+    return int(limit - info["num_steps"])
 
 
 class NavGroup:
@@ -230,15 +296,20 @@ class NavGroup:
                 if done:
                     break
         info = self.infos[i]
+        stopped = bool(agent.executed) and agent.executed[-1] == STOP
+        unused = unused_steps(env, info, stopped) if done else 0
         if (
             self.reward_kind == "time_decayed"
         ):  # VLN-R1: the answer's steps that agree with the expert
             weights = self.decay ** np.arange(len(matches))
             reward = float(np.dot(weights, matches) / weights.sum()) if matches else 0.0
             if done:
+                reward += early_stop_penalty(self.rewards, unused)
                 reward += self.rewards["success"] * info["success"]
         else:
-            reward = measure_reward(self.rewards, before, info, steps, completion.parsed, done)
+            reward = measure_reward(
+                self.rewards, before, info, steps, completion.parsed, done, unused
+            )
         if not done:
             return TurnResult(float(reward), False)
         measures = {k: float(info[k]) for k in MEASURES}
@@ -275,6 +346,7 @@ def evaluate(policy, spec: AgentSpec, envs: list, seeds: list[int]) -> dict[str,
 
 
 EVAL_SEED_BASE = 1_000_000  # held-out scenes already differ (eval_kwargs); the seeds differ too
+VAL_SEED_BASE = 2_000_000  # validation starts (val_kwargs' scenes)
 
 
 # -- SFT ------------------------------------------------------------------------------------------
@@ -334,7 +406,7 @@ def sft_examples(
                 frames.append(data.observation(e, t))
                 history = tuple(spec.prompt.history(actions[:t], codec))
                 prompt = Prompt(
-                    spec.prompt.image(frames), goal_text(frames[-1], spec.task), history
+                    spec.prompt.image(frames), spec.prompt.goal(frames[-1], spec.task), history
                 )
                 weight = inflection_weight if t == 0 or actions[t] != actions[t - 1] else 1.0
                 examples.append(
@@ -399,6 +471,17 @@ class NavTask:
         if not seeds:
             return Evaluation("success", None)
         envs = [make_env(self.cfg, "eval") for _ in range(max(1, min(8, len(seeds))))]
+        return Evaluation("success", lambda policy: evaluate(policy, self.spec, envs, seeds))
+
+    def validator(self):
+        """Greedy episodes from ``eval.val_episodes`` starts in ``env.val_kwargs``' scenes:
+        training-side apartments the run does not train on (never the held-out ones)."""
+        from pixelrl.rl.text.adapter import Evaluation
+
+        seeds = [VAL_SEED_BASE + k for k in range(int(self.cfg.eval.val_episodes))]
+        if not seeds:
+            return Evaluation("success", None)
+        envs = [make_env(self.cfg, "val") for _ in range(max(1, min(8, len(seeds))))]
         return Evaluation("success", lambda policy: evaluate(policy, self.spec, envs, seeds))
 
     def examples(self, run, policy) -> list[Example]:

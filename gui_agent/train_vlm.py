@@ -45,7 +45,7 @@ import numpy as np
 
 from pixelrl.config import Config, ConfigError, load_config
 from pixelrl.rl.text import recipe as text
-from pixelrl.rl.text.config import text_defaults
+from pixelrl.rl.text.config import check_text_config, text_defaults
 from pixelrl.rl.text.rollout import TurnResult, play_episodes
 from pixelrl.rl.text.rows import Example, Prompt
 
@@ -151,6 +151,7 @@ GROUNDING_REWARDS = {
 # -- set-up -------------------------------------------------------------------------------------
 def config_for(recipe_config: str | Path, overrides=()) -> Config:
     cfg = load_config(recipe_config, list(overrides), DEFAULTS)
+    check_text_config(cfg)
     if int(cfg.prompt.screen_words) < 1:
         raise ConfigError(f"prompt.screen_words must be >= 1, got {cfg.prompt.screen_words}")
     if cfg.env.tasks:
@@ -586,6 +587,12 @@ class GUITask:
         if items is None:
             return Evaluation("success", lambda policy: _success_eval(policy, self.cfg))
         return Evaluation("accuracy", lambda policy: _grounding_eval(policy, self.cfg, items))
+
+    def validator(self):
+        """None yet: GUI runs keep their last model (no validation set)."""
+        from pixelrl.rl.text.adapter import Evaluation
+
+        return Evaluation("success", None)
 
     def examples(self, run, policy) -> list[Example]:
         roots = _dataset_roots(self.cfg, run)

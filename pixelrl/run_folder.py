@@ -2,7 +2,8 @@
 
 ``Run(cfg)`` creates ``train.output_dir`` (or ``runs/<recipe>-<time>``), writes ``config.yaml``,
 keeps the history and evaluation rows with wall and CPU clocks, and writes ``history.csv``,
-``eval.csv`` and ``learning_curve.png`` (training reward or loss beside the held-out measure
+``eval.csv``, ``val.csv`` (the validation checks that chose the kept model, when the recipe has
+a validation set) and ``learning_curve.png`` (training reward or loss beside the held-out measure
 with its 95% interval).
 """
 
@@ -45,6 +46,7 @@ class Run:
         self.cfg = cfg
         self.history: list[dict[str, float]] = []
         self.evals: list[dict[str, float]] = []
+        self.validations: list[dict[str, float]] = []
         self.start_wall, self.start_cpu = time.perf_counter(), cpu_seconds()
 
     @property
@@ -87,10 +89,23 @@ class Run:
         )
         tqdm.write(f"[{self.cfg.recipe}] step {step}: held-out {shown}")
 
+    def add_validation(self, step: int, row: dict[str, float]) -> None:
+        """Keep a validation row (training-side scenes not trained on) with the clock."""
+        from tqdm import tqdm
+
+        self.validations.append({"step": step, **row, **self.clock()})
+        if not self.main:
+            return
+        shown = "  ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
+                          for k, v in row.items())  # fmt: skip
+        tqdm.write(f"[{self.cfg.recipe}] step {step}: validation {shown}")
+
     def write(self, measure: str) -> None:
         if not self.main:
             return
-        for name, rows in (("history.csv", self.history), ("eval.csv", self.evals)):
+        tables = (("history.csv", self.history), ("eval.csv", self.evals),
+                  ("val.csv", self.validations))  # fmt: skip
+        for name, rows in tables:
             if rows:
                 fields = list(dict.fromkeys(k for r in rows for k in r))
                 with open(self.dir / name, "w", newline="") as f:

@@ -73,7 +73,8 @@ class GRPOConfig:
 RECIPE_DEFAULTS: dict[str, Any] = {
     **{f.name: f.default for f in fields(GRPOConfig) if f.name != "max_new_tokens"},
     "steps": 50,
-    "lr_schedule": "constant",  # or "linear": decays to 0 at the last step (TRL's default)
+    "lr_schedule": "constant",  # "linear": decays to 0 at the last step (TRL's default); "cosine"
+    "warmup_ratio": 0.0,  # the share of steps of linear warm-up first (verl-agent: 0.1)
     "minibatch": 16,
 }
 
@@ -337,16 +338,21 @@ def grpo_update(
 
 
 # -- training loop helpers (the GUI and embodied text-policy recipes) ---------------------------
-def grpo_optimizer(policy, lr: float, schedule: str = "constant", steps: int = 1):
+def grpo_optimizer(
+    policy, lr: float, schedule: str = "constant", steps: int = 1, warmup_ratio: float = 0.0
+):
     """AdamW over the policy's trainable parameters and ``set_lr(step)``, which sets and returns
-    the rate of GRPO step ``step`` (0-based): ``lr`` for a ``constant`` schedule, or ``linear``
-    decay to 0 at step ``steps`` (TRL's default)."""
-    if schedule not in ("constant", "linear"):
-        raise ValueError(f"grpo.lr_schedule: {schedule!r}; known: constant, linear")
+    the rate of GRPO step ``step`` (0-based): :func:`pixelrl.rl.schedule.lr_at` (linear warm-up
+    over a ``warmup_ratio`` share of the steps, then ``constant``, ``linear`` decay to 0 at step
+    ``steps``, TRL's default, or ``cosine`` decay)."""
+    from pixelrl.rl.schedule import check_schedule, lr_at, warmup_steps
+
+    check_schedule(schedule, warmup_ratio, "grpo")
+    warmup = warmup_steps(warmup_ratio, steps)
     opt = torch.optim.AdamW(policy.trainable_parameters(), lr=lr, weight_decay=0.0)
 
     def set_lr(step: int) -> float:
-        rate = lr if schedule == "constant" else lr * max(0.0, 1 - step / steps)
+        rate = lr_at(step, lr, schedule, steps, warmup)
         for group in opt.param_groups:
             group["lr"] = rate
         return rate
@@ -356,13 +362,15 @@ def grpo_optimizer(policy, lr: float, schedule: str = "constant", steps: int = 1
 
 def grpo_optimizer_for(policy, section):
     """:func:`grpo_optimizer` from a recipe's ``grpo:`` section (``lr``, ``lr_schedule``,
-    ``steps``); an unknown schedule is a :class:`~pixelrl.config.ConfigError`."""
+    ``warmup_ratio``, ``steps``); a value no run can use is a
+    :class:`~pixelrl.config.ConfigError`."""
     from pixelrl.config import ConfigError
 
     try:
         return grpo_optimizer(
-            policy, float(section.lr), str(section.lr_schedule), int(section.steps)
-        )
+            policy, float(section.lr), str(section.lr_schedule), int(section.steps),
+            float(section.warmup_ratio),
+        )  # fmt: skip
     except ValueError as e:
         raise ConfigError(str(e)) from None
 

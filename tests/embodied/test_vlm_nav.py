@@ -77,6 +77,26 @@ def test_the_words_agree_with_the_env_turning_toward_the_goal_closes_the_angle()
     env.close()
 
 
+def test_the_distance_rounded_down_puts_the_stop_radius_between_two_words():
+    def words(rho, floor):
+        obs = {"pointgoal_with_gps_compass": np.array([rho, 0.0], np.float32)}
+        return goal_text(obs, "pointnav", floor).split(" m ")[0][-3:]
+
+    assert [words(r, False) for r in (0.18, 0.22, 0.3)] == ["0.2", "0.2", "0.3"]
+    assert [words(r, True) for r in (0.18, 0.199, 0.2, 0.22, 0.3)] == [
+        "0.1",
+        "0.1",
+        "0.2",
+        "0.2",
+        "0.3",
+    ]
+    assert (
+        NavPrompt(distance_floor=True)
+        .goal({"pointgoal_with_gps_compass": np.array([0.19, 0.0])}, "pointnav")
+        .startswith("The goal is 0.1 m away")
+    )
+
+
 def test_objectnav_and_instructnav_goals():
     from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
 
@@ -143,6 +163,43 @@ def test_multi_step_answers_run_one_low_level_step_at_a_time_and_stop_at_the_lim
     env.close()
 
 
+def test_a_stop_short_of_the_goal_pays_the_slack_of_its_unused_steps():
+    from pixelrl.embodied.vlm_train import DEFAULTS, play
+
+    env = gymnasium.make("pixelrl/PointNav-v0", **{**ENV, "max_episode_steps": 10})
+    codec = NavActionCodec(0.25, 30.0)
+    returns = {}
+    for weight in (0.0, 1.0):
+        rewards = {**DEFAULTS["grpo"]["rewards"], "early_stop": weight}
+        (episode,) = play(ScriptedText(["move_forward(1)", "stop"], codec), AgentSpec(), [env],
+                          [1], sample=False, rewards=rewards)  # fmt: skip
+        assert not episode.success and episode.measures["num_steps"] == 2
+        returns[weight] = episode.ret
+    assert returns[1.0] - returns[0.0] == pytest.approx(-0.01 * 8)  # 8 steps left unused
+    env.close()
+
+
+def test_validation_scenes_are_neither_the_held_out_nor_the_training_ones():
+    from pixelrl.config import ConfigError
+    from pixelrl.embodied import vlm_train as vt
+    from pixelrl.recipes import get_recipe
+
+    for name in ("embodied/vlm-sft", "embodied/vlm-grpo"):
+        cfg = vt.config_for(get_recipe(name).config)
+        val = vt.scene_set(cfg, "val")
+        assert len(val) == 8 and int(cfg.eval.val_episodes) > 0
+        assert not val & vt.scene_set(cfg, "eval") and not val & vt.scene_set(cfg, "train")
+        env = vt.make_env(cfg, "val")
+        assert env.unwrapped.cfg.scene_seed == 32 and env.unwrapped.cfg.num_scenes == 8
+        env.close()
+    assert vt.VAL_SEED_BASE >= vt.EVAL_SEED_BASE + 200_000  # the episodes' seeds differ too
+    with pytest.raises(ConfigError, match="overlap the held-out test"):
+        vt.config_for(get_recipe("embodied/vlm-sft").config, ["env.val_kwargs.scene_seed=100010"])
+    with pytest.raises(ConfigError, match="overlap the held-out test"):  # mesh scenes alike
+        vt.config_for(get_recipe("embodied/vlm-sft").config,
+                      ["env.eval_kwargs={scenes: [a.glb, b.glb]}", "env.val_kwargs={scenes: [b.glb]}"])  # fmt: skip
+
+
 # -- SFT, GRPO and the CLI, on one small run -----------------------------------------------------
 @pytest.fixture(scope="module")
 def sft_run(tmp_path_factory):
@@ -151,7 +208,7 @@ def sft_run(tmp_path_factory):
     argv = ["train", "embodied/vlm-sft", f"train.output_dir={run}", env, "data.episodes=6",
             "sft.steps=60", "sft.batch_size=16", "sft.lr=3e-3", "sft.inflection_weight=3.2", "eval.episodes=1",
             "eval.interval=0", "train.progress=false", "env.eval_kwargs={scene_seed: 7, num_scenes: 1}",
-            *TINY]  # fmt: skip
+            "eval.val_episodes=2", *TINY]  # fmt: skip
     assert main(argv) == 0
     return run
 
@@ -211,7 +268,7 @@ def test_grpo_recipe_runs_from_the_sft_model(sft_run, tmp_path):
     argv = ["train", "embodied/vlm-grpo", f"init={sft_run / 'model'}", f"train.output_dir={run}",
             "env.kwargs=" + json.dumps({**ENV, "max_episode_steps": 8}), "grpo.steps=2",
             "grpo.num_samples=2", "grpo.starts_per_step=1", "eval.episodes=1",
-            "train.progress=false"]  # fmt: skip
+            "eval.val_episodes=2", "train.progress=false"]  # fmt: skip
     assert main(argv) == 0
     with open(run / "history.csv") as f:
         rows = list(csv.DictReader(f))

@@ -275,12 +275,13 @@ def test_an_unknown_lr_schedule_is_a_config_error(tmp_path):
     from pixelrl.gui_agent.train_vlm import config_for, train
     from pixelrl.recipes import get_recipe
 
-    cfg = config_for(get_recipe("gui/grounding-grpo").config, [
-        "grpo.lr_schedule=cosine", "data.prompts=2", "eval.grounding_items=2",
-        f"train.output_dir={tmp_path}", "train.progress=false",
-    ])  # fmt: skip
-    cfg.recipe = "gui/grounding-grpo"
-    with pytest.raises(ConfigError, match="lr_schedule.*constant, linear"):
+    overrides = ["data.prompts=2", "eval.grounding_items=2", f"train.output_dir={tmp_path}",
+                 "train.progress=false"]  # fmt: skip
+    with pytest.raises(ConfigError, match="lr_schedule: 'step'; known: constant, linear, cosine"):
+        config_for(get_recipe("gui/grounding-grpo").config, ["grpo.lr_schedule=step", *overrides])
+    cfg = config_for(get_recipe("gui/grounding-grpo").config, overrides)
+    cfg.recipe, cfg.grpo.lr_schedule = "gui/grounding-grpo", "step"  # set after the config check
+    with pytest.raises(ConfigError, match="lr_schedule: 'step'"):
         train(cfg)
 
 

@@ -91,6 +91,9 @@ class ColourTask:
 
         return Evaluation("accuracy", accuracy)
 
+    def validator(self):
+        return Evaluation("accuracy", None)
+
     def examples(self, run, policy):
         return [Example(Prompt(picture(n), "Name the colour."), n) for n in COLOURS]
 
@@ -156,3 +159,96 @@ def test_a_toy_task_trains_with_sft_then_both_grpo_loops(tmp_path):
         assert (tmp_path / folder / "model" / "config.json").is_file()
     with pytest.raises(Exception, match="not one of this module's"):
         recipe.train(config("toy/ppo", tmp_path / "x"), ColourTask(None))
+
+
+class ScriptedValidation(ColourTask):
+    """The toy task with a validation check that answers ``scores`` in turn and notes which
+    weights each check saw (and which the run saved): a sum over the model's parameters."""
+
+    def __init__(self, scores: list[float]) -> None:
+        super().__init__(None)
+        self.scores, self.seen, self.saved = list(scores), [], None
+
+    @staticmethod
+    def fingerprint(policy) -> float:
+        return float(sum(p.double().sum() for p in policy.model.state_dict().values()))
+
+    def validator(self):
+        def check(policy):
+            self.seen.append(self.fingerprint(policy))
+            return {"accuracy": self.scores.pop(0), "n": 1}
+
+        return Evaluation("accuracy", check)
+
+    def save(self, policy, folder):
+        self.saved = self.fingerprint(policy)
+        super().save(policy, folder)
+
+
+def test_sft_keeps_the_best_validated_weights_and_stops_on_patience(tmp_path):
+    task = ScriptedValidation([0.2, 0.5, 0.4, 0.3, 0.9])  # checks at steps 2, 4, 6, 8 (10)
+    cfg = config("toy/sft", tmp_path, sft={"steps": 10, "batch_size": 3, "lr": 3e-3},
+                 eval={"interval": 2, "patience": 2})  # fmt: skip
+    result = recipe.train(cfg, task)
+    with open(tmp_path / "history.csv") as f:
+        assert len(list(csv.DictReader(f))) == 8  # two checks without a better one: stop at 8
+    with open(tmp_path / "val.csv") as f:
+        assert [int(r["step"]) for r in csv.DictReader(f)] == [2, 4, 6, 8]
+    assert result["kept_step"] == 4 and result["val_accuracy"] == 0.5
+    assert task.saved == task.seen[1] != task.seen[-1]  # model/ holds step 4's weights
+
+
+def test_multiturn_grpo_starts_from_the_kept_start_and_stops_early(tmp_path):
+    sft = tmp_path / "sft"
+    recipe.train(config("toy/sft", sft, sft={"steps": 30, "batch_size": 3, "lr": 3e-3}),
+                 ColourTask(None))  # fmt: skip
+    task = ScriptedValidation([0.6, 0.5, 0.4, 0.9])  # the start is best; patience 2 ends it
+    grpo = {"steps": 6, "num_samples": 3, "max_new_tokens": 4, "lr": 1e-2}
+    cfg = config("toy/multiturn", tmp_path / "mt", grpo=grpo, init=str(sft / "model"),
+                 eval={"interval": 1, "patience": 2})  # fmt: skip
+    result = recipe.train(cfg, task)
+    assert result["kept_step"] == 0 and len(task.seen) == 3  # checks at 0, 1, 2
+    assert task.saved == task.seen[0] != task.seen[2]
+
+
+def test_a_step_whose_answers_do_not_parse_is_undone(tmp_path):
+    """An untrained model answers no colour: every step is below the format floor, so the
+    weights go back to the validated start and nothing is learned from those answers."""
+    task = ScriptedValidation([0.0] * 3)
+    grpo = {"steps": 2, "num_samples": 3, "max_new_tokens": 4, "format_floor": 0.5}
+    cfg = config("toy/multiturn", tmp_path, grpo=grpo, eval={"interval": 0})
+    recipe.train(cfg, task)
+    with open(tmp_path / "history.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["rolled_back"] for r in rows] == ["1", "1"]
+    assert task.saved == task.seen[0]
+
+
+@pytest.mark.parametrize(
+    "schedule, warmup, expected",
+    [
+        ("constant", 0, [1.0, 1.0, 1.0, 1.0, 1.0]),
+        ("linear", 0, [1.0, 0.8, 0.6, 0.4, 0.2]),  # as before this schedule took a warm-up
+        ("cosine", 0, [1.0, 0.9045, 0.6545, 0.3455, 0.0955]),
+        ("cosine", 2, [0.5, 1.0, 1.0, 0.75, 0.25]),
+        ("linear", 1, [1.0, 1.0, 0.75, 0.5, 0.25]),
+    ],
+)
+def test_learning_rate_schedules(schedule, warmup, expected):
+    from pixelrl.rl.schedule import lr_at
+
+    assert [lr_at(s, 1.0, schedule, 5, warmup) for s in range(5)] == pytest.approx(
+        expected, abs=1e-4
+    )
+
+
+def test_a_schedule_or_warm_up_no_run_can_use_is_a_config_error(tmp_path):
+    from pixelrl.config import ConfigError
+
+    for section, msg in [({"sft": {"lr_schedule": "step"}}, "sft.lr_schedule: 'step'"),
+                         ({"grpo": {"warmup_ratio": 1.5}}, "grpo.warmup_ratio must be in"),
+                         ({"grpo": {"format_floor": 1.0}}, "format_floor must be in"),
+                         ({"eval": {"patience": -1}}, "eval.patience must be >= 0")]:  # fmt: skip
+        with pytest.raises(ConfigError, match=msg):
+            recipe.train(config("toy/sft", tmp_path / "x", **section), ColourTask(None))
+        assert not (tmp_path / "x").exists()

@@ -16,7 +16,7 @@ pytest.importorskip("trl")
 
 import pixelrl.envs  # noqa: E402,F401
 from pixelrl.embodied.trl_env import NavEnvironment  # noqa: E402
-from pixelrl.embodied.vlm_train import DEFAULTS, measure_reward  # noqa: E402
+from pixelrl.embodied.vlm_train import DEFAULTS, measure_reward, unused_steps  # noqa: E402
 from pixelrl.envs.gui_action import Action  # noqa: E402
 from pixelrl.trl_env import (  # noqa: E402
     GUIEnvironment,
@@ -107,7 +107,9 @@ def test_nav_tools_score_each_call_as_the_trainer_scores_a_turn():
             obs, _, terminated, truncated, info = plain.step(action)
             if terminated or truncated:
                 break
-        expected += measure_reward(weights, before, info, times, True, terminated or truncated)
+        done = terminated or truncated
+        unused = unused_steps(plain, info, action == 0) if done else 0
+        expected += measure_reward(weights, before, info, times, True, done, unused)
         answer = getattr(env, name)() if name == "stop" else getattr(env, name)(times)
     assert np.array_equal(np.asarray(answer[0]["image"]), obs["rgb"])
     assert env.get_reward() == pytest.approx(expected) and expected != 0.0

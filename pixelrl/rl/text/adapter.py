@@ -6,6 +6,9 @@ An adapter is built from a recipe's config (``Adapter(cfg)``; a value no run can
 - ``codec()``: the action language (:mod:`pixelrl.vision.action_codec`);
 - ``corpus()``: a tiny model's tokenizer texts (None: the codec's default);
 - ``evaluator()``: the held-out evaluation, an :class:`Evaluation`;
+- ``validator()``: the validation check (training-side items the run does not train on, never
+  the held-out ones), an :class:`Evaluation` whose ``run`` is None when the domain has none;
+  the loops keep the best-validated weights and stop early on it (:mod:`.best`);
 - ``examples(run, policy)``: SFT demonstrations, :class:`~pixelrl.rl.text.rows.Example`\\ s
   (recorded into the run folder when the config names none);
 - ``save(policy, folder)``: the trained model as its users load it;
@@ -56,6 +59,8 @@ class TaskAdapter(Protocol):
     def corpus(self) -> list[str] | None: ...
 
     def evaluator(self) -> Evaluation: ...
+
+    def validator(self) -> Evaluation: ...
 
     def examples(self, run, policy) -> list: ...
 

@@ -24,12 +24,41 @@ COMMON: dict[str, Any] = {
     # under torchrun (pixelrl.rl.text.parallel): ddp (replicated) or fsdp (FSDP2, sharded);
     # param_dtype: fsdp's compute dtype (bfloat16 on GPUs; gradients reduced in fp32)
     "distributed": {"shard": "ddp", "param_dtype": "", "timeout_s": 1800},
-    "sft": {"steps": 200, "batch_size": 8, "lr": 1e-3, "weight_decay": 0.0},
-    "grpo": dict(GRPO_DEFAULTS),
-    "eval": {"interval": 10},
+    # lr_schedule: constant, linear or cosine, after a warmup_ratio share of linear warm-up
+    "sft": {
+        "steps": 200,
+        "batch_size": 8,
+        "lr": 1e-3,
+        "weight_decay": 0.0,
+        "lr_schedule": "constant",
+        "warmup_ratio": 0.0,
+    },
+    # format_floor: a step whose sampled answers parse less often than this share is not
+    # learned from; the weights go back to the best validated ones (0: no guard)
+    "grpo": {**GRPO_DEFAULTS, "format_floor": 0.0},
+    # patience: validations in a row without a better validation measure before the run stops
+    # (0: never); with a validation set the run's model/ is its best-validated weights
+    "eval": {"interval": 10, "patience": 0},
     # checkpoint_interval: steps between checkpoints (0: none); resume: a run folder to go on
     "train": {"output_dir": "", "progress": True, "checkpoint_interval": 0, "resume": ""},
 }
+
+
+def check_text_config(cfg) -> None:
+    """:class:`~pixelrl.config.ConfigError` for a shared key no run can use (schedules,
+    warm-up, patience, the format guard), before any run folder."""
+    from pixelrl.config import ConfigError, check_ranges
+    from pixelrl.rl.schedule import check_schedule
+
+    check_ranges(cfg, (), ("eval.patience",))
+    for key in ("sft", "grpo"):
+        try:
+            check_schedule(str(cfg[key].lr_schedule), cfg[key].warmup_ratio, key)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+    floor = cfg.grpo.format_floor
+    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor < 1:
+        raise ConfigError(f"grpo.format_floor must be in [0, 1), got {floor!r}")
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -21,11 +21,13 @@ def train(cfg: Config, adapter) -> dict[str, Any]:
     """Run ``cfg.recipe`` with ``adapter``."""
     import torch
 
+    from pixelrl.rl.text.config import check_text_config
     from pixelrl.rl.text.grpo import run_grpo
     from pixelrl.rl.text.multiturn import run_multiturn
     from pixelrl.rl.text.parallel import check_parallel
     from pixelrl.rl.text.sft import run_sft
 
+    check_text_config(cfg)
     if cfg.recipe not in adapter.RECIPES:
         raise ConfigError(
             f"recipe {cfg.recipe!r} is not one of this module's ({', '.join(adapter.RECIPES)})"
@@ -63,6 +65,10 @@ def print_summary(result: dict[str, Any]) -> None:
     """One line per held-out evaluation: the measure with its 95% CI, and what else it holds."""
     rows = result["eval"]
     print(f"\nrun folder: {result['run_dir']}")
+    val_key = next((k for k in result if k.startswith("val_")), None)
+    if val_key:
+        print(f"model/ holds the best-validated weights: step {result['kept_step']}, "
+              f"validation {val_key[4:]} {result[val_key]:.3f} (val.csv)")  # fmt: skip
     if not rows:
         print("no held-out evaluation (eval.episodes is 0)")
         return
