@@ -35,6 +35,15 @@ TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2}  # fmt: skip
 
 
+# embodied/configs/vlm_grpo.yaml's turn rewards, given to the TRL environment too
+REWARDS = {
+    "progress": 1.0,
+    "slack": -0.01,
+    "success": 2.5,
+    "spl": 1.0,
+    "format": 0.5,
+    "early_stop": 1.0,
+}
 TOOL_ANSWER = 40  # tokens of a tool's answer in TRL's completion: 16 image tokens and the goal
 
 
@@ -66,7 +75,11 @@ def run_ours(args) -> tuple[list[float], float]:
         f"env.kwargs={yaml.safe_dump(kw, default_flow_style=True).strip()}",
         f"grpo.steps={args.steps}", f"grpo.num_samples={args.samples}",
         f"grpo.starts_per_step={args.starts}", f"grpo.lr={args.lr}", "grpo.kl_coef=0",
-        "grpo.lr_schedule=constant", f"grpo.minibatch={args.starts * args.samples * args.turns}",
+        "grpo.lr_schedule=constant", "grpo.warmup_ratio=0", f"grpo.minibatch={args.starts * args.samples * args.turns}",
+        # TRL has no counterpart: no validation episodes, no format guard (which would skip
+        # every update of a model that writes nothing parsable yet)
+        "eval.val_episodes=0", "grpo.format_floor=0",
+        f"grpo.rewards={yaml.safe_dump(REWARDS, default_flow_style=True).strip()}",
         f"agent.max_new_tokens={args.tokens}", "eval.episodes=0", "eval.interval=0",
         "train.progress=false", f"train.output_dir={out}",
     ]  # fmt: skip
@@ -108,7 +121,7 @@ def run_trl(args) -> tuple[list[float], float, list[float]]:
         save_strategy="no", gradient_checkpointing=False, seed=args.seed, disable_tqdm=True,
     )  # fmt: skip
     trainer = GRPOTrainer(model=model, args=config, train_dataset=rows, processing_class=processor,
-                          environment_factory=environment_factory(ENV, **kw))  # fmt: skip
+                          environment_factory=environment_factory(ENV, rewards=REWARDS, **kw))  # fmt: skip
     t0 = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - t0
