@@ -39,10 +39,6 @@ class NavEnvironment(ToolEnvironment):
             raise ToolError(f"rewards: unknown keys {sorted(unknown)}; known: {sorted(weights)}")
         super().__init__(env_id, **env_kwargs)
         self.task, self.rewards = TASKS[env_id], {**weights, **(rewards or {})}
-        self._steps = 0
-
-    def _started(self) -> None:
-        self._steps = 0
 
     def _describe(self) -> str:
         return goal_text(self._obs, self.task)
@@ -51,19 +47,18 @@ class NavEnvironment(ToolEnvironment):
         return self._obs["rgb"]
 
     def _reward(self, reward: float, info: dict[str, Any], done: bool) -> float:
-        self._steps += 1  # the turn is scored as a whole in _turn
-        return 0.0
+        return 0.0  # a call is scored as a whole, as a turn (_turn)
 
     def _turn(self, action: int, times: int) -> list:
         if isinstance(times, bool) or not isinstance(times, (int, np.integer)):
             raise ToolError(f"the count must be a whole number, got {times!r}")
         if not 1 <= times <= MAX_REPEAT:
             raise ToolError(f"the count must be 1..{MAX_REPEAT}, got {times}")
-        before, steps = self._info.get("distance_to_goal", float("nan")), self._steps
+        before, steps = self._info["distance_to_goal"], self._info["num_steps"]
         answer = self._play([action] * int(times))
         unused = unused_steps(self.env, self._info, action == STOP) if self._over else 0
-        self._return += measure_reward(self.rewards, before, self._info, self._steps - steps,
-                                       True, self._over, unused)  # fmt: skip
+        self._return += measure_reward(self.rewards, before, self._info,
+                                       self._info["num_steps"] - steps, True, self._over, unused)  # fmt: skip
         return answer
 
     def move_forward(self, steps: int = 1) -> list:

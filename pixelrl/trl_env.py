@@ -81,7 +81,6 @@ class ToolEnvironment:
             raise ToolError(f"a row's seed must be an integer, got {seed!r}")
         self._obs, self._info = self.env.reset(seed=None if seed is None else int(seed))
         self._return, self._over = 0.0, False
-        self._started()
         return "\n" + self._describe()  # TRL appends it to the prompt's words
 
     def get_reward(self) -> float:
@@ -89,9 +88,6 @@ class ToolEnvironment:
         return float(self._return)
 
     # -- for subclasses -------------------------------------------------------------------------
-    def _started(self) -> None:
-        """Hook: what a subclass resets with the episode."""
-
     def _describe(self) -> str:
         raise NotImplementedError
 
