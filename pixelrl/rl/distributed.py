@@ -16,6 +16,7 @@ GPUs); multi-node with ``--nnodes``/``--rdzv-endpoint`` as usual. Without ``torc
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -45,11 +46,20 @@ def init_distributed(backend: str = "gloo") -> DistInfo:
         return DistInfo()
     if not is_distributed():
         torch.distributed.init_process_group(backend=backend)
+        # A process that exits with the group alive can die in gloo's threads at interpreter
+        # teardown (SIGABRT, "terminate called without an active exception"; pytorch#190489):
+        # one rank aborting fails the whole torchrun job after training has finished.
+        atexit.register(_destroy_process_group)
     return DistInfo(
         rank=torch.distributed.get_rank(),
         world_size=torch.distributed.get_world_size(),
         local_rank=int(os.environ.get("LOCAL_RANK", "0")),
     )
+
+
+def _destroy_process_group() -> None:
+    if is_distributed():
+        torch.distributed.destroy_process_group()
 
 
 def world() -> DistInfo:
