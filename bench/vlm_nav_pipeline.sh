@@ -19,8 +19,12 @@ cpu_minutes() {  # user + sys seconds of a /usr/bin/time -f "%U %S" file, in min
     awk 'END { printf "%.1f", ($1 + $2) / 60 }' "$1"
 }
 
-/usr/bin/time -f "%U %S %e" -o "$out/sft.time" "$py" -m pixelrl train embodied/vlm-sft \
-    "${common[@]}" ${SFT:-} train.output_dir="$out/sft"
+if [[ -f "$out/sft.time" && -d "$out/sft/model" ]]; then  # a finished SFT stage is kept
+    echo "SFT: reusing $out/sft/model (delete $out/sft.time to train it again)"
+else
+    /usr/bin/time -f "%U %S %e" -o "$out/sft.time" "$py" -m pixelrl train embodied/vlm-sft \
+        "${common[@]}" ${SFT:-} train.output_dir="$out/sft"
+fi
 /usr/bin/time -f "%U %S %e" -o "$out/grpo.time" "$py" -m pixelrl train embodied/vlm-grpo \
     "${common[@]}" ${GRPO:-} init="$out/sft/model" train.output_dir="$out/grpo"
 

@@ -23,9 +23,11 @@ such as ``turn_left(2)`` or ``move_forward(3)``.
 Evaluation (``eval.episodes`` held-out episodes: ``env.eval_kwargs``' scenes, greedy answers)
 reports Success with its 95% interval, SPL and the share of parsed answers. Validation
 (``eval.val_episodes`` episodes in ``env.val_kwargs``' scenes: training-side apartments that
-neither training nor the held-out test uses, checked at config time) chooses the kept model:
-``model/`` is the best-validated checkpoint, and GRPO stops after ``eval.patience`` checks
-without a better one. The run folder holds
+neither training nor the held-out test uses, checked at config time) chooses the kept model by
+``eval.val_measure`` (Success or SPL): ``model/`` is the best-validated checkpoint, and GRPO
+stops after ``eval.patience`` checks past its warm-up without a better one. With
+``grpo.replay_failed`` a share of GRPO's starts are training starts whose last group did not all
+succeed (prioritized level replay, Jiang et al. 2021: learn where there is something to learn). The run folder holds
 ``model/`` (:func:`~pixelrl.embodied.vlm_agent.save_agent`: weights, processor and the agent's
 json, what ``pixelrl bench nav --agent vlm RUN/model`` loads), ``history.csv``, ``eval.csv``
 and ``learning_curve.png``.
@@ -79,11 +81,17 @@ DEFAULTS: dict[str, Any] = text_defaults({
         "rewards": {"progress": 1.0, "slack": -0.01, "success": 2.5, "spl": 1.0, "format": 0.1,
                     "early_stop": 0.0},
         "decay": 0.8,  # time_decayed: weight of the answer's i-th step is decay**i
+        # the chance that a start is drawn again from the training starts whose last group did
+        # not all succeed (prioritized level replay's idea: the starts left to learn from)
+        "replay_failed": 0.0,
     },
-    # val_episodes: validation episodes (env.val_kwargs' scenes) that choose the kept model
-    "eval": {"interval": 10, "episodes": 40, "val_episodes": 0},
+    # val_episodes: validation episodes (env.val_kwargs' scenes) that choose the kept model;
+    # val_measure: what "better" means there (spl is finer than success on few episodes)
+    "eval": {"interval": 10, "episodes": 40, "val_episodes": 0, "val_measure": "success"},
 })  # fmt: skip
 REWARD_KINDS = ("measures", "time_decayed")
+VAL_MEASURES = ("success", "spl")
+REPLAY_SIZE = 256  # failed starts remembered for grpo.replay_failed (the oldest go first)
 
 
 # -- set-up -------------------------------------------------------------------------------------
@@ -109,6 +117,13 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
         )
     if int(cfg.eval.val_episodes):
         check_validation_scenes(cfg)
+    if cfg.eval.val_measure not in VAL_MEASURES:
+        raise ConfigError(
+            f"eval.val_measure: {cfg.eval.val_measure!r}; known: {', '.join(VAL_MEASURES)}"
+        )
+    replay = cfg.grpo.replay_failed
+    if isinstance(replay, bool) or not isinstance(replay, int | float) or not 0 <= replay <= 1:
+        raise ConfigError(f"grpo.replay_failed must be a number in [0, 1], got {replay!r}")
     return cfg
 
 
@@ -447,6 +462,7 @@ class NavTask:
         self.cfg, self.spec = cfg, agent_spec(cfg)
         check_model(cfg)
         self.train_envs: list = []  # multi-turn GRPO: G x starts_per_step envs, kept for the run
+        self.failed: dict[int, None] = {}  # grpo.replay_failed: starts not yet solved, oldest first
 
     def codec(self):
         env = make_env(self.cfg, "train")
@@ -478,11 +494,12 @@ class NavTask:
         training-side apartments the run does not train on (never the held-out ones)."""
         from pixelrl.rl.text.adapter import Evaluation
 
+        measure = str(self.cfg.eval.val_measure)
         seeds = [VAL_SEED_BASE + k for k in range(int(self.cfg.eval.val_episodes))]
         if not seeds:
-            return Evaluation("success", None)
+            return Evaluation(measure, None)
         envs = [make_env(self.cfg, "val") for _ in range(max(1, min(8, len(seeds))))]
-        return Evaluation("success", lambda policy: evaluate(policy, self.spec, envs, seeds))
+        return Evaluation(measure, lambda policy: evaluate(policy, self.spec, envs, seeds))
 
     def examples(self, run, policy) -> list[Example]:
         roots = _dataset_roots(self.cfg, run)
@@ -499,13 +516,38 @@ class NavTask:
         G, P = gcfg.num_samples, int(self.cfg.grpo.starts_per_step)
         if not self.train_envs:
             self.train_envs = [make_env(self.cfg, "train") for _ in range(G * P)]
-        starts = [int(s) for s in rng.integers(0, 2**31 - 1, P)]
+        starts = self._starts(rng, P)
         seeds = [s for s in starts for _ in range(G)]
         rewards = {k: float(v) for k, v in self.cfg.grpo.rewards.to_dict().items()}
         episodes = play(policy, self.spec, self.train_envs, seeds, sample=True,
                         temperature=gcfg.temperature, rewards=rewards,
                         reward_kind=str(self.cfg.grpo.reward), decay=float(self.cfg.grpo.decay))  # fmt: skip
+        self._remember(starts, episodes, G)
         return episodes, seeds
+
+    def _starts(self, rng, count: int) -> list[int]:
+        """``count`` training starts: new ones, or with ``grpo.replay_failed``'s chance one whose
+        last group did not all succeed."""
+        replay = float(self.cfg.grpo.replay_failed)
+        fresh = [int(s) for s in rng.integers(0, 2**31 - 1, count)]
+        if not replay:
+            return fresh  # (no more draws: the start stream of a run without replay is unchanged)
+        pool = list(self.failed)
+        return [
+            int(pool[rng.integers(len(pool))]) if pool and rng.random() < replay else s
+            for s in fresh
+        ]
+
+    def _remember(self, starts: list[int], episodes: list[Episode], G: int) -> None:
+        """Keep the starts whose group did not all succeed for replay; forget solved ones."""
+        if not float(self.cfg.grpo.replay_failed):
+            return
+        for i, start in enumerate(starts):
+            self.failed.pop(start, None)
+            if not all(ep.measures["success"] for ep in episodes[i * G : (i + 1) * G]):
+                self.failed[start] = None  # (re-inserted: now the newest)
+        while len(self.failed) > REPLAY_SIZE:
+            self.failed.pop(next(iter(self.failed)))
 
     def step_row(self, episodes: list[Episode]) -> dict[str, float]:
         turns = [t for ep in episodes for t in ep.turns]

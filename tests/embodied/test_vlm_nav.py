@@ -268,12 +268,39 @@ def test_grpo_recipe_runs_from_the_sft_model(sft_run, tmp_path):
     argv = ["train", "embodied/vlm-grpo", f"init={sft_run / 'model'}", f"train.output_dir={run}",
             "env.kwargs=" + json.dumps({**ENV, "max_episode_steps": 8}), "grpo.steps=2",
             "grpo.num_samples=2", "grpo.starts_per_step=1", "eval.episodes=1",
-            "eval.val_episodes=2", "train.progress=false"]  # fmt: skip
+            "eval.val_episodes=2", "eval.val_measure=spl", "grpo.replay_failed=0.5",
+            "train.progress=false"]  # fmt: skip
     assert main(argv) == 0
     with open(run / "history.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 2 and all(0 <= float(r["format"]) <= 1 for r in rows)
     assert (run / "model" / AGENT_FILE).is_file()
+    with open(run / "val.csv") as f:
+        assert all("spl" in r for r in csv.DictReader(f))
+
+
+def test_replay_draws_again_the_starts_whose_group_failed():
+    from pixelrl.embodied.vlm_train import NavTask, config_for
+    from pixelrl.recipes import get_recipe
+    from pixelrl.rl.text.rows import Episode
+
+    recipe = get_recipe("embodied/vlm-grpo").config
+
+    def group(*successes):
+        return [Episode(measures={"success": float(s)}) for s in successes]
+
+    task = NavTask(config_for(recipe, ["grpo.replay_failed=1", "init="]))
+    task._remember([11, 12, 13], group(1, 1) + group(1, 0) + group(0, 0), G=2)
+    assert list(task.failed) == [12, 13]  # 11 was solved by its whole group
+    rng = np.random.default_rng(0)
+    assert set(task._starts(rng, 8)) == {12, 13}  # replay 1: every start is a failed one
+    task._remember([12], group(1, 1), G=2)  # solved now: forgotten
+    assert list(task.failed) == [13]
+    # without replay the starts are the fresh draws alone, as before the option existed
+    plain = NavTask(config_for(recipe, ["grpo.replay_failed=0", "init="]))
+    plain.failed = {13: None}
+    fresh = np.random.default_rng(0).integers(0, 2**31 - 1, 4).tolist()
+    assert plain._starts(np.random.default_rng(0), 4) == fresh
 
 
 def test_bench_nav_record_and_view_take_the_vlm_agent(sft_run, tmp_path, capsys):

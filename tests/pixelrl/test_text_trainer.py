@@ -211,6 +211,20 @@ def test_multiturn_grpo_starts_from_the_kept_start_and_stops_early(tmp_path):
     assert task.saved == task.seen[0] != task.seen[2]
 
 
+def test_checks_during_the_warm_up_do_not_count_towards_patience(tmp_path):
+    """The same falling scores as above, with 2 warm-up steps of 6: the checks at steps 1-2
+    keep nothing better but do not count, so patience 2 ends the run at step 4, not 2."""
+    sft = tmp_path / "sft"
+    recipe.train(config("toy/sft", sft, sft={"steps": 30, "batch_size": 3, "lr": 3e-3}),
+                 ColourTask(None))  # fmt: skip
+    task = ScriptedValidation([0.6, 0.5, 0.4, 0.3, 0.2, 0.9, 0.9])
+    grpo = {"steps": 6, "num_samples": 3, "max_new_tokens": 4, "lr": 1e-2, "warmup_ratio": 1 / 3}
+    cfg = config("toy/multiturn", tmp_path / "mt", grpo=grpo, init=str(sft / "model"),
+                 eval={"interval": 1, "patience": 2})  # fmt: skip
+    result = recipe.train(cfg, task)
+    assert result["kept_step"] == 0 and len(task.seen) == 5  # checks at 0, 1, 2, 3, 4
+
+
 def test_a_step_whose_answers_do_not_parse_is_undone(tmp_path):
     """An untrained model answers no colour: every step is below the format floor, so the
     weights go back to the validated start and nothing is learned from those answers."""

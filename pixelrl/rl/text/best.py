@@ -3,9 +3,11 @@
 ``Validation(evaluation, patience)`` runs the adapter's validation evaluation (episodes on
 training-side scenes the run does not train on; never the held-out test ones) when the loop
 asks, keeps a copy of the weights whenever its measure beats every earlier one, and says when
-``patience`` checks in a row brought nothing better (early stopping). At the end the loop puts
-the best weights back, so the run's ``model/`` is its best-validated model. With no validation
-set (``evaluation.run`` None) it keeps nothing and never stops a run.
+``patience`` checks in a row brought nothing better (early stopping). Checks up to step ``grace``
+(the learning rate's warm-up) keep weights but do not count towards patience: a run's measure
+often dips while its rate rises, and stopping there ends it before it learned anything. At the
+end the loop puts the best weights back, so the run's ``model/`` is its best-validated model.
+With no validation set (``evaluation.run`` None) it keeps nothing and never stops a run.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from pixelrl.rl.text.adapter import Evaluation
 
 
 class Validation:
-    def __init__(self, evaluation: Evaluation, patience: int = 0) -> None:
-        self.evaluation, self.patience = evaluation, int(patience)
+    def __init__(self, evaluation: Evaluation, patience: int = 0, grace: int = 0) -> None:
+        self.evaluation, self.patience, self.grace = evaluation, int(patience), int(grace)
         self.best: float | None = None  # the best measure so far
         self.best_step: int | None = None
         self.weights: dict | None = None  # a copy of the best model's state
@@ -36,7 +38,8 @@ class Validation:
             self.best, self.best_step, self.since_best = value, step, 0
             self.weights = {k: v.detach().clone() for k, v in policy.model.state_dict().items()}
             return False
-        self.since_best += 1
+        if step > self.grace:
+            self.since_best += 1
         return bool(self.patience) and self.since_best >= self.patience
 
     def restore(self, policy) -> bool:

@@ -11,7 +11,7 @@ for step in 1..grpo.steps:
     the clipped token-level update over every turn (+ k3 KL to the start when
         grpo.kl_coef > 0), at the rate of grpo.lr_schedule after grpo.warmup_ratio of warm-up
     every eval.interval steps and at the end: validate (keep the best weights; stop after
-        eval.patience checks without a better one) and evaluate on the held-out episodes
+        eval.patience checks past the warm-up without a better one) and evaluate on the held-out episodes
 save the kept model (the last one when the adapter has no validation set)
 
 Under torchrun (:mod:`.parallel`) each rank plays 1/W of the step's groups (the adapter's
@@ -60,7 +60,10 @@ def run_multiturn(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
 
         join_one_ray_cluster(cfg)  # every rank's env workers in one Ray cluster
     evaluate = adapter.evaluator()
-    validation = Validation(adapter.validator(), int(cfg.eval.patience))
+    from pixelrl.rl.schedule import warmup_steps
+
+    grace = warmup_steps(float(cfg.grpo.warmup_ratio), int(cfg.grpo.steps))
+    validation = Validation(adapter.validator(), int(cfg.eval.patience), grace)
     policy = load_text_policy(cfg, adapter.codec(), adapter.corpus)
     ref = par.prepare(policy.frozen_copy(), cfg) if gcfg.kl_coef else None  # KL's reference
     policy = par.prepare(policy, cfg)

@@ -34,23 +34,23 @@ def run_sft(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
     import torch
     from tqdm import tqdm
 
+    from pixelrl.rl.schedule import check_schedule, lr_at, warmup_steps
     from pixelrl.rl.sft import draw_probabilities, sft_step
 
     par = Parallel(cfg)
     par.share(cfg, "sft.batch_size")
     run = par.run(cfg)
     evaluate = adapter.evaluator()
-    validation = Validation(adapter.validator(), int(cfg.eval.patience))
+    grace = warmup_steps(float(cfg.sft.warmup_ratio), int(cfg.sft.steps))  # patience after it
+    validation = Validation(adapter.validator(), int(cfg.eval.patience), grace)
     policy = par.prepare(load_text_policy(cfg, adapter.codec(), adapter.corpus), cfg)
     examples = adapter.examples(run, policy)
     if not examples:
         raise ConfigError(f"{cfg.recipe} has nothing to learn from: no demonstrations")
     steps, interval = int(cfg.sft.steps), int(cfg.eval.interval)
-    from pixelrl.rl.schedule import check_schedule, lr_at, warmup_steps
-
     schedule, lr = str(cfg.sft.lr_schedule), float(cfg.sft.lr)
     check_schedule(schedule, float(cfg.sft.warmup_ratio), "sft")
-    warmup = warmup_steps(float(cfg.sft.warmup_ratio), steps)
+    warmup = grace
     opt = torch.optim.AdamW(policy.trainable_parameters(), lr=lr,
                             weight_decay=float(cfg.sft.weight_decay))  # fmt: skip
     rng = np.random.default_rng(int(cfg.seed))  # the same on every rank: the global batch
