@@ -43,15 +43,16 @@ def expert_samples(
 
     from pixelrl.gui_agent.pointer_env import encode_action
 
-    images, words, actions, masks, read_ids, read_cells = [], [], [], [], [], []
+    observed: dict[str, list] = {key: [] for key in env.pointer_spec.observation_keys}
+    actions, masks, read_ids, read_cells = [], [], [], []
     obs, info = env.reset(seed=seed)
     bar = tqdm(total=count, desc="expert samples", disable=not progress)
     while len(actions) < count:
         expert = env.unwrapped.expert_action()
         sample = encode_action(expert, env.pointer_spec, env.image_map, env.fields)
         if sample is not None:
-            images.append(obs["image"])
-            words.append(obs["instruction"])
+            for key, rows in observed.items():
+                rows.append(obs[key])
             actions.append(sample)
             # the desktop says where its target is in info; MiniWoB's oracle with its action
             target = info.get("target_bbox", getattr(env.unwrapped, "expert_target_bbox", None))
@@ -65,9 +66,9 @@ def expert_samples(
         if terminated or truncated:
             obs, info = env.reset()
     bar.close()
-    return {"image": np.stack(images), "instruction": np.stack(words), "action": np.stack(actions),
-            "point_mask": np.stack(masks), "read_ids": np.stack(read_ids),
-            "read_cells": np.stack(read_cells)}  # fmt: skip
+    return {**{key: np.stack(rows) for key, rows in observed.items()},
+            "action": np.stack(actions), "point_mask": np.stack(masks),
+            "read_ids": np.stack(read_ids), "read_cells": np.stack(read_cells)}  # fmt: skip
 
 
 # Elements whose name is drawn inside their box (a window's is in its title bar, a text field's
@@ -196,7 +197,7 @@ def behaviour_clone(
     n = len(data["action"])
     for _ in tqdm(range(steps), desc="behaviour cloning", disable=not progress):
         idx = gen.choice(n, min(batch_size, n), replace=False)
-        obs = {k: torch.as_tensor(data[k][idx]) for k in ("image", "instruction")}
+        obs = {k: torch.as_tensor(data[k][idx]) for k in policy.spec.observation_keys}
         actions = torch.as_tensor(data["action"][idx])
         mask = torch.as_tensor(data["point_mask"][idx])
         heads = policy.heads(obs)
@@ -235,7 +236,8 @@ def accuracy(policy, data: dict[str, np.ndarray], batch_size: int = 64) -> dict[
     with torch.no_grad():
         for s in range(0, len(data["action"]), batch_size):
             obs = {
-                k: torch.as_tensor(data[k][s : s + batch_size]) for k in ("image", "instruction")
+                k: torch.as_tensor(data[k][s : s + batch_size])
+                for k in policy.spec.observation_keys
             }
             pred = policy.act(obs, {}, deterministic=True).actions.numpy()
             want = data["action"][s : s + batch_size]

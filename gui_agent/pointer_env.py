@@ -5,7 +5,8 @@
 
 - observation ``image``: the screenshot resized to ``spec.image_size`` (uint8 h×w×3, via
   :func:`pixelrl.vision.image.resize`, which also gives the exact map back to screen pixels);
-  ``instruction``: its words as ids (int64, ``spec.max_words``; 0 pads);
+  ``instruction``: its words as ids (int64, ``spec.max_words``; 0 pads); with ``spec.reader``
+  also ``read``: the screen reader's named-word and text maps (uint8 h×w×2, :mod:`.read_maps`);
 - action: ``MultiDiscrete([kind, cell, offset, text, key])``, the sample of the policy's heads.
   ``kind`` indexes ``spec.kinds``; a pointer action lands in grid ``cell`` (row-major over the
   ``spec.grid`` cells of ``spec.cell`` image pixels each) at sub-cell ``offset`` (row-major over
@@ -94,6 +95,7 @@ class PointerSpec:
     max_text_words: int = 4
     buckets: int = 4096
     subwords: int = 0  # > 0: each word also carries its character trigrams (hash_words)
+    reader: bool = False  # + obs["read"]: the screen reader's named-word and text maps (read_maps)
 
     def __post_init__(self) -> None:
         self.image_size = tuple(int(v) for v in self.image_size)
@@ -107,6 +109,12 @@ class PointerSpec:
                     f"kinds: {kind!r} is not a pointer kind, 'type' or 'key' "
                     "(click, double_click, right_click, move, type, key)"
                 )
+        if not isinstance(self.reader, bool):
+            raise ValueError(f"reader must be true or false, got {self.reader!r}")
+        if self.reader:  # the reader's dependency, named now rather than at the first screen
+            from pixelrl.vision.reader import require_reader
+
+            require_reader()
         if "type" in self.kinds and not self.texts:
             raise ValueError("kinds holds 'type' but texts is empty: nothing to type")
         for chord in self.keys:
@@ -158,6 +166,11 @@ class PointerSpec:
         ox = min(max(int((fx - col) * self.offsets), 0), self.offsets - 1)
         oy = min(max(int((fy - row) * self.offsets), 0), self.offsets - 1)
         return row * cols + col, oy * self.offsets + ox
+
+    @property
+    def observation_keys(self) -> tuple[str, ...]:
+        """The keys of the observation (what samples, storage and the policy carry)."""
+        return ("image", "instruction", "read") if self.reader else ("image", "instruction")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -258,6 +271,11 @@ class PointerEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
                 ),
             }
         )
+        if spec.reader:
+            from pixelrl.gui_agent.read_maps import ReadMaps
+
+            self.observation_space["read"] = gym.spaces.Box(0, 255, shape=(h, w, 2), dtype=np.uint8)
+            self.read_maps = ReadMaps()
         self.action_space = gym.spaces.MultiDiscrete(spec.nvec)
         self.image_map = None
         self.last_screenshot: np.ndarray | None = None
@@ -271,11 +289,18 @@ class PointerEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
         image, self.image_map = resize(obs["screenshot"], self.pointer_spec.image_size)
         spec = self.pointer_spec
         words = hash_words(obs["instruction"], spec.max_words, spec.buckets, spec.subwords)
-        return {"image": image, "instruction": words}
+        if not spec.reader:
+            return {"image": image, "instruction": words}
+        read = self.read_maps(
+            obs["screenshot"], obs["instruction"], self.image_map, spec.image_size
+        )
+        return {"image": image, "instruction": words, "read": read}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = self.env.reset(seed=seed, options=options)
         self.last_action = None
+        if self.pointer_spec.reader:
+            self.read_maps.forget()
         self.fields = [str(value) for _, value in info.get("fields", ())]
         return self.observation(obs), info
 

@@ -198,6 +198,8 @@ class PointerPolicy(nn.Module):
         )
         self.match_lines = match_lines and match_heads > 0
         maps = match_heads * (3 if self.match_lines else 1)
+        if spec.reader:  # the reader's two maps, with their line maxima
+            maps += 2 * 3
         if mix_layers < 1:
             raise ValueError(f"mix_layers must be >= 1, got {mix_layers}")
         self.mix = nn.Conv2d(channels + maps, channels, 3, padding=1)
@@ -254,6 +256,13 @@ class PointerPolicy(nn.Module):
     def initial_state(self, batch_size: int) -> State:
         return {}
 
+    def read_grid(self, read: torch.Tensor) -> torch.Tensor:
+        """The reader's maps (B, h, w, 2) uint8 -> (B, 2, rows, cols) in [0, 1]: each cell's
+        highest value (a word that touches a cell marks it)."""
+        cols, rows = self.spec.grid
+        maps = read.permute(0, 3, 1, 2).float() / 255.0
+        return F.adaptive_max_pool2d(maps, (rows, cols))
+
     def heads(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Every head's logits, the value, the fused cell ``features`` (B, C, gh, gw) and, with
         match heads, the ``match`` maps (B, H, gh, gw) before their line maxima."""
@@ -278,16 +287,20 @@ class PointerPolicy(nn.Module):
         gamma, beta = self.film(t).chunk(2, -1)
         fused = torch.relu(x * (1 + gamma[..., None, None]) + beta[..., None, None])
         out = {}
+        found = []  # maps of where the instruction's words are: learned, and read
         if self.match is not None:
             word_vecs = torch.cat([self.text.embed_words(words), per_word], -1)
             matched = out["match"] = self.match(x, word_vecs, word_ids > 0)
-            if self.match_lines:
-                matched = with_line_maxima(matched)
+            found.append(with_line_maxima(matched) if self.match_lines else matched)
+        if self.spec.reader:
+            found.append(with_line_maxima(self.read_grid(obs["read"])))
+        matched = torch.cat(found, 1) if found else None
+        if matched is not None:
             fused = torch.cat([fused, matched], 1)
         x = torch.relu(self.mix(fused))
         for layer in self.mix_more:
-            x = x + torch.relu(layer(torch.cat([x, matched], 1) if self.match is not None else x))
-        if self.match is not None:
+            x = x + torch.relu(layer(torch.cat([x, matched], 1) if matched is not None else x))
+        if matched is not None:
             x = torch.cat([x, matched], 1)
         pooled = torch.cat([x.mean((2, 3)), x.amax((2, 3))], 1)
         h = self.trunk(torch.cat([pooled, t], 1))

@@ -27,7 +27,7 @@ import gymnasium as gym
 from pixelrl.gui_agent.pointer_env import DEFAULT_KINDS, PointerEnv, PointerSpec, SplitSeeds
 
 SPEC_KEYS = ("image_size", "cell", "offsets", "kinds", "keys", "max_words", "max_text_words",
-             "subwords", "buckets", "texts", "submit_texts")  # fmt: skip
+             "subwords", "buckets", "texts", "submit_texts", "reader")  # fmt: skip
 # Options of the behaviour-cloning warm start (pixelrl.gui_agent.pointer_bc), also in ``policy:``.
 WARM_START_KEYS = ("init", "bc_samples", "bc_steps", "bc_batch_size", "bc_lr", "bc_reading",
                    "bc_named", "bc_each_target", "bc_click_margin", "bc_demos")  # fmt: skip

@@ -61,6 +61,17 @@ class Word:
         return {"text": self.text, "box": list(self.box), "score": round(float(self.score), 4)}
 
 
+def require_reader() -> None:
+    """:class:`ReaderDependencyError` naming the extra to install when the reader's models
+    (``rapidocr-onnxruntime``) are missing."""
+    import importlib.util
+
+    if importlib.util.find_spec("rapidocr_onnxruntime") is None:
+        raise ReaderDependencyError(
+            f"the screen reader needs rapidocr-onnxruntime; install it: {INSTALL_HINT}"
+        )
+
+
 def _engine(threads: int):
     try:
         from rapidocr_onnxruntime import RapidOCR

@@ -14,6 +14,7 @@ import inspect
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
 import pixelrl.envs  # noqa: F401
@@ -75,6 +76,24 @@ def test_the_pointer_policy_sees_pixels_and_the_instruction_only():
         pass
     else:
         raise AssertionError("the poison does not bite")
+
+
+def test_the_reader_maps_come_from_the_screenshot_and_the_instruction_only():
+    pytest.importorskip("rapidocr_onnxruntime", reason="needs the reader extra")
+    spec = PointerSpec(image_size=(160, 120), texts=("hello",), reader=True)
+    raw = gym.make("pixelrl/Desktop-ClickButton-v0", screen_size=(320, 240), a11y_text=True)
+    env = PointerEnv(Poisoned(raw), spec)
+    policy = PointerPolicy.from_spaces(env.observation_space, env.action_space, spec)
+    obs, info = env.reset(seed=0)
+    for _ in range(2):
+        assert set(obs) == {"image", "instruction", "read"} and obs["read"].max() > 0
+        batch = {k: torch.as_tensor(v)[None] for k, v in obs.items()}
+        with torch.no_grad():
+            step = policy.act(batch, None)
+        obs, _, terminated, truncated, info = env.step(step.actions[0].numpy())
+        if terminated or truncated:
+            obs, info = env.reset()
+    env.close()
 
 
 def test_the_screen_reader_takes_an_image_and_nothing_else():

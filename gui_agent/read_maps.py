@@ -1,0 +1,114 @@
+"""What the pretrained screen reader adds to the pointer policy's view: two read maps.
+
+The pointer policy learns to read from its own pixels (:mod:`.pointer_policy`'s match maps), and
+a CNN trained from scratch for an hour does not learn to read 10-px glyphs of a string drawn
+fresh each episode (MiniWoB++'s click-checkboxes, click-option, click-link; issue 41). So the
+reader (:class:`pixelrl.vision.reader.ScreenReader`, PP-OCR) reads the screenshot, and
+``PointerSpec(reader=True)`` gives the policy its verdict as two image-sized channels
+(``obs["read"]``, uint8 h×w×2):
+
+- channel 0, **named**: inside the box of each read word that an instruction word matches,
+  255 × the match (:func:`pixelrl.vision.text_match.similarity`, forgiving case, 0/O and 1/l/I;
+  kept when >= ``MATCH_FLOOR``); the best match where boxes overlap;
+- channel 1, **text**: 255 inside the box of every read word (where text is, named or not).
+
+The policy pools them to its grid beside its learned match maps (Set-of-Mark's idea, in pixels:
+the parse says where the named words are, the CNN says what is clickable next to them).
+
+Pixels only: the reader sees the screenshot and nothing else; the instruction is the words the
+policy already gets. Reading costs ~0.1-0.2 s a 160x210 screen on this CPU, so a screen is read
+again only when more than ``REREAD_CHANGE`` of its pixels changed since the last read (a new
+episode, a tab switched, a dialog opened) and a ticked box or a focus ring keeps the last read's
+words; the reader's own cache also skips frames it has read.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+MATCH_FLOOR = 0.75  # an instruction word "names" a read word from this similarity on
+REREAD_CHANGE = 0.02  # re-read when more than this share of the screen's pixels changed
+MIN_TOKEN = 2  # instruction words shorter than this ("a", "1") name nothing
+
+_shared: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def shared_reader():
+    """One :class:`~pixelrl.vision.reader.ScreenReader` per process (the ONNX models load once;
+    every env of a vector env shares it)."""
+    from pixelrl.vision.reader import ScreenReader
+
+    with _lock:
+        if "reader" not in _shared:
+            _shared["reader"] = ScreenReader()
+        return _shared["reader"]
+
+
+def instruction_tokens(instruction: str) -> list[str]:
+    """The instruction's words as the screen may show them: split on spaces, quotes and
+    punctuation kept off, case kept (the matcher ignores it), short words dropped."""
+    from pixelrl.vision.text_match import normalise
+
+    tokens = []
+    for piece in str(instruction).replace(",", " ").split():
+        token = piece.strip("\"'`.,:;!?()[]{}<>\u201c\u201d\u2018\u2019")
+        if len(normalise(token)) >= MIN_TOKEN and token not in tokens:
+            tokens.append(token)
+    return tokens
+
+
+def paint(words, tokens: list[str], image_map, image_size: tuple[int, int]) -> np.ndarray:
+    """The two read maps (h×w×2 uint8, module doc) of ``words`` (screen pixels) for ``tokens``,
+    drawn in the image that ``image_map`` makes from the screen."""
+    from pixelrl.vision.text_match import similarity
+
+    w, h = image_size
+    maps = np.zeros((h, w, 2), dtype=np.uint8)
+    for word in words:
+        (x0, y0), (x1, y1) = image_map.to_image(np.array(word.box, dtype=np.float64).reshape(2, 2))
+        c0, r0 = max(0, int(np.floor(x0))), max(0, int(np.floor(y0)))
+        c1, r1 = min(w, int(np.ceil(x1))), min(h, int(np.ceil(y1)))
+        if c1 <= c0 or r1 <= r0:
+            continue
+        maps[r0:r1, c0:c1, 1] = 255
+        score = max((similarity(t, word.text) for t in tokens), default=0.0)
+        if score >= MATCH_FLOOR:
+            region = maps[r0:r1, c0:c1, 0]
+            np.maximum(region, np.uint8(round(255 * score)), out=region)
+    return maps
+
+
+class ReadMaps:
+    """The read maps of one env's screens, re-reading only when the screen changed enough
+    (module doc). ``reads`` counts the reader calls (cache hits included)."""
+
+    def __init__(self, reader=None) -> None:
+        self.reader = reader
+        self._frame: np.ndarray | None = None
+        self._words: list = []
+        self.reads = 0
+
+    def __call__(
+        self, screenshot: np.ndarray, instruction: str, image_map, image_size: tuple[int, int]
+    ) -> np.ndarray:
+        if self._changed(screenshot):
+            reader = self.reader if self.reader is not None else shared_reader()
+            self._words = reader.read(screenshot)
+            self._frame = np.array(screenshot, copy=True)
+            self.reads += 1
+        return paint(self._words, instruction_tokens(instruction), image_map, image_size)
+
+    def forget(self) -> None:
+        """A new episode: the next screen is read whatever it shows."""
+        self._frame = None
+
+    def _changed(self, screenshot: np.ndarray) -> bool:
+        last = self._frame
+        if last is None or last.shape != screenshot.shape:
+            return True
+        differ = np.any(last != screenshot, axis=-1) if screenshot.ndim == 3 else last != screenshot
+        return float(differ.mean()) > REREAD_CHANGE
