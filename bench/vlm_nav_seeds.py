@@ -5,7 +5,7 @@
 For each seed s, ``bash bench/vlm_nav_pipeline.sh OUT/seed<s> seed=s [key=value ...]`` trains
 SFT and then GRPO from it (both with seed s: model init, batches and GRPO's training starts all
 change), timed in CPU minutes; a seed folder that already has its ``cpu_minutes.txt`` is not
-trained again. Then both models of every seed play the same ``--episodes`` held-out episodes
+trained again, and one whose SFT stage is done (``sft.time`` and ``sft/model``) trains GRPO only. Then both models of every seed play the same ``--episodes`` held-out episodes
 (the recipe's ``env.eval_kwargs`` scenes; :func:`vlm_nav_paired.play_agent`, greedy) and each
 GRPO model is compared with its own SFT model on them (:func:`vlm_nav_paired.paired`: McNemar's
 exact test on Success, a paired t test on SPL). The per-seed table (Success with its Wilson 95%
@@ -69,14 +69,17 @@ def train(folder: Path, seed: int, overrides: list[str]) -> None:
 
 
 def evaluate(folder: Path, seed: int, episodes: list[int], n_envs: int) -> dict:
-    """Both models of a seed on ``episodes`` (cached in ``paired.json``), and their comparison."""
+    """Both models of a seed on ``episodes`` (each stage's rows cached in ``paired.json``: a
+    stage already played on these episodes, such as a kept SFT stage, is not played again), and
+    their comparison."""
     cache = folder / "paired.json"
     rows = json.loads(cache.read_text()) if cache.is_file() else {}
     if rows.get("episodes") != episodes:
         rows = {"episodes": episodes}
-        for stage in ("sft", "grpo"):
+    for stage in ("sft", "grpo"):
+        if stage not in rows:
             rows[stage] = play_agent(folder / stage / "model", episodes, n_envs)
-        cache.write_text(json.dumps(rows, default=float))
+            cache.write_text(json.dumps(rows, default=float))
     sft, grpo = measures(rows["sft"]), measures(rows["grpo"])
     minutes = (folder / "cpu_minutes.txt").read_text().split()
     return {

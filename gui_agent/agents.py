@@ -32,9 +32,12 @@ class PointerAgent:
         self.screen_size: tuple[int, int] | None = None  # the desktop size it trained on
         self.env_id: str | None = None
         self.fields: list[str] = []  # the episode's task fields, for {field:N} texts
+        self.read_maps: list = []  # spec.reader: one ReadMaps a batch slot (PointerEnv's)
 
     def reset(self) -> None:
         self.fields = []
+        for read_maps in self.read_maps:  # a new episode: read its first screen
+            read_maps.forget()
 
     def on_reset(self, env, info: dict) -> None:
         """The episode's task fields (MiniWoB++'s ``info["fields"]``), typed by ``{field:N}``."""
@@ -55,6 +58,13 @@ class PointerAgent:
             "image": torch.as_tensor(np.stack(images)),
             "instruction": torch.as_tensor(np.stack(words)),
         }
+        if spec.reader:
+            from pixelrl.gui_agent.read_maps import ReadMaps
+
+            self.read_maps += [ReadMaps() for _ in range(len(screenshots) - len(self.read_maps))]
+            read = [r(s, i, m, spec.image_size)
+                    for r, s, i, m in zip(self.read_maps, screenshots, instructions, maps)]  # fmt: skip
+            obs["read"] = torch.as_tensor(np.stack(read))
         with torch.no_grad():
             step = self.policy.act(obs, {}, deterministic=self.deterministic)
         self.last_heatmap = self.policy.heatmap(obs).numpy()

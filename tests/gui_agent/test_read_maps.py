@@ -131,3 +131,28 @@ def test_behaviour_cloning_takes_the_read_maps():
         env.step_action(Action.wait())  # an unchanged screen: no new read
     finally:
         env.close()
+
+
+def test_a_pointer_agent_of_a_reading_policy_reads_what_it_sees():
+    pytest.importorskip("rapidocr_onnxruntime", reason="needs the reader extra")
+    from pixelrl.gui_agent.agents import PointerAgent
+    from pixelrl.gui_agent.pointer_policy import PointerPolicy
+
+    env = _env("ClickButton")
+    try:
+        policy = PointerPolicy.from_spaces(
+            env.observation_space, env.action_space, env.pointer_spec, match_heads=2
+        )
+        agent = PointerAgent(policy)
+        obs, info = env.reset(seed=0)
+        screenshot, instruction = env.last_screenshot, env.unwrapped.instruction
+        agent.reset()
+        assert agent.act(screenshot, instruction).kind in ("click", "type", "key")
+        assert len(agent.read_maps) == 1 and agent.read_maps[0].reads == 1
+        agent.act(screenshot, instruction)  # the same screen: not read again
+        assert agent.read_maps[0].reads == 1
+        agent.reset()  # a new episode reads its first screen
+        agent.act(screenshot, instruction)
+        assert agent.read_maps[0].reads == 2
+    finally:
+        env.close()
