@@ -90,15 +90,20 @@ def evaluate(folder: Path, seed: int, episodes: list[int], n_envs: int) -> dict:
 
 
 def kept_step(run: Path) -> str:
-    """The GRPO step whose weights model/ holds (the best validation check), from val.csv."""
+    """The GRPO step whose weights model/ holds (the best validation check by the run's
+    ``eval.val_measure``), from val.csv."""
     import csv
+
+    import yaml
 
     path = run / "val.csv"
     if not path.is_file():
         return "last"
+    config = yaml.safe_load((run / "config.yaml").read_text()) or {}
+    measure = (config.get("eval") or {}).get("val_measure", "success")
     with open(path) as f:
         checks = list(csv.DictReader(f))
-    best = max(checks, key=lambda r: float(r["success"]))  # the first of equal ones, as kept
+    best = max(checks, key=lambda r: float(r[measure]))  # the first of equal ones, as kept
     return f"{best['step']} of {checks[-1]['step']}"
 
 
