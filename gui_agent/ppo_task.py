@@ -103,7 +103,7 @@ def make_policy(
 
     skip = SPEC_KEYS + WARM_START_KEYS
     options = {k: _plain(v) for k, v in dict(cfg.policy).items() if k not in skip}
-    kwargs = check_kwargs(PointerPolicy, options, "policy")
+    kwargs = check_kwargs(PointerPolicy, options, "policy", also=skip, internal=("spec",))
     spec = pointer_spec(cfg)
     policy = PointerPolicy.from_spaces(observation_space, action_space, spec, **kwargs)
     if warm_start and not cfg.train.get("resume"):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -235,22 +235,33 @@ def dump_config(cfg: Mapping[str, Any], path: str | Path) -> None:
     Path(path).write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-def check_kwargs(fn: Any, kwargs: Mapping[str, Any], section: str) -> dict[str, Any]:
+def check_kwargs(
+    fn: Any,
+    kwargs: Mapping[str, Any],
+    section: str,
+    also: Sequence[str] = (),
+    internal: Sequence[str] = (),
+) -> dict[str, Any]:
     """``kwargs`` if ``fn`` accepts every key; else a :class:`ConfigError` naming the nearest.
 
     For open config sections (``policy:``, ``env.kwargs:``) whose keys are a constructor's
-    arguments: ``check_kwargs(PointNavResNetPolicy, cfg.policy, "policy")``.
+    arguments: ``check_kwargs(PointNavResNetPolicy, cfg.policy, "policy")``. ``also``: the
+    section's other keys, taken before ``kwargs`` (named in the error's hints and list, so a typo
+    of one is suggested too); ``internal``: arguments the caller fills, not config keys.
     """
     import inspect
 
     params = inspect.signature(fn).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return dict(kwargs)
-    valid = [
-        name for name, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    accepted = [
+        name
+        for name, p in params.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in internal
     ]
+    valid = accepted + [k for k in also if k not in accepted]
     for key in kwargs:
-        if key not in valid:
+        if key not in accepted:
             nearest = difflib.get_close_matches(key, valid, n=3, cutoff=0.5)
             hint = (
                 f"; did you mean {', '.join(repr(f'{section}.{k}') for k in nearest)}?"

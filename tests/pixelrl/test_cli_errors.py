@@ -218,6 +218,8 @@ CASES = [
      "grpo.replay_failed must be a number"),
     ("train-gui-reader-text", ["train", "gui/ppo", "policy.reader=maybe", "train.output_dir=run"],
      "reader must be true or false, got 'maybe'"),
+    ("train-gui-reader-typo", ["train", "gui/miniwob", "policy.readr=true", "train.output_dir=run"],
+     "unknown config key 'policy.readr' for PointerPolicy; did you mean 'policy.reader'"),
     ("train-vlm-val-on-test-scenes", ["train", "embodied/vlm-sft", "env.val_kwargs.scene_seed=100004",
                                       "train.output_dir=run"],
      "env.val_kwargs: validation scenes overlap the held-out test (env.eval_kwargs) scenes"),
