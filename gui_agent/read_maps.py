@@ -32,6 +32,7 @@ import numpy as np
 MATCH_FLOOR = 0.75  # an instruction word "names" a read word from this similarity on
 REREAD_CHANGE = 0.02  # re-read when more than this share of the screen's pixels changed
 MIN_TOKEN = 2  # instruction words shorter than this ("a", "1") name nothing
+MAX_TOKENS = 32  # instruction words matched (an instruction is untrusted text: its length too)
 
 _shared: dict[str, Any] = {}
 _lock = threading.Lock()
@@ -49,8 +50,9 @@ def shared_reader():
 
 
 def instruction_tokens(instruction: str) -> list[str]:
-    """The instruction's words as the screen may show them: split on spaces, quotes and
-    punctuation kept off, case kept (the matcher ignores it), short words dropped."""
+    """The instruction's first ``MAX_TOKENS`` distinct words as the screen may show them: split
+    on spaces, quotes and punctuation kept off, case kept (the matcher ignores it), short words
+    dropped."""
     from pixelrl.vision.text_match import normalise
 
     tokens = []
@@ -58,6 +60,8 @@ def instruction_tokens(instruction: str) -> list[str]:
         token = piece.strip("\"'`.,:;!?()[]{}<>\u201c\u201d\u2018\u2019")
         if len(normalise(token)) >= MIN_TOKEN and token not in tokens:
             tokens.append(token)
+            if len(tokens) == MAX_TOKENS:
+                break
     return tokens
 
 

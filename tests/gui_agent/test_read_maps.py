@@ -29,6 +29,8 @@ def _env(family: str = "ClickButton"):
 def test_instruction_tokens_drop_quotes_punctuation_and_short_words():
     text = "Select mY8, W9Fw3W and click \u201cSubmit\u201d. A"
     assert instruction_tokens(text) == ["Select", "mY8", "W9Fw3W", "and", "click", "Submit"]
+    hostile = " ".join(f"w{i}" for i in range(100_000))  # untrusted text: its length is bounded
+    assert len(instruction_tokens(hostile)) == 32
 
 
 def test_paint_marks_named_words_and_all_text_in_image_pixels():
