@@ -27,10 +27,10 @@ neither training nor the held-out test uses, checked at config time) chooses the
 ``eval.val_measure`` (Success or SPL): ``model/`` is the best-validated checkpoint, and GRPO
 stops after ``eval.patience`` checks past its warm-up without a better one. With
 ``grpo.replay_failed`` a share of GRPO's starts are training starts whose last group did not all
-succeed (prioritized level replay, Jiang et al. 2021: learn where there is something to learn). The run folder holds
-``model/`` (:func:`~pixelrl.embodied.vlm_agent.save_agent`: weights, processor and the agent's
-json, what ``pixelrl bench nav --agent vlm RUN/model`` loads), ``history.csv``, ``eval.csv``
-and ``learning_curve.png``.
+succeed (prioritized level replay, Jiang et al. 2021: learn where there is something to
+learn). The run folder holds ``model/`` (:func:`~pixelrl.embodied.vlm_agent.save_agent`:
+weights, processor and the agent's json, what ``pixelrl bench nav --agent vlm RUN/model``
+loads), ``history.csv``, ``eval.csv`` and ``learning_curve.png``.
 
 The recipes are a task adapter (:class:`NavTask`) of the one text-policy trainer
 (:mod:`pixelrl.rl.text`): this module says what a navigation prompt, demonstration, turn reward
