@@ -48,23 +48,19 @@ class PointerAgent:
     ) -> list[Action]:
         import torch
 
-        from pixelrl.gui_agent.pointer_env import hash_words
-        from pixelrl.vision.image import resize
+        from pixelrl.gui_agent.pointer_env import pointer_observation
 
-        images, maps = zip(*(resize(s, self.spec.image_size) for s in screenshots))
-        spec = self.spec
-        words = [hash_words(i, spec.max_words, spec.buckets, spec.subwords) for i in instructions]
-        obs = {
-            "image": torch.as_tensor(np.stack(images)),
-            "instruction": torch.as_tensor(np.stack(words)),
-        }
-        if spec.reader:
+        if self.spec.reader:
             from pixelrl.gui_agent.read_maps import ReadMaps
 
             self.read_maps += [ReadMaps() for _ in range(len(screenshots) - len(self.read_maps))]
-            read = [r(s, i, m, spec.image_size)
-                    for r, s, i, m in zip(self.read_maps, screenshots, instructions, maps)]  # fmt: skip
-            obs["read"] = torch.as_tensor(np.stack(read))
+        read_maps = self.read_maps if self.spec.reader else [None] * len(screenshots)
+        seen, maps = [], []
+        for screenshot, instruction, reader in zip(screenshots, instructions, read_maps):
+            obs, image_map = pointer_observation(screenshot, instruction, self.spec, reader)
+            seen.append(obs)
+            maps.append(image_map)
+        obs = {key: torch.as_tensor(np.stack([o[key] for o in seen])) for key in seen[0]}
         with torch.no_grad():
             step = self.policy.act(obs, {}, deterministic=self.deterministic)
         self.last_heatmap = self.policy.heatmap(obs).numpy()

@@ -247,6 +247,24 @@ def encode_action(
     return out
 
 
+def pointer_observation(
+    screenshot: np.ndarray, instruction: str, spec: PointerSpec, read_maps=None
+) -> tuple[dict[str, np.ndarray], Any]:
+    """What a pointer policy sees of one screen: ``({"image", "instruction"[, "read"]},
+    image_map)``, the image resized to ``spec.image_size`` (``image_map`` takes its points
+    back to the screen), the instruction's hashed words and, with ``spec.reader``, the reader's
+    maps from ``read_maps`` (a :class:`~pixelrl.gui_agent.read_maps.ReadMaps`, one an episode
+    stream). One function for the env wrapper and for agents acting on raw screens."""
+    from pixelrl.vision.image import resize
+
+    image, image_map = resize(screenshot, spec.image_size)
+    words = hash_words(instruction, spec.max_words, spec.buckets, spec.subwords)
+    obs = {"image": image, "instruction": words}
+    if spec.reader:
+        obs["read"] = read_maps(screenshot, instruction, image_map, spec.image_size)
+    return obs, image_map
+
+
 class PointerEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """A GUI env seen through a :class:`PointerSpec` (module doc).
 
@@ -271,6 +289,7 @@ class PointerEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
                 ),
             }
         )
+        self.read_maps = None
         if spec.reader:
             from pixelrl.gui_agent.read_maps import ReadMaps
 
@@ -283,18 +302,11 @@ class PointerEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self.fields: list[str] = []
 
     def observation(self, obs: dict[str, Any]) -> dict[str, np.ndarray]:
-        from pixelrl.vision.image import resize
-
         self.last_screenshot = obs["screenshot"]
-        image, self.image_map = resize(obs["screenshot"], self.pointer_spec.image_size)
-        spec = self.pointer_spec
-        words = hash_words(obs["instruction"], spec.max_words, spec.buckets, spec.subwords)
-        if not spec.reader:
-            return {"image": image, "instruction": words}
-        read = self.read_maps(
-            obs["screenshot"], obs["instruction"], self.image_map, spec.image_size
+        seen, self.image_map = pointer_observation(
+            obs["screenshot"], obs["instruction"], self.pointer_spec, self.read_maps
         )
-        return {"image": image, "instruction": words, "read": read}
+        return seen
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = self.env.reset(seed=seed, options=options)

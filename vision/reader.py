@@ -134,6 +134,11 @@ class ScreenReader:
         text_score: lines whose recognition confidence is below it are dropped (0..1).
         word_score: words whose mean character confidence is below it are dropped.
         gap: a gap in a line's ink wider than ``gap`` × the line's ink height splits words.
+        stretch: a line is widened by this factor before the recogniser reads it. PP-OCR's
+            recogniser reads narrow small fonts better a little wide: on 48 MiniWoB++ screens
+            (160x210) word recall went 0.862 -> 0.937 at 1.2 (fuzzy 0.894 -> 0.965), 1.3 was
+            no better and 1.8 worse; the desktop's 320x240 screens moved 0.902 -> 0.892, its
+            1280x800 ones not at all. The cost grows with it (~+14%).
         cache_size: frames remembered (0: no cache).
         threads: ONNX Runtime threads (intra-op).
     """
@@ -144,11 +149,14 @@ class ScreenReader:
         text_score: float = 0.5,
         word_score: float = 0.3,
         gap: float = 0.33,
+        stretch: float = 1.2,
         cache_size: int = 64,
         threads: int = 1,
     ) -> None:
         if upscale is not None and not (0.25 <= float(upscale) <= 8):
             raise ReaderError(f"upscale must be a number in [0.25, 8], got {upscale!r}")
+        if not 0.5 <= float(stretch) <= 3:
+            raise ReaderError(f"stretch must be a number in [0.5, 3], got {stretch!r}")
         for name, value in (("text_score", text_score), ("word_score", word_score)):
             if not 0 <= float(value) <= 1:
                 raise ReaderError(f"{name} must be in [0, 1], got {value!r}")
@@ -160,6 +168,7 @@ class ScreenReader:
         self.text_score = float(text_score)
         self.word_score = float(word_score)
         self.gap = float(gap)
+        self.stretch = float(stretch)
         self.cache_size = int(cache_size)
         self.threads = int(threads)
         self._engine = None
@@ -237,7 +246,7 @@ class ScreenReader:
         words: list[Word] = []
         for rect in rects:
             crop = big[rect[1] : rect[3], rect[0] : rect[2]]
-            result = _recognise(engine, crop)
+            result = _recognise(engine, crop, self.stretch)
             text, score = result[0], float(result[1])
             if not text.strip() or score < self.text_score:
                 continue
@@ -253,15 +262,16 @@ class ScreenReader:
         return sorted(words, key=lambda x: (rows[id(x)], x.box[0]))
 
 
-def _recognise(engine, crop: np.ndarray):
+def _recognise(engine, crop: np.ndarray, stretch: float = 1.0):
     """``(text, score, word_info)`` of one line crop (BGR): the recogniser run on the crop
-    alone at its own width (rapidocr pads every line of a batch to the widest, at least 320
-    columns; the model's cost grows with the width)."""
+    alone at its own width times ``stretch`` (rapidocr pads every line of a batch to the widest,
+    at least 320 columns; the model's cost grows with the width; reading lines side by side in
+    one call was slower still, 0.16 s against 0.13 s a MiniWoB++ screen)."""
     import cv2
 
     rec = engine.text_rec
     h, w = crop.shape[:2]
-    width = max(16, int(np.ceil(48.0 * w / h)))
+    width = max(16, int(np.ceil(48.0 * stretch * w / h)))
     padded = -(-width // 8) * 8
     image = cv2.resize(crop, (width, 48)).astype(np.float32).transpose(2, 0, 1) / 127.5 - 1.0
     batch = np.zeros((1, 3, 48, padded), dtype=np.float32)

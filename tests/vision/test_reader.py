@@ -79,6 +79,9 @@ def test_bad_input_is_a_reader_error(reader):
         reader.read(np.zeros((4, 4, 5), np.uint8))
     with pytest.raises(ReaderError, match="dtype"):
         reader.read(np.array([["a"]], dtype=object))
+    for bad in (0, 5, float("nan")):
+        with pytest.raises(ReaderError, match="stretch"):
+            ScreenReader(stretch=bad)
 
 
 def test_an_unchanged_frame_is_read_once(reader, monkeypatch):
