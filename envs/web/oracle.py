@@ -15,6 +15,11 @@ Each planned step also names its target's box (:class:`Step`): behaviour cloning
 inside it as right. A select box is chosen by clicking it and typing the option's name (what a
 person does with the keyboard; the native drop-down list is not part of the page's pixels).
 
+Most tasks are planned once, from the first observation. A task whose page changes as it is
+played (accordion sections, tabs, a file tree: :data:`REPLANNED`) is planned again from every
+observation, and waits (``Action.wait``) while a section is still sliding open. Each task family
+is one small planner function (:func:`_plans` registers it).
+
 Supported tasks: :data:`SUPPORTED_TASKS`.
 """
 
@@ -27,6 +32,25 @@ import numpy as np
 
 from pixelrl.envs.gui_action import Action
 
+# issue 41's wider set (the tasks planned again from each observation are last)
+WIDER_TASKS = (
+    "click-test-transfer",
+    "unicode-test",
+    "click-button-sequence",
+    "enter-text-dynamic",
+    "enter-date",
+    "enter-time",
+    "click-checkboxes-large",
+    "click-checkboxes-transfer",
+    "click-dialog-2",
+    "grid-coordinate",
+    "identify-shape",
+    "click-collapsible",
+    "click-collapsible-2",
+    "click-tab-2",
+    "click-tab-2-hard",
+    "navigate-tree",
+)
 SUPPORTED_TASKS = (
     "click-test",
     "click-test-2",
@@ -44,23 +68,7 @@ SUPPORTED_TASKS = (
     "click-tab",
     "click-widget",
     "choose-list",
-    # issue 41's wider set
-    "click-test-transfer",
-    "unicode-test",
-    "click-button-sequence",
-    "enter-text-dynamic",
-    "enter-date",
-    "enter-time",
-    "click-checkboxes-large",
-    "click-checkboxes-transfer",
-    "click-dialog-2",
-    "grid-coordinate",
-    "identify-shape",
-    "click-collapsible",
-    "click-collapsible-2",
-    "click-tab-2",
-    "click-tab-2-hard",
-    "navigate-tree",
+    *WIDER_TASKS,
 )
 # Tasks whose page changes as they are played (sections open, folders expand): the oracle plans
 # them again from every observation (MiniWoBOracle.act(obs, info)); the rest are planned once.
