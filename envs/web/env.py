@@ -209,8 +209,10 @@ class MiniWoBEnv(RealGuiEnv):
     # -- the scripted expert ------------------------------------------------------------------
     def expert_action(self) -> Action:
         """The oracle's next action (:mod:`pixelrl.envs.web.oracle`), planned from the page as
-        it is at the first call after reset; ``done`` once the plan is spent. Raises
-        :class:`~pixelrl.envs.web.oracle.OracleError` for a task the oracle does not know."""
+        it is at the first call after reset (and again from the page as it is now at every call,
+        for the tasks of :data:`~pixelrl.envs.web.oracle.REPLANNED`); ``done`` once the plan is
+        spent. Raises :class:`~pixelrl.envs.web.oracle.OracleError` for a task the oracle does
+        not know."""
         from pixelrl.envs.web.oracle import MiniWoBOracle
 
         if self._instruction is None:
@@ -219,6 +221,8 @@ class MiniWoBEnv(RealGuiEnv):
             self._expert = MiniWoBOracle(self.task)
             self._expert.reset({"instruction": self._instruction},
                                {"a11y": self._a11y(), "fields": self._fields})  # fmt: skip
+        elif self._expert.replans:
+            self._expert.observe({"a11y": self._a11y()})
         self.expert_target_bbox = self._expert.next_target_bbox
         return self._expert.act()
 

@@ -15,6 +15,11 @@ Each planned step also names its target's box (:class:`Step`): behaviour cloning
 inside it as right. A select box is chosen by clicking it and typing the option's name (what a
 person does with the keyboard; the native drop-down list is not part of the page's pixels).
 
+Most tasks are planned once, from the first observation. A task whose page changes as it is
+played (accordion sections, tabs, a file tree: :data:`REPLANNED`) is planned again from every
+observation, and waits (``Action.wait``) while a section is still sliding open. Each task family
+is one small planner function (:func:`_plans` registers it).
+
 Supported tasks: :data:`SUPPORTED_TASKS`.
 """
 
@@ -27,6 +32,25 @@ import numpy as np
 
 from pixelrl.envs.gui_action import Action
 
+# issue 41's wider set (the tasks planned again from each observation are last)
+WIDER_TASKS = (
+    "click-test-transfer",
+    "unicode-test",
+    "click-button-sequence",
+    "enter-text-dynamic",
+    "enter-date",
+    "enter-time",
+    "click-checkboxes-large",
+    "click-checkboxes-transfer",
+    "click-dialog-2",
+    "grid-coordinate",
+    "identify-shape",
+    "click-collapsible",
+    "click-collapsible-2",
+    "click-tab-2",
+    "click-tab-2-hard",
+    "navigate-tree",
+)
 SUPPORTED_TASKS = (
     "click-test",
     "click-test-2",
@@ -44,6 +68,12 @@ SUPPORTED_TASKS = (
     "click-tab",
     "click-widget",
     "choose-list",
+    *WIDER_TASKS,
+)
+# Tasks whose page changes as they are played (sections open, folders expand): the oracle plans
+# them again from every observation (MiniWoBOracle.act(obs, info)); the rest are planned once.
+REPLANNED = frozenset(
+    {"click-collapsible", "click-collapsible-2", "click-tab-2", "click-tab-2-hard", "navigate-tree"}
 )
 # click-widget's widget kinds -> the tag miniwob's DOM reports for the widget's control
 WIDGET_TAGS = {
@@ -53,6 +83,8 @@ WIDGET_TAGS = {
     "text": "input_text",
     "textarea": "textarea",
 }
+# identify-shape's figure tags -> the button that names them (a text figure: Number or Letter)
+SHAPE_TAGS = {"rect": "Rectangle", "circle": "Circle", "polygon": "Triangle"}
 
 
 class OracleError(ValueError):
@@ -128,97 +160,281 @@ def plan_steps(
     task: str, instruction: str, a11y: list[dict[str, Any]], fields: list | None = None
 ) -> list[Step]:
     """:func:`plan` with each step's target box. ``fields``: ``info["fields"]`` of the reset
-    (the tasks that do not quote their targets need it)."""
+    (the tasks that do not quote their targets need it). For a task of :data:`REPLANNED` the
+    plan is what is left to do on the page as ``a11y`` shows it now (its first step is the one
+    to take; the rest may change once that is done)."""
     if task not in SUPPORTED_TASKS:
         raise OracleError(
             f"the oracle does not know {task!r}; it knows {', '.join(SUPPORTED_TASKS)}"
         )
-    values = {str(k): str(v) for k, v in (fields or [])}
+    return _PLANNERS[task](_Page(task, instruction, a11y, fields))
 
-    def click(e: dict[str, Any]) -> Step:
-        return Step(Action.click(*visible_point(e, a11y)), list(e["bbox"]))
 
+class _Page:
+    """One observation of a task's page, and the steps an oracle can take on it."""
+
+    def __init__(self, task: str, instruction: str, a11y: list[dict[str, Any]], fields) -> None:
+        self.task, self.instruction, self.a11y, self.fields = task, instruction, a11y, fields
+        self.values = {str(k): str(v) for k, v in (fields or [])}
+        self.words = _quoted(instruction)
+
+    def click(self, e: dict[str, Any]) -> Step:
+        return Step(Action.click(*visible_point(e, self.a11y)), list(e["bbox"]))
+
+    @staticmethod
     def typed(text: str) -> Step:
         return Step(Action.type_text(text))
 
-    def field(key: str) -> str:
-        if key not in values:
-            raise OracleError(f"{task}: the episode has no field {key!r} (fields: {fields!r})")
-        return values[key]
+    def field(self, key: str) -> str:
+        if key not in self.values:
+            raise OracleError(
+                f"{self.task}: the episode has no field {key!r} (fields: {self.fields!r})"
+            )
+        return self.values[key]
 
-    words = _quoted(instruction)
-    if task == "click-test":
-        return [click(_find(a11y, task, role="button"))]
-    if task == "click-test-2":
-        m = re.search(r"Click button (\w+)", instruction)
-        if not m:
-            raise OracleError(f"{task}: cannot read the instruction {instruction!r}")
-        return [click(_find(a11y, task, role="button", name=m.group(1)))]
-    if task == "click-button":
-        return [click(_find(a11y, task, role="button", name=words[0]))]
-    if task == "click-link":
-        return [click(_find(a11y, task, name=words[0]))]
-    if task == "focus-text":
-        return [click(_find(a11y, task, role="textbox"))]
-    if task == "focus-text-2":
-        m = re.search(r"(\d+)(?:st|nd|rd|th) input", instruction)
-        boxes = [e for e in a11y if e["role"] == "textbox"]
-        if not m or not 1 <= int(m.group(1)) <= len(boxes):
-            raise OracleError(f"{task}: cannot read the instruction {instruction!r}")
-        return [click(boxes[int(m.group(1)) - 1])]
-    if task in ("enter-text", "enter-text-2"):
-        text = words[0].upper() if "upper case" in instruction else words[0]
-        if "lower case" in instruction:
-            text = words[0].lower()
-        return [
-            click(_find(a11y, task, role="textbox")),
-            typed(text),
-            click(_find(a11y, task, role="button", name="Submit")),
-        ]
-    if task == "enter-password":
-        return [
-            click(_find(a11y, task, html_id="password")),
-            typed(words[0]),
-            click(_find(a11y, task, html_id="verify")),
-            typed(words[0]),
-            click(_find(a11y, task, role="button", name="Submit")),
-        ]
-    if task == "login-user":
-        return [
-            click(_find(a11y, task, html_id="username")),
-            typed(words[0]),
-            click(_find(a11y, task, html_id="password")),
-            typed(words[1]),
-            click(_find(a11y, task, role="button", name="Login")),
-        ]
-    if task in ("click-checkboxes", "click-option"):
-        # each named item's label (its box and its text both toggle it), then Submit
-        targets = [v for k, v in values.items() if k.startswith("target")]
-        steps = [click(_labelled(a11y, task, name)) for name in targets]
-        return steps + [click(_find(a11y, task, role="button", name="Submit"))]
-    if task == "click-dialog":
-        close = [e for e in a11y if "ui-dialog-titlebar-close" in e["state"].get("classes", "")]
-        if not close:
-            raise OracleError(f"{task}: no dialog close button on the page")
-        return [click(close[0])]
-    if task == "click-tab":
-        return [click(_find(a11y, task, role="link", name=f"Tab #{field('target')}"))]
-    if task == "click-widget":
-        kind = field("target")
-        if kind not in WIDGET_TAGS:
-            raise OracleError(f"{task}: unknown widget kind {kind!r}")
-        for e in a11y:
-            if "widget" in e["state"].get("classes", "").split() and any(
-                c["state"].get("tag") == WIDGET_TAGS[kind] for c in _children(e, a11y)
-            ):
-                return [click(e)]
-        raise OracleError(f"{task}: no {kind!r} widget on the page")
-    # choose-list
+    def find(self, role: str | None = None, name: str | None = None, html_id: str | None = None):
+        return _find(self.a11y, self.task, role=role, name=name, html_id=html_id)
+
+    def submit(self, name: str = "Submit") -> Step:
+        return self.click(self.find(role="button", name=name))
+
+    def tagged(self, tag: str) -> list[dict[str, Any]]:
+        return [e for e in self.a11y if e["state"].get("tag") == tag]
+
+    def classed(self, cls: str) -> list[dict[str, Any]]:
+        return [e for e in self.a11y if cls in e["state"].get("classes", "").split()]
+
+    def unreadable(self) -> OracleError:
+        return OracleError(f"{self.task}: cannot read the instruction {self.instruction!r}")
+
+
+_PLANNERS: dict[str, Any] = {}
+
+
+def _plans(*tasks: str):
+    """Register a planner ``fn(page) -> list[Step]`` for ``tasks``."""
+
+    def register(fn):
+        for task in tasks:
+            _PLANNERS[task] = fn
+        return fn
+
+    return register
+
+
+@_plans("click-test")
+def _click_the_button(p: _Page) -> list[Step]:
+    return [p.click(p.find(role="button"))]
+
+
+@_plans("click-test-2")
+def _click_button_read(p: _Page) -> list[Step]:
+    m = re.search(r"Click button (\w+)", p.instruction)
+    if not m:
+        raise p.unreadable()
+    return [p.click(p.find(role="button", name=m.group(1)))]
+
+
+@_plans("click-button")
+def _click_quoted_button(p: _Page) -> list[Step]:
+    return [p.click(p.find(role="button", name=p.words[0]))]
+
+
+@_plans("click-test-transfer", "unicode-test")
+def _click_target_button(p: _Page) -> list[Step]:
+    # the field, not the instruction: unicode-test's instruction loses its non-ASCII letters
+    return [p.click(p.find(role="button", name=p.field("target")))]
+
+
+@_plans("click-button-sequence")
+def _click_one_then_two(p: _Page) -> list[Step]:
+    return [p.click(p.find(role="button", name=n)) for n in ("ONE", "TWO")]
+
+
+@_plans("click-link")
+def _click_quoted_link(p: _Page) -> list[Step]:
+    return [p.click(p.find(name=p.words[0]))]
+
+
+@_plans("focus-text")
+def _click_the_textbox(p: _Page) -> list[Step]:
+    return [p.click(p.find(role="textbox"))]
+
+
+@_plans("focus-text-2")
+def _click_nth_textbox(p: _Page) -> list[Step]:
+    m = re.search(r"(\d+)(?:st|nd|rd|th) input", p.instruction)
+    boxes = [e for e in p.a11y if e["role"] == "textbox"]
+    if not m or not 1 <= int(m.group(1)) <= len(boxes):
+        raise p.unreadable()
+    return [p.click(boxes[int(m.group(1)) - 1])]
+
+
+@_plans("enter-text", "enter-text-2", "enter-text-dynamic")
+def _enter_quoted_text(p: _Page) -> list[Step]:
+    text = p.words[0].upper() if "upper case" in p.instruction else p.words[0]
+    if "lower case" in p.instruction:
+        text = p.words[0].lower()
+    return [p.click(p.find(role="textbox")), p.typed(text), p.submit()]
+
+
+@_plans("enter-date", "enter-time")
+def _enter_target_value(p: _Page) -> list[Step]:
+    # a date or time input takes the value typed as written (08/27/2013, 8:52AM)
+    box = next(iter(p.tagged("input_date") + p.tagged("input_time")), None)
+    if box is None:
+        raise OracleError(f"{p.task}: no date or time input on the page")
+    return [p.click(box), p.typed(p.field("target")), p.submit()]
+
+
+@_plans("enter-password")
+def _enter_password_twice(p: _Page) -> list[Step]:
     return [
-        click(_find(a11y, task, role="combobox")),
-        typed(field("target")),
-        click(_find(a11y, task, role="button", name="Submit")),
+        p.click(p.find(html_id="password")),
+        p.typed(p.words[0]),
+        p.click(p.find(html_id="verify")),
+        p.typed(p.words[0]),
+        p.submit(),
     ]
+
+
+@_plans("login-user")
+def _log_in(p: _Page) -> list[Step]:
+    return [
+        p.click(p.find(html_id="username")),
+        p.typed(p.words[0]),
+        p.click(p.find(html_id="password")),
+        p.typed(p.words[1]),
+        p.submit("Login"),
+    ]
+
+
+@_plans("click-checkboxes", "click-option", "click-checkboxes-large", "click-checkboxes-transfer")
+def _tick_targets(p: _Page) -> list[Step]:
+    # each named item's label (its box and its text both toggle it), then Submit
+    targets = [v for k, v in p.values.items() if k.startswith("target")]
+    return [p.click(_labelled(p.a11y, p.task, name)) for name in targets] + [p.submit()]
+
+
+@_plans("click-dialog")
+def _close_dialog(p: _Page) -> list[Step]:
+    return [p.click(_dialog_close(p))]
+
+
+@_plans("click-dialog-2")
+def _click_dialog_button(p: _Page) -> list[Step]:
+    target = p.field("target")  # "x" is the title bar's close button, else a button's name
+    return [p.click(_dialog_close(p) if target == "x" else p.find(role="button", name=target))]
+
+
+def _dialog_close(p: _Page) -> dict[str, Any]:
+    close = p.classed("ui-dialog-titlebar-close")
+    if not close:
+        raise OracleError(f"{p.task}: no dialog close button on the page")
+    return close[0]
+
+
+@_plans("click-tab")
+def _click_numbered_tab(p: _Page) -> list[Step]:
+    return [p.click(p.find(role="link", name=f"Tab #{p.field('target')}"))]
+
+
+@_plans("click-widget")
+def _click_widget_kind(p: _Page) -> list[Step]:
+    kind = p.field("target")
+    if kind not in WIDGET_TAGS:
+        raise OracleError(f"{p.task}: unknown widget kind {kind!r}")
+    for e in p.classed("widget"):
+        if any(c["state"].get("tag") == WIDGET_TAGS[kind] for c in _children(e, p.a11y)):
+            return [p.click(e)]
+    raise OracleError(f"{p.task}: no {kind!r} widget on the page")
+
+
+@_plans("choose-list")
+def _choose_by_typing(p: _Page) -> list[Step]:
+    return [p.click(p.find(role="combobox")), p.typed(p.field("target")), p.submit()]
+
+
+@_plans("grid-coordinate")
+def _click_grid_point(p: _Page) -> list[Step]:
+    return [p.click(p.find(html_id=f"({p.field('x')},{p.field('y')})"))]
+
+
+@_plans("identify-shape")
+def _name_the_shape(p: _Page) -> list[Step]:
+    svg = p.find(html_id="area_svg")
+    shapes = _children(svg, p.a11y)
+    if not shapes:
+        raise OracleError(f"{p.task}: the figure is empty")
+    shape = shapes[0]
+    tag, text = shape["state"].get("tag"), shape["name"]
+    if tag == "text":
+        kind = "Number" if text.isdigit() else "Letter"
+    else:
+        kind = SHAPE_TAGS.get(tag)
+        if kind is None:
+            raise OracleError(f"{p.task}: unknown figure {tag!r}")
+    return [p.click(p.find(role="button", name=kind))]
+
+
+# -- tasks whose page changes as they are played: planned again from each observation --------
+
+
+@_plans("click-collapsible")
+def _expand_then_submit(p: _Page) -> list[Step]:
+    header = p.classed("ui-accordion-header")
+    if _moving(p):
+        return [Step(Action.wait())]
+    if header and "ui-accordion-header-collapsed" in header[0]["state"].get("classes", ""):
+        return [p.click(header[0]), p.submit()]
+    return [p.submit()]
+
+
+@_plans("click-collapsible-2", "click-tab-2", "click-tab-2-hard")
+def _open_sections_until_link(p: _Page) -> list[Step]:
+    # the target is a link (span.alink) in one of the sections (accordion) or tabs; only the
+    # open one is on the screen: click it there, else open the section after the open one
+    target = p.field("target")
+    if _moving(p):
+        return [Step(Action.wait())]
+    links = [e for e in p.classed("alink") if e["name"] == target]
+    if links:
+        return [p.click(links[0])]
+    if p.task == "click-collapsible-2":
+        sections = p.classed("ui-accordion-header")
+        is_open = ["ui-accordion-header-active" in e["state"].get("classes", "") for e in sections]
+    else:
+        sections = [e for e in p.classed("ui-tabs-anchor")]
+        tabs = p.classed("ui-tabs-tab")
+        is_open = ["ui-tabs-active" in e["state"].get("classes", "") for e in tabs]
+    if not sections:
+        raise OracleError(f"{p.task}: no sections on the page")
+    now = is_open.index(True) if True in is_open else -1
+    if now == len(sections) - 1:
+        raise OracleError(f"{p.task}: no section holds the link {target!r}")
+    return [p.click(sections[now + 1])]
+
+
+def _moving(p: _Page) -> bool:
+    """An accordion section still sliding open: its box is shorter than what it holds."""
+    for e in p.classed("ui-accordion-content"):
+        inner = _children(e, p.a11y)
+        if inner and max(c["bbox"][3] for c in inner) > e["bbox"][3] + 1:
+            return True
+    return False
+
+
+@_plans("navigate-tree")
+def _expand_folders_until_found(p: _Page) -> list[Step]:
+    # click the file or folder once it is on the screen, else open the first closed folder
+    target = p.field("target")
+    for e in p.classed("file") + p.classed("folder"):
+        if e["name"] == target:
+            return [p.click(e)]
+    closed = p.classed("expandable-hitarea")
+    if not closed:
+        raise OracleError(f"{p.task}: {target!r} is in no folder")
+    return [p.click(closed[0])]
 
 
 def _children(target: dict[str, Any], a11y: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -236,7 +452,8 @@ def _labelled(a11y: list[dict[str, Any]], where: str, name: str) -> dict[str, An
 
 class MiniWoBOracle:
     """Plans at reset, then hands out one action a step: ``oracle.reset(obs, info)``, ``act()``
-    (``next_target_bbox``: the box the next action aims at)."""
+    (``next_target_bbox``: the box the next action aims at). A task of :data:`REPLANNED` is
+    planned again from each observation passed to ``act(obs, info)`` or :meth:`observe`."""
 
     def __init__(self, task: str) -> None:
         if task not in SUPPORTED_TASKS:
@@ -244,14 +461,32 @@ class MiniWoBOracle:
                 f"the oracle does not know {task!r}; it knows {', '.join(SUPPORTED_TASKS)}"
             )
         self.task = task
+        self.replans = task in REPLANNED
+        self._instruction = ""
+        self._fields: list | None = None
         self._queue: list[Step] = []
 
     def reset(self, obs: dict[str, Any], info: dict[str, Any]) -> None:
-        self._queue = plan_steps(self.task, obs["instruction"], info["a11y"], info.get("fields"))
+        self._instruction, self._fields = obs["instruction"], info.get("fields")
+        self._queue = plan_steps(self.task, self._instruction, info["a11y"], self._fields)
+
+    def observe(self, info: dict[str, Any]) -> None:
+        """Plan again from ``info["a11y"]``, the page as it is now (tasks of :data:`REPLANNED`;
+        the others keep the plan made at reset)."""
+        if self.replans:
+            self._queue = plan_steps(self.task, self._instruction, info["a11y"], self._fields)
 
     @property
     def next_target_bbox(self) -> list[int] | None:
         return self._queue[0].target_bbox if self._queue else None
 
     def act(self, obs: dict[str, Any] | None = None, info: dict[str, Any] | None = None) -> Action:
+        if info is not None and "a11y" in info:
+            self.observe(info)
         return self._queue.pop(0).action if self._queue else Action.done()
+
+
+if set(_PLANNERS) != set(SUPPORTED_TASKS):
+    raise AssertionError(
+        f"planners and SUPPORTED_TASKS differ: {set(_PLANNERS) ^ set(SUPPORTED_TASKS)}"
+    )
