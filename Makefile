@@ -30,7 +30,7 @@ demo: setup
 # From a scratch folder, not the repository root: there the folders on disk (envs/, vision/, ...)
 # would import by their bare names and could hide an install that lacks pixelrl.envs.
 test: setup
-	cd "$$(mktemp -d)" && HF_HUB_OFFLINE=1 $(abspath $(VENV))/bin/pytest -q $(CURDIR)/tests
+	cd "$$(mktemp -d)" && HF_HUB_OFFLINE=1 $(abspath $(VENV))/bin/pytest -q --durations=15 $(CURDIR)/tests
 
 bench: setup
 	@for f in bench/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
