@@ -100,6 +100,12 @@ class PointerSpec:
     def __post_init__(self) -> None:
         self.image_size = tuple(int(v) for v in self.image_size)
         self.kinds, self.keys, self.texts = tuple(self.kinds), tuple(self.keys), tuple(self.texts)
+        least = {"cell": 1, "offsets": 1, "max_words": 1, "max_text_words": 1, "buckets": 2,
+                 "subwords": 0}  # fmt: skip
+        for name, low in least.items():  # a negative subwords once meant "off" without a word
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         w, h = self.image_size
         if w % self.cell or h % self.cell:
             raise ValueError(f"image_size {self.image_size} must be a multiple of cell={self.cell}")
