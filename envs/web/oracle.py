@@ -163,11 +163,15 @@ def plan_steps(
     (the tasks that do not quote their targets need it). For a task of :data:`REPLANNED` the
     plan is what is left to do on the page as ``a11y`` shows it now (its first step is the one
     to take; the rest may change once that is done)."""
-    if task not in SUPPORTED_TASKS:
+    _require_known(task)
+    return _PLANNERS[task](_Page(task, instruction, a11y, fields))
+
+
+def _require_known(task: str) -> None:
+    if task not in _PLANNERS:
         raise OracleError(
             f"the oracle does not know {task!r}; it knows {', '.join(SUPPORTED_TASKS)}"
         )
-    return _PLANNERS[task](_Page(task, instruction, a11y, fields))
 
 
 class _Page:
@@ -456,10 +460,7 @@ class MiniWoBOracle:
     planned again from each observation passed to ``act(obs, info)`` or :meth:`observe`."""
 
     def __init__(self, task: str) -> None:
-        if task not in SUPPORTED_TASKS:
-            raise OracleError(
-                f"the oracle does not know {task!r}; it knows {', '.join(SUPPORTED_TASKS)}"
-            )
+        _require_known(task)
         self.task = task
         self.replans = task in REPLANNED
         self._instruction = ""
