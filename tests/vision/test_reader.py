@@ -166,3 +166,20 @@ def test_a_policy_with_a_screen_parse_puts_it_under_the_instruction():
     batch = policy.encode_prompts([np.zeros((48, 64, 3), np.uint8)], ["Click OK."])
     text = policy.tokenizer.decode(batch["input_ids"][0], skip_special_tokens=True)
     assert "Click OK.\nScreen text: 64px" in text
+
+
+def test_a_word_box_keeps_the_line_body_and_its_dots_not_the_next_lines_edge():
+    """The detector's padded box can take in the edge of the widget below (a MiniWoB++ checkbox
+    19 px down); the word's box must stop at its own line, yet keep an i's dot."""
+    from pixelrl.vision.reader import ink_mask
+
+    crop = np.full((60, 40, 3), 255, dtype=np.uint8)
+    crop[20:40, 5:35] = 0  # the line's body
+    crop[16:18, 10:12] = 0  # a dot two rows above it
+    crop[55:57, 5:20] = 0  # the next widget's top border, far below
+    rows = np.flatnonzero(ink_mask(crop).any(axis=1))
+    assert rows.min() == 16 and rows.max() == 39
+    crop[55:57] = 255
+    crop[2:4, 5:20] = 0  # a border far above goes as well
+    rows = np.flatnonzero(ink_mask(crop).any(axis=1))
+    assert rows.min() == 16 and rows.max() == 39
