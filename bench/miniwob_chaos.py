@@ -95,7 +95,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", required=True, help="run folder")
     ap.add_argument("overrides", nargs="*", help="more config overrides (key=value)")
-    args = ap.parse_args()
+    args = ap.parse_intermixed_args()
 
     from pixelrl.checkpoint import resolve_checkpoint
     from pixelrl.train import Trainer, config_for

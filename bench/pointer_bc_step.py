@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block", type=int, default=8, help="BC steps per block")
     p.add_argument("--samples", type=int, default=512, help="expert samples to draw batches from")
     p.add_argument("overrides", nargs="*", help="ppo_bc.yaml overrides")
-    args = p.parse_args(argv)
+    args = p.parse_intermixed_args(argv)
     keep_freed_memory()  # as pixelrl train does: no page faults on every step's activations
     cfg = config_for(
         "gui_agent/configs/ppo_bc.yaml", ["env.id=pixelrl/Desktop-CheckBoxes-v0", *args.overrides]

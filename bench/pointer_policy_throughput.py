@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--steps", type=int, default=32, help="rollout length per env")
     p.add_argument("overrides", nargs="*", help="gui/ppo config overrides")
-    args = p.parse_args(argv)
+    args = p.parse_intermixed_args(argv)
     torch.set_num_threads(args.threads)
     cfg = config_for(
         "gui/ppo", ["policy.bc_steps=0", f"ppo.num_steps={args.steps}", *args.overrides]

@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--envs", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1, help="torch threads of the evaluation")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     out = Path(args.out)
 
     import torch
