@@ -549,6 +549,14 @@ class NavTask:
         while len(self.failed) > REPLAY_SIZE:
             self.failed.pop(next(iter(self.failed)))
 
+    def state_dict(self) -> dict:
+        """The replay pool, oldest first: a checkpoint keeps it, so a resumed run replays the
+        same starts."""
+        return {"failed": list(self.failed)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.failed = dict.fromkeys(int(s) for s in state["failed"])
+
     def step_row(self, episodes: list[Episode]) -> dict[str, float]:
         turns = [t for ep in episodes for t in ep.turns]
         return {

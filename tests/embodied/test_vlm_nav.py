@@ -279,6 +279,39 @@ def test_grpo_recipe_runs_from_the_sft_model(sft_run, tmp_path):
         assert all("spl" in r for r in csv.DictReader(f))
 
 
+def test_a_resumed_grpo_run_replays_the_same_starts_and_keeps_the_same_best_model(
+    sft_run, tmp_path
+):
+    """A checkpoint keeps the replay pool of failed starts and the validation's best model: a
+    run resumed at step 2 of 3 writes the same history, validations and model as one that ran
+    through (without them the pool restarts empty and the draws and the kept model differ)."""
+    import shutil
+
+    whole = tmp_path / "whole"
+    argv = ["train", "embodied/vlm-grpo", f"init={sft_run / 'model'}",
+            "env.kwargs=" + json.dumps({**ENV, "max_episode_steps": 8}), "grpo.steps=3",
+            "grpo.num_samples=2", "grpo.starts_per_step=1", "grpo.replay_failed=1",
+            "eval.episodes=0", "eval.val_episodes=2", "eval.interval=1", "eval.patience=0",
+            "train.checkpoint_interval=1", "train.progress=false"]  # fmt: skip
+    assert main([*argv, f"train.output_dir={whole}"]) == 0
+    part = tmp_path / "part"
+    shutil.copytree(whole / "checkpoints", part / "checkpoints")
+    (part / "checkpoints" / "latest").write_text("step_2")  # as if it had stopped after step 2
+    assert main([*argv, f"train.resume={part}", f"train.output_dir={tmp_path / 'resumed'}"]) == 0
+    resumed = tmp_path / "resumed"
+    assert (resumed / "history.csv").read_text() == (whole / "history.csv").read_text()
+    clock = ("wall_s", "cpu_s")
+    vals = [[{k: v for k, v in r.items() if k not in clock} for r in csv.DictReader(open(run / "val.csv"))]
+            for run in (whole, resumed)]  # fmt: skip
+    assert [int(r["step"]) for r in vals[0]] == [0, 1, 2, 3] and vals[1] == vals[0]
+    pool = torch.load(whole / "checkpoints" / "step_2" / "rank0.pt", weights_only=False)
+    assert pool["extras"]["adapter"]["failed"], "no failed start to replay: the test shows nothing"
+    kept = [
+        load_agent(run / "model", 0.25, 30.0).policy.model.state_dict() for run in (whole, resumed)
+    ]
+    assert all(torch.equal(kept[0][k], kept[1][k]) for k in kept[0])
+
+
 def test_replay_draws_again_the_starts_whose_group_failed():
     from pixelrl.embodied.vlm_train import NavTask, config_for
     from pixelrl.recipes import get_recipe

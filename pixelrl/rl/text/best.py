@@ -49,6 +49,15 @@ class Validation:
         policy.model.load_state_dict(self.weights)
         return True
 
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps, so that a resumed run keeps the same best model and patience."""
+        return {"best": self.best, "best_step": self.best_step, "since_best": self.since_best,
+                "weights": self.weights}  # fmt: skip
+
+    def load_state_dict(self, state: dict) -> None:
+        self.best, self.best_step = state["best"], state["best_step"]
+        self.since_best, self.weights = int(state["since_best"]), state["weights"]
+
     def summary(self) -> dict[str, float]:
         """What the run folder's summary says about the kept model."""
         if self.best_step is None:

@@ -71,7 +71,8 @@ def run_multiturn(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
         torch.manual_seed(par.seed(int(cfg.seed)))
     opt, set_lr = grpo_optimizer_for(policy, cfg.grpo)
     rng = np.random.default_rng(par.seed(int(cfg.seed)))  # each rank its own starts
-    start = par.load_checkpoint(run, policy, opt, rng)
+    extras = {"validation": validation, "adapter": adapter}  # kept by checkpoints
+    start = par.load_checkpoint(run, policy, opt, rng, extras)
     steps, interval = int(cfg.grpo.steps), int(cfg.eval.interval)
     floor = float(cfg.grpo.format_floor)
     if start == 0:
@@ -109,7 +110,9 @@ def run_multiturn(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
                 if due(step + 1, interval, steps):
                     stop = validation.check(run, step + 1, policy)
                     par.evaluate(evaluate, run, step + 1, policy)
-                par.checkpoint(run, step + 1, policy, opt, rng)  # every train.checkpoint_interval
+                par.checkpoint(
+                    run, step + 1, policy, opt, rng, extras
+                )  # every train.checkpoint_interval
                 if stop:
                     break
             validation.restore(policy)

@@ -394,15 +394,17 @@ class Parallel:
         folder = run_dir / "checkpoints" / (run_dir / "checkpoints" / "latest").read_text().strip()
         return {**json.loads((folder / "meta.json").read_text()), "folder": str(folder)}
 
-    def checkpoint(self, run, step: int, policy, opt, rng) -> None:
+    def checkpoint(self, run, step: int, policy, opt, rng, extras: dict | None = None) -> None:
         """:meth:`save_checkpoint` after every ``train.checkpoint_interval`` steps (0: never)."""
         every = int(run.cfg.train.checkpoint_interval)
         if every and step % every == 0:
-            self.save_checkpoint(run, step, policy, opt, rng)
+            self.save_checkpoint(run, step, policy, opt, rng, extras)
 
-    def save_checkpoint(self, run, step: int, policy, opt, rng) -> None:
+    def save_checkpoint(self, run, step: int, policy, opt, rng, extras: dict | None = None) -> None:
         """``checkpoints/step_N``: model and optimizer (torch.distributed.checkpoint, sharded
-        with fsdp), each rank's generators, and (rank 0) the step, history and evaluations."""
+        with fsdp), each rank's generators and ``extras``' states (each object of it that has a
+        ``state_dict``: the loop's :class:`~pixelrl.rl.text.best.Validation`, an adapter's replay
+        pool), and (rank 0) the step, history, evaluations and validations."""
         import torch
         import torch.distributed.checkpoint as dcp
         from torch.distributed.checkpoint.state_dict import get_state_dict
@@ -411,17 +413,19 @@ class Parallel:
         model_sd, optim_sd = get_state_dict(policy.model, opt)
         dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(folder))
         generators = {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state()}
-        torch.save(generators, folder / f"rank{self.rank}.pt")
+        states = {k: v.state_dict() for k, v in (extras or {}).items() if hasattr(v, "state_dict")}
+        torch.save({**generators, "extras": states}, folder / f"rank{self.rank}.pt")
         if self.is_main:
             meta = {"step": step, "world_size": self.world_size, "shard": self.shard,
-                    "history": run.history, "evals": run.evals}  # fmt: skip
+                    "history": run.history, "evals": run.evals,
+                    "validations": run.validations}  # fmt: skip
             (folder / "meta.json").write_text(json.dumps(meta))
             (folder.parent / "latest").write_text(folder.name)
         self.barrier()
 
-    def load_checkpoint(self, run, policy, opt, rng) -> int:
-        """Restore the latest checkpoint of ``train.resume`` (if any): returns the step to go
-        on from (0 without one)."""
+    def load_checkpoint(self, run, policy, opt, rng, extras: dict | None = None) -> int:
+        """Restore the latest checkpoint of ``train.resume`` (if any), ``extras``' states
+        included: returns the step to go on from (0 without one)."""
         if self.resume is None:
             return 0
         import torch
@@ -438,5 +442,10 @@ class Parallel:
         generators = torch.load(folder / f"rank{self.rank}.pt", weights_only=False)
         rng.bit_generator.state = generators["numpy"]
         torch.set_rng_state(generators["torch"])
+        saved = generators.get("extras", {})  # (checkpoints from before extras: none)
+        for name, obj in (extras or {}).items():
+            if name in saved and hasattr(obj, "load_state_dict"):
+                obj.load_state_dict(saved[name])
         run.history, run.evals = list(meta["history"]), list(meta["evals"])
+        run.validations = list(meta.get("validations", []))
         return int(meta["step"])

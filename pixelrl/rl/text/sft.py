@@ -54,7 +54,8 @@ def run_sft(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
     opt = torch.optim.AdamW(policy.trainable_parameters(), lr=lr,
                             weight_decay=float(cfg.sft.weight_decay))  # fmt: skip
     rng = np.random.default_rng(int(cfg.seed))  # the same on every rank: the global batch
-    start = par.load_checkpoint(run, policy, opt, rng)
+    extras = {"validation": validation, "adapter": adapter}  # kept by checkpoints
+    start = par.load_checkpoint(run, policy, opt, rng, extras)
     p = draw_probabilities(examples)
     size = min(int(cfg.sft.batch_size), len(examples) if p is None else int((p > 0).sum()))
     if start == 0:  # (no validation of the untrained model: never the one kept)
@@ -77,7 +78,9 @@ def run_sft(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
             if due(step + 1, interval, steps):
                 stop = validation.check(run, step + 1, policy)
                 par.evaluate(evaluate, run, step + 1, policy)
-            par.checkpoint(run, step + 1, policy, opt, rng)  # every train.checkpoint_interval
+            par.checkpoint(
+                run, step + 1, policy, opt, rng, extras
+            )  # every train.checkpoint_interval
             if stop:
                 break
         validation.restore(policy)
