@@ -82,6 +82,9 @@ def test_bad_input_is_a_reader_error(reader):
     for bad in (0, 5, float("nan")):
         with pytest.raises(ReaderError, match="stretch"):
             ScreenReader(stretch=bad)
+    for bad in (0, 9, float("nan")):
+        with pytest.raises(ReaderError, match=r"detect_upscale must be a number in \[0.25, 8\]"):
+            ScreenReader(detect_upscale=bad)
 
 
 def test_an_unchanged_frame_is_read_once(reader, monkeypatch):
