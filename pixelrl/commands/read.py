@@ -36,7 +36,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("image", help="a screenshot (PNG, JPEG, ...)")
     p.add_argument("--json", action="store_true", help="one JSON object, for scripts")
     p.add_argument("--upscale", type=upscale_factor, default=None,
-                   help="enlarge before reading (default: 2 up to 400 px a side, else 1)")  # fmt: skip
+                   help="enlarge before the lines are read (default: 3 up to 400 px a side, else 1)")  # fmt: skip
+    p.add_argument("--detect-upscale", type=upscale_factor, default=None,
+                   help="enlarge before the lines are found (default: 2 up to 400 px a side, else 1)")  # fmt: skip
     p.add_argument("--min-score", type=score_threshold, default=0.3,
                    help="drop words read with a lower confidence (0..1)")  # fmt: skip
     p.set_defaults(func=run)
@@ -81,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     from pixelrl.vision.reader import ScreenReader
 
     image = load_image(args.image)
-    reader = ScreenReader(upscale=args.upscale, word_score=args.min_score, cache_size=0)
+    reader = ScreenReader(upscale=args.upscale, detect_upscale=args.detect_upscale,
+                          word_score=args.min_score, cache_size=0)  # fmt: skip
     words = reader.read(image)
     if args.json:
         size = [int(image.shape[1]), int(image.shape[0])]

@@ -299,6 +299,8 @@ CASES = [
     ("read-upscale-too-big", ["read", "{data}/wide.png", "--upscale", "20"],
      "--upscale: must be in [0.25, 8], got 20"),
     ("read-upscale-text", ["read", "{data}/wide.png", "--upscale", "big"], "'big'"),
+    ("read-detect-upscale-too-big", ["read", "{data}/wide.png", "--detect-upscale", "9"],
+     "--detect-upscale: must be in [0.25, 8], got 9"),
     ("read-min-score-out-of-range", ["read", "{data}/wide.png", "--min-score", "2"],
      "--min-score: must be in [0, 1], got 2"),
     ("read-min-score-nan", ["read", "{data}/wide.png", "--min-score", "nan"], "got nan"),
