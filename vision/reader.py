@@ -40,6 +40,7 @@ import numpy as np
 INSTALL_HINT = "pip install 'pixelrl[reader]'"
 MAX_SIDE = 8192  # longer input sides are refused (ReaderError); callers downscale first
 MAX_PIXELS = 40_000_000
+SMALL_SIDE = 400  # screens whose longer side is at most this are upscaled to be read
 
 
 class ReaderError(ValueError):
@@ -138,7 +139,7 @@ class ScreenReader:
             detector clipped or missed MiniWoB++'s short labels next to a checkbox or radio
             button (`Ab` read as `A`, `tl` not found): on 54 screens of six tasks fuzzy recall
             went 0.962 -> 0.992 at 2 (click-option 0.911 -> 1.000, click-checkboxes 0.897 ->
-            0.989); 1.5 gave 0.979, 2.5 0.966, 3 0.932. It costs ~+60% a small screen.
+            0.989); 1.5 gave 0.979, 2.5 0.966, 3 0.932. It costs ~+50% a small screen.
         text_score: lines whose recognition confidence is below it are dropped (0..1).
         word_score: words whose mean character confidence is below it are dropped.
         gap: a gap in a line's ink wider than ``gap`` × the line's ink height splits words.
@@ -213,12 +214,12 @@ class ScreenReader:
     def scale_for(self, width: int, height: int) -> float:
         if self.upscale is not None:
             return self.upscale
-        return 3.0 if max(width, height) <= 400 else 1.0
+        return 3.0 if max(width, height) <= SMALL_SIDE else 1.0
 
     def detect_scale_for(self, width: int, height: int) -> float:
         if self.detect_upscale is not None:
             return self.detect_upscale
-        return 2.0 if max(width, height) <= 400 else 1.0
+        return 2.0 if max(width, height) <= SMALL_SIDE else 1.0
 
     def warm_up(self) -> ScreenReader:
         """Load the models now (the first read otherwise pays for it)."""

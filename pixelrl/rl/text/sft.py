@@ -78,9 +78,8 @@ def run_sft(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
             if due(step + 1, interval, steps):
                 stop = validation.check(run, step + 1, policy)
                 par.evaluate(evaluate, run, step + 1, policy)
-            par.checkpoint(
-                run, step + 1, policy, opt, rng, extras
-            )  # every train.checkpoint_interval
+            # every train.checkpoint_interval
+            par.checkpoint(run, step + 1, policy, opt, rng, extras)
             if stop:
                 break
         validation.restore(policy)
