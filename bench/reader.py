@@ -1,6 +1,7 @@
 """The screen reader against ground truth: word recall, precision, box IoU >= 0.5 and ms a screen.
 
     .venv/bin/python bench/reader.py [--seeds 8] [--no-miniwob] [--failures 15] [--stretch 1.2]
+    .venv/bin/python bench/reader.py --no-fold     # the wheel's ONNX graphs as shipped
 
 Ground truth (privileged, read here only to score the reader, which sees pixels only):
 
@@ -263,14 +264,18 @@ def main() -> None:
     parser.add_argument("--failures", type=int, default=15, help="failure cases to print")
     parser.add_argument("--stretch", type=float, default=None,
                         help="ScreenReader(stretch=) (default: the reader's own)")  # fmt: skip
+    parser.add_argument("--no-fold", action="store_true",
+                        help="run the wheel's ONNX graphs unfolded (ScreenReader(fold=False))")  # fmt: skip
     args = parser.parse_args()
     cpu = pin_to_one_core()
     from pixelrl.vision.reader import ScreenReader
 
     kwargs = {} if args.stretch is None else {"stretch": args.stretch}
+    kwargs["fold"] = not args.no_fold
     reader = ScreenReader(**kwargs).warm_up()
     print(f"pinned to CPU {cpu}; reader: upscale {reader.upscale or 'auto'}, "
-          f"stretch {reader.stretch}, 1 ORT thread")  # fmt: skip
+          f"stretch {reader.stretch}, graphs {'folded' if reader.fold else 'as shipped'}, "
+          "1 ORT thread")  # fmt: skip
     rows = []
     if not args.no_miniwob:
         rows.append(("MiniWoB++ 160x210", run_source("m", miniwob_screens(args.seeds), reader,

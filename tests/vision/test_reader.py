@@ -186,3 +186,13 @@ def test_a_word_box_keeps_the_line_body_and_its_dots_not_the_next_lines_edge():
     crop[2:4, 5:20] = 0  # a border far above goes as well
     rows = np.flatnonzero(ink_mask(crop).any(axis=1))
     assert rows.min() == 16 and rows.max() == 39
+
+
+def test_the_folded_models_read_the_same_words_as_the_shipped_ones(reader):
+    """fold=True (the default, pixelrl.vision.onnx_fold) is a speed change only."""
+    bench = _bench()
+    shipped = ScreenReader(fold=False, cache_size=0)
+    for family, seed in (("ClickButton", 4), ("CheckBoxes", 5)):
+        image, _ = bench.desktop_screen(f"pixelrl/Desktop-{family}-v0", (320, 240), seed)
+        folded_words = [(w.text, w.box) for w in reader.read(image)]
+        assert folded_words and folded_words == [(w.text, w.box) for w in shipped.read(image)]
