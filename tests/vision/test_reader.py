@@ -118,8 +118,9 @@ def test_fuzzy_matching_forgives_ocr_confusions():
     assert match_tokens(["a"], []) == [("a", None, 0.0)]
 
 
-def test_a_missing_reader_extra_names_what_to_install(monkeypatch):
-    monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)  # import fails
+@pytest.mark.parametrize("module", ["rapidocr_onnxruntime", "onnx"])
+def test_a_missing_reader_extra_names_what_to_install(monkeypatch, module):
+    monkeypatch.setitem(sys.modules, module, None)  # import fails
     with pytest.raises(ReaderDependencyError, match=r"pip install 'pixelrl\[reader\]'") as e:
         ScreenReader().read(np.eye(8, dtype=np.uint8) * 255)
     assert "\n" not in str(e.value)
