@@ -51,6 +51,9 @@ def main() -> None:
     from pixelrl.embodied import vlm_train as vt
 
     seeds = [vt.EVAL_SEED_BASE + k for k in range(args.episodes)]
+    if len(set(args.agents)) < len(args.agents):
+        parser.error(f"an agent is named twice: {' '.join(args.agents)}")
+    label = dict(zip(args.agents, labels(args.agents)))
     results: dict[str, list[dict]] = {}
     eval_cfg = None  # the first VLM agent's run config: the baselines play in its env
     for name in args.agents:
@@ -58,12 +61,12 @@ def main() -> None:
             if eval_cfg is None:
                 parser.error(f"{name}: name a VLM agent folder first (its env is the baselines')")
             env = vt.make_env(eval_cfg, "eval")
-            results[name.split("/")[-1]] = play_baseline(name, env, seeds)
+            results[label[name]] = play_baseline(name, env, seeds)
             env.close()
             continue
         run = Path(name).parent
         eval_cfg = eval_cfg or vt.config_for(run / "config.yaml", ["train.progress=false"])
-        results[run.name] = play_agent(name, seeds, args.envs)
+        results[label[name]] = play_agent(name, seeds, args.envs)
 
     print(
         f"\n{'agent':<22}{'success':>9}{'95% CI':>16}{'SPL':>8}{'95% CI':>16}{'parsed':>8}{'n':>5}"
@@ -145,6 +148,29 @@ def paired(base: list[dict], rows: list[dict]) -> dict[str, float]:
     p_spl = stats.ttest_1samp(d_spl, 0.0).pvalue if d_spl.std() > 0 else 1.0
     return {"d_success": float(b.mean() - a.mean()), "only_b": only_b, "only_a": only_a,
             "p_success": float(p_success), "d_spl": float(d_spl.mean()), "p_spl": float(p_spl)}  # fmt: skip
+
+
+def labels(agents: list[str]) -> list[str]:
+    """A short name per agent for the table: its run folder (``RUN`` of ``RUN/model``, a
+    checkpoint run's last folder), with as many parent folders as it takes to tell agents apart
+    (``seed1/grpo`` and ``seed2/grpo``, not two rows called ``grpo``)."""
+
+    def parts(agent: str) -> list[str]:
+        if agent in ("random", "forward-only"):
+            return [agent]
+        checkpoint = agent.startswith("checkpoint=")
+        path = Path(agent.split("=", 1)[1]) if checkpoint else Path(agent).parent
+        return list(reversed(path.parts))
+
+    def prefix(agent: str) -> str:
+        return "checkpoint=" if agent.startswith("checkpoint=") else ""
+
+    depth = 1
+    while True:
+        names = [prefix(a) + "/".join(reversed(parts(a)[:depth])) for a in agents]
+        if len(set(names)) == len(names) or depth > max(len(parts(a)) for a in agents):
+            return names
+        depth += 1
 
 
 def play_baseline(name: str, env, seeds: list[int]) -> list[dict]:
