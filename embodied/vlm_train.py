@@ -117,6 +117,7 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
         )
     if int(cfg.eval.val_episodes):
         check_validation_scenes(cfg)
+    check_prompt_sensors(cfg)
     if cfg.eval.val_measure not in VAL_MEASURES:
         raise ConfigError(
             f"eval.val_measure: {cfg.eval.val_measure!r}; known: {', '.join(VAL_MEASURES)}"
@@ -125,6 +126,23 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
     if isinstance(replay, bool) or not isinstance(replay, int | float) or not 0 <= replay <= 1:
         raise ConfigError(f"grpo.replay_failed must be a number in [0, 1], got {replay!r}")
     return cfg
+
+
+def check_prompt_sensors(cfg: Config) -> None:
+    """:class:`ConfigError` when the prompt draws a frame that no split's env renders
+    (``prompt.depth: true`` without ``depth`` in the sensors: a KeyError at the first turn)."""
+    from pixelrl.envs.nav.config import NavConfig
+
+    if cfg.prompt.depth is not True:
+        return  # not a bool: the agent spec names the key (AgentSpec.validate)
+    for split in ("train", "eval", "val"):
+        sensors = env_kwargs(cfg, split).get("sensors", NavConfig.sensors)
+        if "depth" not in sensors:
+            where = "env.kwargs" if split == "train" else f"env.{split}_kwargs"
+            raise ConfigError(
+                f"prompt.depth: true draws the depth frame, but {where} renders sensors "
+                f"{list(sensors)}; add it: env.kwargs.sensors=[rgb,depth]"
+            )
 
 
 def scene_set(cfg: Config, split: str) -> set:
