@@ -66,12 +66,13 @@ class Word:
 
 def require_reader() -> None:
     """:class:`ReaderDependencyError` naming the extra to install when the reader's models
-    (``rapidocr-onnxruntime``) are missing."""
+    (``rapidocr-onnxruntime``) or their graph folding (``onnx``) are missing."""
     import importlib.util
 
-    if importlib.util.find_spec("rapidocr_onnxruntime") is None:
+    missing = [m for m in ("rapidocr_onnxruntime", "onnx") if importlib.util.find_spec(m) is None]
+    if missing:
         raise ReaderDependencyError(
-            f"the screen reader needs rapidocr-onnxruntime; install it: {INSTALL_HINT}"
+            f"the screen reader needs {' and '.join(missing)}; install it: {INSTALL_HINT}"
         )
 
 
