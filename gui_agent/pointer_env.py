@@ -11,12 +11,15 @@
   ``kind`` indexes ``spec.kinds``; a pointer action lands in grid ``cell`` (row-major over the
   ``spec.grid`` cells of ``spec.cell`` image pixels each) at sub-cell ``offset`` (row-major over
   ``spec.offsets`` × ``spec.offsets`` positions); ``type`` writes ``spec.texts[text]``; ``key``
-  presses ``spec.keys[key]`` (``"ctrl+a"`` is a hotkey). Parts the kind does not use are ignored.
+  presses ``spec.keys[key]`` (``"ctrl+a"`` is a hotkey); ``wait`` lets the page move on (a
+  section sliding open). Parts the kind does not use are ignored.
 
 A text of the form ``{field:N}`` types the episode's N-th task field (``info["fields"]`` at
 reset: MiniWoB++'s parse of its instruction, such as a name to enter or a password): the
 "type from a task field" action of CC-Net (Humphreys et al., 2022), for tasks whose text to type
-is drawn fresh each episode and so is in no fixed vocabulary.
+is drawn fresh each episode and so is in no fixed vocabulary. ``{field:N:upper}`` and
+``{field:N:lower}`` type it in one case (enter-text-2: "Type "KASIE" in all lower case letters");
+any other text in braces is refused, so a misspelt template is not typed as it stands.
 
 Words are hashed, not looked up: a word's id is ``1 + crc32(word) mod (buckets - 1)`` over the
 lower-cased words of the text (quotes and punctuation split words). That is a vocabulary built
@@ -41,7 +44,7 @@ from pixelrl.envs.gui_action import Action, ActionError, normalize_key
 
 DEFAULT_KINDS = ("click", "type", "key")
 DEFAULT_KEYS = ("enter", "tab", "backspace", "ctrl+a")
-_FIELD_TEXT = re.compile(r"^\{field:(\d+)\}$")
+_FIELD_TEXT = re.compile(r"^\{field:(\d+)(?::(upper|lower))?\}$")
 _WORD = re.compile(r"[a-z0-9]+|[^\sa-z0-9\"'.,:;!?()]")
 
 
@@ -110,10 +113,10 @@ class PointerSpec:
         if w % self.cell or h % self.cell:
             raise ValueError(f"image_size {self.image_size} must be a multiple of cell={self.cell}")
         for kind in self.kinds:
-            if kind not in ("click", "double_click", "right_click", "move", "type", "key"):
+            if kind not in ("click", "double_click", "right_click", "move", "type", "key", "wait"):
                 raise ValueError(
-                    f"kinds: {kind!r} is not a pointer kind, 'type' or 'key' "
-                    "(click, double_click, right_click, move, type, key)"
+                    f"kinds: {kind!r} is not a pointer kind, 'type', 'key' or 'wait' "
+                    "(click, double_click, right_click, move, type, key, wait)"
                 )
         if not isinstance(self.reader, bool):
             raise ValueError(f"reader must be true or false, got {self.reader!r}")
@@ -123,6 +126,16 @@ class PointerSpec:
             require_reader()
         if "type" in self.kinds and not self.texts:
             raise ValueError("kinds holds 'type' but texts is empty: nothing to type")
+        for text in self.texts:
+            if not isinstance(text, str):  # YAML reads an unquoted {field:0} as a mapping
+                raise ValueError(
+                    f'texts: {text!r} is not a string (quote a template: "{{field:0}}")'
+                )
+            if text.startswith("{") and text.endswith("}") and not _FIELD_TEXT.match(text):
+                raise ValueError(
+                    f"texts: {text!r} is not a task-field template "
+                    "({field:N}, {field:N:upper} or {field:N:lower})"
+                )
         for chord in self.keys:
             try:
                 [normalize_key(k) for k in chord.split("+")]
@@ -192,14 +205,15 @@ class PointerSpec:
 
 
 def field_text(text: str, fields: Sequence[str]) -> str:
-    """``text`` itself, or for ``{field:N}`` the N-th of ``fields`` (ActionError if there is none)."""
+    """``text`` itself, or for ``{field:N[:upper|:lower]}`` the N-th of ``fields`` in that case
+    (ActionError if there is none)."""
     m = _FIELD_TEXT.match(text)
     if m is None:
         return text
-    n = int(m.group(1))
+    n, case = int(m.group(1)), m.group(2)
     if n >= len(fields):
         raise ActionError(f"{text}: this episode has {len(fields)} task field(s)")
-    return fields[n]
+    return {"upper": str.upper, "lower": str.lower}.get(case, str)(fields[n])
 
 
 def decode_action(
@@ -214,6 +228,8 @@ def decode_action(
     if kind == "key":
         keys = spec.keys[key_i].split("+")
         return Action.key(keys[0]) if len(keys) == 1 else Action.hotkey(*keys)
+    if kind == "wait":
+        return Action.wait()
     x, y = image_map.screen_pixel(np.array(spec.image_point(cell, offset)))
     return Action(kind, int(x), int(y))
 
@@ -223,7 +239,7 @@ def encode_action(
 ) -> np.ndarray | None:
     """The sample that decodes to the action nearest ``action`` (None if the spec cannot express
     its kind / text / key). Used to score expert actions and recorded demonstrations. A typed
-    text in no fixed choice matches a ``{field:N}`` choice whose field holds it."""
+    text in no fixed choice matches the first ``{field:N[:case]}`` choice that types it."""
     kind = "key" if action.kind == "hotkey" else action.kind
     if kind not in spec.kinds:
         return None
@@ -236,8 +252,11 @@ def encode_action(
         else:
             for i, t in enumerate(spec.texts):
                 match = _FIELD_TEXT.match(t)
-                n = int(match.group(1)) if match else len(fields)
-                if n < len(fields) and fields[n] == action.text:
+                if (
+                    match
+                    and int(match.group(1)) < len(fields)
+                    and field_text(t, fields) == action.text
+                ):
                     out[3] = i
                     break
             else:
@@ -247,7 +266,7 @@ def encode_action(
         if chord not in spec.keys:
             return None
         out[4] = spec.keys.index(chord)
-    else:
+    elif kind != "wait":
         ix, iy = image_map.to_image(np.array([action.x + 0.5, action.y + 0.5]))
         out[1], out[2] = spec.cell_of(ix, iy)
     return out

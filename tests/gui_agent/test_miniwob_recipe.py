@@ -37,6 +37,42 @@ def test_field_texts_type_the_episodes_own_fields():
         field_text("{field:1}", ["only"])
 
 
+def test_field_templates_type_a_field_in_one_case():
+    # enter-text-2: "Type "KASIE" in all lower case letters" has fields ["KASIE", "lower"]
+    spec = PointerSpec(image_size=(160, 208), kinds=("click", "type"),
+                       texts=("{field:0}", "{field:0:upper}", "{field:0:lower}"))  # fmt: skip
+    fields = ["KaSie", "lower"]
+    assert [field_text(t, fields) for t in spec.texts] == ["KaSie", "KASIE", "kasie"]
+    assert decode_action([1, 0, 0, 2, 0], spec, None, fields) == Action.type_text("kasie")
+    # the expert's text maps to the first template that types it
+    assert encode_action(Action.type_text("kasie"), spec, None, fields)[3] == 2
+    assert encode_action(Action.type_text("KASIE"), spec, None, fields)[3] == 1
+    assert encode_action(Action.type_text("KaSie"), spec, None, fields)[3] == 0
+    assert encode_action(Action.type_text("83"), spec, None, ["83"])[3] == 0
+    assert encode_action(Action.type_text("kAsie"), spec, None, fields) is None
+    # a misspelt template is refused, not typed as it stands
+    for bad in ("{field:0:uper}", "{feild:0}", "{field:x}", "{field:0:upper:lower}"):
+        with pytest.raises(ValueError, match="not a task-field template"):
+            PointerSpec(image_size=(160, 208), kinds=("type",), texts=(bad,))
+    with pytest.raises(ValueError, match="not a string"):  # YAML's reading of [{field:0}]
+        PointerSpec(image_size=(160, 208), kinds=("type",), texts=({"field:0": None},))
+    # braces that do not wrap the whole text are plain text
+    assert PointerSpec(image_size=(160, 208), kinds=("type",), texts=("a {b} c",)).texts
+
+
+def test_a_wait_kind_lets_a_sliding_section_settle():
+    # the oracle waits while an accordion slides open (click-collapsible); the spec can say so
+    spec = PointerSpec(image_size=(160, 208), kinds=("click", "wait"))
+    assert decode_action([1, 5, 1, 0, 0], spec, None) == Action.wait()
+    assert encode_action(Action.wait(), spec, None).tolist() == [1, 0, 0, 0, 0]
+    assert (
+        encode_action(Action.wait(), PointerSpec(image_size=(160, 208), kinds=("click",)), None)
+        is None
+    )
+    with pytest.raises(ValueError, match="'sleep' is not a pointer kind"):
+        PointerSpec(image_size=(160, 208), kinds=("click", "sleep"))
+
+
 def test_unknown_and_oracle_less_tasks_are_refused_before_any_browser():
     with pytest.raises(ConfigError, match="click-buton"):
         miniwob_task.tasks_of(config_for("gui/miniwob", ["env.tasks=[click-buton]"]))
@@ -130,6 +166,37 @@ def test_subwords_give_an_unseen_word_a_vector_from_its_letters():
     read = policy.reading_log_likelihood(heads["features"], obs["instruction"], cells)
     said = policy.named_log_likelihood(heads, obs["instruction"], obs["instruction"], cells)
     assert read.shape == (2, 6) and torch.isfinite(read).all() and torch.isfinite(said).all()
+
+
+def _table_bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "miniwob_table.py"
+    spec = importlib.util.spec_from_file_location("miniwob_table", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_wide_config_is_every_oracle_task_with_published_figures():
+    from pixelrl.envs.web.oracle import SUPPORTED_TASKS
+    from pixelrl.recipes import package_file
+
+    table = _table_bench()
+    cfg = config_for(str(package_file("gui_agent/configs/miniwob_wide.yaml")))
+    tasks = list(cfg.env.tasks)
+    assert sorted(tasks) == sorted(set(SUPPORTED_TASKS) & set(table.PUBLISHED))
+    assert len(tasks) == len(set(tasks)) >= 30 and cfg.env.num_envs == len(tasks)
+    assert miniwob_task.tasks_of(cfg, need_oracle=True) == tasks
+    PointerSpec(image_size=(160, 208), kinds=tuple(cfg.policy.kinds), texts=tuple(cfg.policy.texts))
+    # the bench's task sets: the recipe's twelve first, then the wide set; a run's own by default
+    assert table.TWELVE == list(config_for("gui/miniwob").env.tasks)
+    assert table.task_list(["twelve", "navigate-tree"], None) == [*table.TWELVE, "navigate-tree"]
+    assert table.task_list(None, None) == table.TWELVE
+    agent = type("Agent", (), {"tasks": ["click-tab"]})()
+    assert table.task_list(None, agent) == ["click-tab"]
+    assert table.task_list(["wide"], agent) == list(table.PUBLISHED)
 
 
 @needs_browser
