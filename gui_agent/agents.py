@@ -31,6 +31,7 @@ class PointerAgent:
         self.last_heatmap: np.ndarray | None = None
         self.screen_size: tuple[int, int] | None = None  # the desktop size it trained on
         self.env_id: str | None = None
+        self.tasks: list[str] = []  # a gui/miniwob policy's MiniWoB++ tasks (env.tasks)
         self.fields: list[str] = []  # the episode's task fields, for {field:N} texts
         self.read_maps: list = []  # spec.reader: one ReadMaps a batch slot (PointerEnv's)
 
@@ -94,6 +95,7 @@ class PointerAgent:
         agent = cls(policy, **kwargs)
         agent.screen_size = ppo_task.env_kwargs(cfg, "eval").get("screen_size")
         agent.env_id = cfg.env.id
+        agent.tasks = list(cfg.env.get("tasks") or [])  # gui/miniwob: the tasks it was trained on
         return agent
 
 
