@@ -105,7 +105,11 @@ def main() -> None:
     if args.merge:
         rows = pool([r for path in args.merge for r in json.load(open(path))["rows"]])
     elif args.policy:
-        rows = evaluate_tasks(args.policy, args.tasks, args.episodes, args.seed)
+        try:
+            tasks = task_list(args.tasks, None) if args.tasks else None
+        except ValueError as e:
+            ap.error(str(e))
+        rows = evaluate_tasks(args.policy, tasks, args.episodes, args.seed)
     else:
         ap.error("give POLICY, or --merge JSON...")
     print_table(rows)
@@ -145,10 +149,19 @@ def pool(rows: list[dict]) -> list[dict]:
 
 
 def task_list(names: list[str] | None, agent) -> list[str]:
-    """``--tasks`` as task names: a set's name expanded; by default the agent's own tasks."""
+    """``--tasks`` as task names: a set's name expanded; by default the agent's own tasks. A
+    name that is no MiniWoB++ task is a ValueError saying so."""
     if not names:
         return list(getattr(agent, "tasks", None) or TWELVE)
-    return [t for name in names for t in TASK_SETS.get(name, [name])]
+    import pixelrl.envs  # noqa: F401  (registers the ids)
+    from pixelrl.envs.registry import unknown_env_message
+
+    tasks = [t for name in names for t in TASK_SETS.get(name, [name])]
+    for task in tasks:
+        problem = unknown_env_message(f"pixelrl/MiniWoB-{task}-v0")
+        if problem:
+            raise ValueError(f"--tasks: {task!r} (or a set: twelve, wide): {problem}")
+    return tasks
 
 
 def evaluate_tasks(policy: str, tasks: list[str] | None, episodes: int, seed: int) -> list[dict]:

@@ -197,6 +197,8 @@ def test_the_wide_config_is_every_oracle_task_with_published_figures():
     agent = type("Agent", (), {"tasks": ["click-tab"]})()
     assert table.task_list(None, agent) == ["click-tab"]
     assert table.task_list(["wide"], agent) == list(table.PUBLISHED)
+    with pytest.raises(ValueError, match="'click-buton'.*did you mean.*click-button"):
+        table.task_list(["click-buton"], None)
 
 
 @needs_browser
