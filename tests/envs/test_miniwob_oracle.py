@@ -8,10 +8,12 @@ import pytest
 
 from pixelrl.envs.gui import a11y_element
 from pixelrl.envs.web.oracle import (
+    FIRST_SEGMENT,
     WIDER_TASKS,
     MiniWoBOracle,
     OracleError,
     plan,
+    plan_steps,
     visible_point,
 )
 
@@ -128,3 +130,19 @@ def test_oracle_refuses_unknown_tasks_and_pages():
         MiniWoBOracle("book-flight")
     with pytest.raises(OracleError, match="no element"):
         plan("click-button", 'Click on the "Yes" button.', [])
+
+
+def test_a_date_input_is_clicked_and_scored_on_its_first_segment():
+    # Chrome's date input selects the segment under a click; typed from the year it fails
+    # (issue 41's wide run: the policy clicked anywhere in the field's box and reached 0.12)
+    date = a11y_element(1, "textbox", "", [7, 62, 132, 84], {"parent": 0, "tag": "input_date"})
+    submit = a11y_element(2, "button", "Submit", [7, 90, 100, 118], {"parent": 0})
+    steps = plan_steps(
+        "enter-date", "Enter 03/11/2010 as the date and hit submit.", [date, submit],
+        [["target", "03/11/2010"]],
+    )  # fmt: skip
+    click, typed, _ = steps
+    assert click.target_bbox == [7, 62, 7 + FIRST_SEGMENT, 84]  # mm, not the whole field
+    x, y = click.action.point
+    assert 7 <= x < 7 + FIRST_SEGMENT and 62 <= y < 84
+    assert typed.action.text == "03/11/2010"
