@@ -205,8 +205,10 @@ def test_validation_scenes_are_neither_the_held_out_nor_the_training_ones():
 def sft_run(tmp_path_factory):
     run = tmp_path_factory.mktemp("vlm_sft") / "run"
     env = "env.kwargs=" + json.dumps(ENV)
+    # 160 steps: at 60 the greedy answers parsed on one CPU and not on another (AMD EPYC: 0 of
+    # 141; 12 at 100 steps), and the batching test needs an agent that moves
     argv = ["train", "embodied/vlm-sft", f"train.output_dir={run}", env, "data.episodes=6",
-            "sft.steps=60", "sft.batch_size=16", "sft.lr=3e-3", "sft.inflection_weight=3.2", "eval.episodes=1",
+            "sft.steps=160", "sft.batch_size=16", "sft.lr=3e-3", "sft.inflection_weight=3.2", "eval.episodes=1",
             "eval.interval=0", "train.progress=false", "env.eval_kwargs={scene_seed: 7, num_scenes: 1}",
             "eval.val_episodes=2", *TINY]  # fmt: skip
     assert main(argv) == 0
@@ -216,14 +218,14 @@ def sft_run(tmp_path_factory):
 def test_sft_on_follower_demonstrations_lowers_the_loss(sft_run):
     with open(sft_run / "history.csv") as f:
         losses = [float(r["loss"]) for r in csv.DictReader(f)]
-    assert len(losses) == 60
+    assert len(losses) == 160
     assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:5]), losses
     spec = json.loads((sft_run / "model" / AGENT_FILE).read_text())
     assert spec["task"] == "pointnav" and spec["env_kwargs"]["width"] == 32
     assert (sft_run / "demos" / "meta" / "info.json").is_file()  # through the recorder
     with open(sft_run / "eval.csv") as f:
         evals = list(csv.DictReader(f))
-    assert [int(r["step"]) for r in evals] == [0, 60]  # held-out episodes, before and after
+    assert [int(r["step"]) for r in evals] == [0, 160]  # held-out episodes, before and after
 
 
 def test_one_grpo_step_moves_log_probs_toward_the_advantages(sft_run):
@@ -408,7 +410,8 @@ def test_batched_bench_gives_the_same_episodes_as_one_at_a_time(sft_run, tmp_pat
     # every turn asked the same prompt and got the same tokens, alone or in a batch
     assert turns[3] == turns[1]
     # not a trivial agent: some answers parse and move it (its path is in the rows compared)
-    assert any(t[-1] for t in turns[1]) and any(r["path_length"] > 0 for r in rows[1])
+    parsed = [t[-1] for t in turns[1]]
+    assert any(parsed) and any(r["path_length"] > 0 for r in rows[1]), (parsed, rows[1])
 
 
 def test_agent_folders_that_are_not_agents_are_clear_errors(sft_run, tmp_path):
