@@ -184,7 +184,7 @@ class SB3Agent:
 
 def checkpoints(args: argparse.Namespace) -> list[tuple[str, str, float, int]]:
     """(trainer, path, training minutes, frames) of every checkpoint written so far."""
-    import torch
+    from pixelrl.checkpoint import load_checkpoint
 
     rows = []
     index = args.out / "sb3" / "checkpoints.jsonl"
@@ -194,7 +194,7 @@ def checkpoints(args: argparse.Namespace) -> list[tuple[str, str, float, int]]:
             path = str(args.out / "sb3" / f"{row['checkpoint']}.zip")
             rows.append(("sb3", path, row["minutes"], row["frames"]))
     for path in sorted((args.out / "pixelrl" / "checkpoints").glob("update_*.pt")):
-        last = torch.load(path, map_location="cpu", weights_only=False)["history"][-1]
+        last = load_checkpoint(path)["history"][-1]
         rows.append(("pixelrl", str(path), last["train_minutes"], int(last["frames"])))
     return sorted(rows, key=lambda r: (r[0], r[2]))
 

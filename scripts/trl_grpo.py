@@ -79,8 +79,12 @@ def main(argv: list[str] | None = None) -> int:
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         dtype = torch.bfloat16 if args.bf16 else torch.float32
-        model = AutoModelForImageTextToText.from_pretrained(args.model, dtype=dtype)
-        processor = AutoProcessor.from_pretrained(args.model, padding_side="left")
+        model = AutoModelForImageTextToText.from_pretrained(
+            args.model, dtype=dtype, trust_remote_code=False
+        )
+        processor = AutoProcessor.from_pretrained(
+            args.model, padding_side="left", trust_remote_code=False
+        )
     import torch
 
     config = GRPOConfig(

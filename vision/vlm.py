@@ -676,8 +676,21 @@ def load_vlm(
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         torch_dtype = getattr(torch, dtype) if dtype else "auto"
-        processor = AutoProcessor.from_pretrained(name_or_path)
-        model = AutoModelForImageTextToText.from_pretrained(name_or_path, dtype=torch_dtype)
+        # A model folder is data: its own code (``auto_map``) is never run, and transformers is
+        # never left to ask on the terminal whether to run it.
+        try:
+            processor = AutoProcessor.from_pretrained(name_or_path, trust_remote_code=False)
+            model = AutoModelForImageTextToText.from_pretrained(
+                name_or_path, dtype=torch_dtype, trust_remote_code=False
+            )
+        except ValueError as e:
+            if "custom code" not in str(e):
+                raise
+            raise ValueError(
+                f"{name_or_path}: the model asks to run code of its own (auto_map in its "
+                "config); pixelrl never runs a model's code: use a model whose architecture "
+                "transformers ships"
+            ) from None
         family = None
     if dtype and name_or_path.startswith("tiny-"):
         model = model.to(getattr(torch, dtype))

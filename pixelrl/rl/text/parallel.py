@@ -391,8 +391,9 @@ class Parallel:
     # -- checkpoints -----------------------------------------------------------------------
     @staticmethod
     def _meta(run_dir: Path) -> dict[str, Any]:
-        folder = run_dir / "checkpoints" / (run_dir / "checkpoints" / "latest").read_text().strip()
-        return {**json.loads((folder / "meta.json").read_text()), "folder": str(folder)}
+        from pixelrl.rl.text.dcp_data import read_meta
+
+        return read_meta(run_dir)
 
     def checkpoint(self, run, step: int, policy, opt, rng, extras: dict | None = None) -> None:
         """:meth:`save_checkpoint` after every ``train.checkpoint_interval`` steps (0: never)."""
@@ -429,17 +430,18 @@ class Parallel:
         if self.resume is None:
             return 0
         import torch
-        import torch.distributed.checkpoint as dcp
         from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+        from pixelrl.rl.text.dcp_data import load_folder, load_rank_file
 
         meta = self._meta(self.resume)
         folder = Path(meta["folder"])
         model_sd, optim_sd = get_state_dict(policy.model, opt)
         state = {"model": model_sd, "optim": optim_sd}
-        dcp.load(state, checkpoint_id=str(folder))
+        load_folder(state, folder)  # read as data: a crafted folder is a ResumeError
         set_state_dict(policy.model, opt, model_state_dict=state["model"],
                        optim_state_dict=state["optim"])  # fmt: skip
-        generators = torch.load(folder / f"rank{self.rank}.pt", weights_only=False)
+        generators = load_rank_file(folder / f"rank{self.rank}.pt")
         rng.bit_generator.state = generators["numpy"]
         torch.set_rng_state(generators["torch"])
         saved = generators.get("extras", {})  # (checkpoints from before extras: none)
