@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -149,11 +150,15 @@ def _top_down(path: list[np.ndarray], upto: int, size: int):
 def replayed_topdown_maps(dataset: EpisodeDataset, episode: int) -> list[np.ndarray] | None:
     """The env's top-down map after reset and after each step, by replaying the episode;
     None when the env cannot be made or draws no map."""
+    from pixelrl.envs.recording.format import DatasetError
     from pixelrl.envs.recording.replay import make_env
 
     try:
         env = make_env(dataset)
-    except Exception:  # no env id, backend not installed: view without the map
+    except DatasetError as e:  # no env id, an option a recording may not choose
+        warnings.warn(f"no top-down map: {e}", stacklevel=2)
+        return None
+    except Exception:  # backend not installed: view without the map
         return None
     try:
         draw = getattr(env.unwrapped, "topdown", None)

@@ -107,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         env.close()
         raise  # DatasetError (a folder that holds a dataset, a locked one, ...): one line
     seeds = _seeds_to_record(args, [e.seed for e in env.writer.entries])
+    from pixelrl.envs.gui_action import ActionError
+
     try:
         for seed in tqdm(seeds, desc=f"record {args.env}", unit="episode"):
             # the episode's actions depend on its seed alone, as if no run had been cut short
@@ -115,7 +117,15 @@ def run(args: argparse.Namespace) -> int:
             agent.reset()
             done = False
             while not done:
-                obs, _, terminated, truncated, _ = env.step(agent.act(obs))
+                action = agent.act(obs)
+                try:
+                    obs, _, terminated, truncated, _ = env.step(action)
+                except ActionError as e:  # e.g. a task's scripted solution on a smaller screen
+                    raise UsageError(
+                        f"--agent {kind} played {str(action)[:80]!r}, which {args.env} refuses "
+                        f"with these options ({e}); episodes finished before it are kept. "
+                        "Record with options the agent fits (--env-kwargs)"
+                    ) from None
                 done = terminated or truncated
     finally:
         env.close()
