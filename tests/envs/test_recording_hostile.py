@@ -1,0 +1,281 @@
+"""Recordings read as hostile (issue 51): a folder from anyone cannot choose a display or an env
+option that reaches outside the env, cannot make a path template allocate or leave the folder,
+and cannot make a small file decode into gigabytes. Each refusal is one line, exit 2, before
+anything is made or decoded; the commands run as a user would type them, in subprocesses whose
+peak memory is measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import gymnasium
+import pytest
+import recording_toy_env  # noqa: F401  (registers pixelrl/RecordingToy*)
+
+from pixelrl.envs.recording import RecordEpisodes
+
+GUI = "pixelrl/RecordingToyGUI-v0"
+X11 = "pixelrl/XDesktop-TkCounterThree-v0"
+# Peak resident memory a refused command may reach: the interpreter with pixelrl, numpy, Pillow
+# and pyarrow imported (~100-140 MB here), far below what each attack took before (0.5-6 GB).
+MAX_RSS_MB = 300
+ADDRESS_SPACE_LIMIT = 4 << 30
+HERE = Path(__file__).parent
+
+
+def record_toy(root: Path) -> Path:
+    """A genuine one-step recording of the toy GUI env, to be tampered with."""
+    env = RecordEpisodes(gymnasium.make(GUI), root)
+    env.reset(seed=0)
+    env.step(env.unwrapped.expert_action())  # a click on the box: the episode ends
+    env.close()
+    return root
+
+
+def edit_info(root: Path, change) -> None:
+    path = root / "meta/info.json"
+    info = json.loads(path.read_text())
+    change(info)
+    path.write_text(json.dumps(info))
+
+
+def in_info(change):
+    """A tampering of the recording at ``root`` that changes its ``meta/info.json``."""
+    return lambda root: edit_info(root, change)
+
+
+def png_bomb(path: Path, width: int, height: int) -> None:
+    """A valid RGB PNG of ``width`` x ``height`` black pixels, streamed (never held decoded):
+    12000x12000 is ~420 KB on disk and 432 MB decoded."""
+    squeeze = zlib.compressobj(9)
+    row = bytes(1 + 3 * width)  # filter byte 0, then black pixels
+    data = b"".join(squeeze.compress(row) for _ in range(height)) + squeeze.flush()
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
+    )
+
+
+def run_pixelrl(argv: list[str], cwd: Path) -> tuple[int, str, float]:
+    """``python -m pixelrl ARGV`` in a subprocess: exit status, stderr, peak RSS in MB."""
+    env = dict(os.environ, PYTHONPATH=str(HERE), HF_HUB_OFFLINE="1")
+    # recording_toy_env registers the toy ids in the child, as the tests' own process has them
+    code = "import sys, recording_toy_env; from pixelrl.cli import main; sys.exit(main())"
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, *argv],
+        cwd=cwd,
+        env=env,
+        preexec_fn=_limit_memory,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stderr = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode, stderr, usage.ru_maxrss / 1024
+
+
+def _limit_memory() -> None:
+    """In the child: an address-space cap, so that a regression fails the test instead of
+    taking the memory of a machine that others share."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
+
+
+def bomb_template(info):
+    info["features"]["screenshot"]["path"] = (
+        "frames/episode_{episode:06d}/frame_{frame:>1500000000}.png"
+    )
+
+
+def attribute_template(info):
+    info["features"]["screenshot"]["path"] = "frames/{key.__class__.__name__}/frame_{frame:06d}.png"
+
+
+def absolute_template(info):
+    info["features"]["screenshot"]["path"] = "/etc/{key}/frame_{frame:06d}.png"
+
+
+def recorded_display(info):
+    info["env_kwargs"] = {"display": ":77", "allow_existing_display": True}
+    info["env_id"] = X11
+
+
+def recorded_xvfb_path(info):
+    info["env_kwargs"] = {"screen_size": [640, 400], "xvfb_path": "/bin/sh"}
+    info["env_id"] = "pixelrl/Desktop-ClickButton-v0"
+
+
+def module_env_id(info):
+    info["env_id"] = "recording_toy_env:ToyGUIEnv-v0"  # Gymnasium would import the module
+
+
+def foreign_env_id(info):
+    info["env_id"] = "CartPole-v1"
+
+
+def zero_fps(info):
+    info["fps"] = 0
+
+
+def huge_declared_frames(info):
+    info["features"]["screenshot"]["shape"] = [12000, 12000, 3]
+
+
+def first_frame_bomb(root: Path) -> None:
+    png_bomb(root / "frames/episode_000000/frame_000000.png", 12000, 12000)
+
+
+def over_budget(root: Path) -> None:
+    """A declared shape within a frame's limit, but 101 frames of it: 4.7 GiB to stack."""
+    edit_info(root, lambda info: info["features"]["screenshot"].update(shape=[4096, 4096, 3]))
+    manifest = root / "meta/episodes.jsonl"
+    entry = json.loads(manifest.read_text())
+    entry["length"] = 100
+    manifest.write_text(json.dumps(entry) + "\n")
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(root / entry["data_path"])
+    rows = table.take([0] * 100).to_pydict()
+    rows["frame_index"] = list(range(100))
+    import pyarrow as pa
+
+    pq.write_table(pa.table(rows, schema=table.schema), root / entry["data_path"])
+    for t in range(101):
+        (root / f"frames/episode_000000/frame_{t:06d}.png").write_bytes(b"x")
+
+
+def absolute_data_path(root: Path) -> None:
+    manifest = root / "meta/episodes.jsonl"
+    entry = json.loads(manifest.read_text())
+    entry["data_path"] = str((root / entry["data_path"]).resolve())
+    manifest.write_text(json.dumps(entry) + "\n")
+
+
+# (id, command, how the recording is tampered with, text the error line holds)
+CASES = [
+    ("view-width-bomb", "view", in_info(bomb_template), "is not the png template"),
+    ("view-attribute-template", "view", in_info(attribute_template), "is not the png template"),
+    ("view-absolute-template", "view", in_info(absolute_template), "is not the png template"),
+    ("replay-width-bomb", "replay", in_info(bomb_template), "is not the png template"),
+    ("view-png-bomb", "view", first_frame_bomb, "a 12000x12000 RGB picture; the dataset declares 96x64"),
+    ("replay-png-bomb", "replay", first_frame_bomb, "a 12000x12000 RGB picture; the dataset declares 96x64"),
+    ("view-declared-huge", "view", in_info(huge_declared_frames), "each size an integer in 1..8192"),
+    ("view-over-budget", "view", over_budget, "would take 4.7 GiB"),
+    ("view-absolute-data-path", "view", absolute_data_path, "is not 'data/chunk-000/episode_000000.parquet'"),
+    ("view-zero-fps", "view", in_info(zero_fps), "fps must be in (0, 1000]"),
+    ("replay-display", "replay", in_info(recorded_display), "'allow_existing_display', 'display' may come from the command line only"),
+    ("replay-xvfb-path", "replay", in_info(recorded_xvfb_path), "'xvfb_path' may come from the command line only"),
+    ("replay-module-env-id", "replay", in_info(module_env_id), "is not a pixelrl env id"),
+    ("replay-foreign-env-id", "replay", in_info(foreign_env_id), "'CartPole-v1' is not a pixelrl env id"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def toy_recording(tmp_path_factory) -> Path:
+    return record_toy(tmp_path_factory.mktemp("toy") / "rec")
+
+
+def test_hostile_recordings_are_refused_in_one_line_with_little_memory(toy_recording, tmp_path):
+    def run(case):
+        name, command, tamper, expected = case
+        root = tmp_path / name
+        shutil.copytree(toy_recording, root)
+        tamper(root)
+        argv = [command, str(root)]
+        if command == "view":
+            argv += ["--out", str(tmp_path / f"{name}.gif")]
+        return case, *run_pixelrl(argv, tmp_path), root
+
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(run, CASES))
+    failures = []
+    for (name, command, _, expected), code, stderr, rss, _root in results:
+        # the error is one line; a left-out episode's warning may come before it
+        lines = stderr.strip().splitlines()
+        errors = [line for line in lines if line.startswith("pixelrl ")]
+        ok = (
+            code == 2
+            and "Traceback" not in stderr
+            and errors == lines[-1:]
+            and lines[-1].startswith(f"pixelrl {command}: error: ")
+            and expected in lines[-1]
+            and rss < MAX_RSS_MB
+            and not (tmp_path / f"{name}.gif").exists()
+        )
+        print(f"{name}: exit {code}, peak RSS {rss:.0f} MB")
+        if not ok:
+            failures.append(f"{name}: exit {code}, {rss:.0f} MB peak, stderr {stderr[-600:]!r}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.fixture
+def xvfb():
+    """A private Xvfb of this test's own (its display number chosen by the server)."""
+    if not shutil.which("Xvfb"):
+        pytest.skip("needs Xvfb (scripts/install_system_deps.sh installs it)")
+    read, write = os.pipe()
+    server = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write), "-screen", "0", "320x240x24", "-nolisten", "tcp"],
+        pass_fds=(write,),
+        stderr=subprocess.DEVNULL,
+    )
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        number = pipe.readline().strip()
+    yield f":{number}"
+    server.terminate()
+    server.wait(timeout=10)
+
+
+def test_a_recording_naming_a_display_touches_nothing_there(toy_recording, xvfb, tmp_path):
+    """The issue's attack: info.json names an existing display and allow_existing_display, and
+    replay clicked and typed into it. Now refused before any env is made: no window appears
+    on that display and its pointer does not move."""
+    from Xlib import X
+    from Xlib.display import Display
+
+    root = tmp_path / "rec"
+    shutil.copytree(toy_recording, root)
+
+    def aim(info):
+        info["env_id"] = X11
+        info["env_kwargs"] = {"display": xvfb, "allow_existing_display": True}
+
+    edit_info(root, aim)
+    watcher = Display(xvfb)
+    screen = watcher.screen().root
+    screen.change_attributes(event_mask=X.SubstructureNotifyMask)
+    watcher.sync()
+    before = screen.query_pointer()
+    code, stderr, _ = run_pixelrl(["replay", str(root)], tmp_path)
+    after = screen.query_pointer()
+    watcher.sync()
+    windows = []
+    while watcher.pending_events():
+        event = watcher.next_event()
+        if event.type in (X.CreateNotify, X.MapNotify):
+            windows.append(event.type)
+    watcher.close()
+    assert windows == [], f"{len(windows)} windows created or mapped on {xvfb}"
+    assert (after.root_x, after.root_y) == (before.root_x, before.root_y)
+    assert code == 2 and stderr.strip().splitlines()[-1].startswith("pixelrl replay: error:")
+    assert "'allow_existing_display', 'display' may come from the command line only" in stderr
+    assert "Traceback" not in stderr
