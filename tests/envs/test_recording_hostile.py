@@ -13,6 +13,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import gymnasium
 import pytest
 import recording_toy_env  # noqa: F401  (registers pixelrl/RecordingToy*)
+from recording_xvfb import DevicePerson, private_xvfb
 
 from pixelrl.envs.recording import RecordEpisodes
 
@@ -228,21 +230,8 @@ def test_hostile_recordings_are_refused_in_one_line_with_little_memory(toy_recor
 
 @pytest.fixture
 def xvfb():
-    """A private Xvfb of this test's own (its display number chosen by the server)."""
-    if not shutil.which("Xvfb"):
-        pytest.skip("needs Xvfb (scripts/install_system_deps.sh installs it)")
-    read, write = os.pipe()
-    server = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write), "-screen", "0", "320x240x24", "-nolisten", "tcp"],
-        pass_fds=(write,),
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        number = pipe.readline().strip()
-    yield f":{number}"
-    server.terminate()
-    server.wait(timeout=10)
+    with private_xvfb() as name:
+        yield name
 
 
 def test_a_recording_naming_a_display_touches_nothing_there(toy_recording, xvfb, tmp_path):
@@ -279,3 +268,53 @@ def test_a_recording_naming_a_display_touches_nothing_there(toy_recording, xvfb,
     assert code == 2 and stderr.strip().splitlines()[-1].startswith("pixelrl replay: error:")
     assert "'allow_existing_display', 'display' may come from the command line only" in stderr
     assert "Traceback" not in stderr
+
+
+def test_input_injected_by_clients_is_not_the_persons(xvfb):
+    """What a task's client injects (xdotool: XTEST; XSendEvent to a window) is neither
+    recorded as the person's nor able to end the recording with the stop key."""
+    from pixelrl.envs.gui_action import Action
+    from pixelrl.envs.recording.human import HumanRecorder
+
+    person = DevicePerson(xvfb)
+    root = person.display.screen().root.id
+    recorder = HumanRecorder(xvfb, screenshot_interval=0.05, stop_key="f12")
+    with recorder:
+        time.sleep(0.2)
+        person.move(100, 100)
+        person.click(pause=0.6)
+        person.xdotool("mousemove", "200", "150", "click", "1")
+        person.xdotool("type", "--delay", "10", "rm -rf ~")
+        person.xdotool("key", "Return")
+        person.xdotool("key", "--window", str(root), "F12")  # XSendEvent
+        person.xdotool("key", "F12")  # XTEST
+        stopped_by_injection = recorder.wait(timeout=0.5)
+        person.key("F12")
+        stopped_by_person = recorder.wait(timeout=5)
+    person.close()
+    assert not stopped_by_injection, "an injected F12 ended the recording"
+    assert stopped_by_person, "the person's F12 was not seen"
+    assert [a.action for a in recorder.actions()] == [Action.click(100, 100)]
+    assert recorder.ignored >= 2 + 2 * len("rm -rf ~")  # the click's and the keys' events
+    recorder.cleanup()
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def test_human_recorder_memory_stays_bounded_while_recording():
+    """An idle 1280x800 display grabbed 20 times a second for 3 s: the recorder holds a few
+    screenshots, not all 60 (180 MB; before, 15 s took 738 MiB and 300 s ~13 GiB)."""
+    from pixelrl.envs.recording.human import HumanRecorder
+
+    with private_xvfb("1280x800") as display:
+        recorder = HumanRecorder(display, screenshot_interval=0.05)
+        with recorder:
+            time.sleep(0.5)  # warm: mss buffers, the first grabs
+            start = rss_mb()
+            time.sleep(3)
+            grown = rss_mb() - start
+    assert grown < 40, f"resident memory grew {grown:.0f} MB in 3 s of an idle display"
+    recorder.cleanup()
