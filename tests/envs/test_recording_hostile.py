@@ -318,3 +318,17 @@ def test_human_recorder_memory_stays_bounded_while_recording():
             grown = rss_mb() - start
     assert grown < 40, f"resident memory grew {grown:.0f} MB in 3 s of an idle display"
     recorder.cleanup()
+
+
+def test_an_expert_that_does_not_fit_the_screen_is_one_line(tmp_path):
+    """The issue's case: XcalcMultiply's scripted solution clicks at 1280x800 coordinates;
+    recorded on a 320x240 screen, the first off-screen click ends the command in one line."""
+    if not (shutil.which("Xvfb") and shutil.which("xcalc")):
+        pytest.skip("needs Xvfb and xcalc (scripts/install_system_deps.sh installs them)")
+    argv = ["record", "--env", "pixelrl/XDesktop-XcalcMultiply-v0", "--agent", "expert",
+            "--env-kwargs", '{"screen_size": [320, 240]}', "--episodes", "1", "--out", "o"]  # fmt: skip
+    code, stderr, _ = run_pixelrl(argv, tmp_path)
+    last = stderr.strip().splitlines()[-1]
+    assert code == 2 and "Traceback" not in stderr, stderr[-800:]
+    assert last.startswith("pixelrl record: error: --agent expert played 'pyautogui.click(")
+    assert "is off-screen: the screen is 320x240" in last
