@@ -183,6 +183,7 @@ CASES = [
     ("view-over-budget", "view", over_budget, "would take 4.7 GiB"),
     ("view-absolute-data-path", "view", absolute_data_path, "is not 'data/chunk-000/episode_000000.parquet'"),
     ("view-zero-fps", "view", in_info(zero_fps), "fps must be in (0, 1000]"),
+    ("view-scale", "view --scale 1000", lambda root: None, "(--scale 1000) would take 34.3 GiB to render"),
     ("replay-display", "replay", in_info(recorded_display), "'allow_existing_display', 'display' may come from the command line only"),
     ("replay-xvfb-path", "replay", in_info(recorded_xvfb_path), "'xvfb_path' may come from the command line only"),
     ("replay-module-env-id", "replay", in_info(module_env_id), "is not a pixelrl env id"),
@@ -201,7 +202,8 @@ def test_hostile_recordings_are_refused_in_one_line_with_little_memory(toy_recor
         root = tmp_path / name
         shutil.copytree(toy_recording, root)
         tamper(root)
-        argv = [command, str(root)]
+        command, *options = command.split()
+        argv = [command, str(root), *options]
         if command == "view":
             argv += ["--out", str(tmp_path / f"{name}.gif")]
         return case, *run_pixelrl(argv, tmp_path), root
@@ -210,6 +212,7 @@ def test_hostile_recordings_are_refused_in_one_line_with_little_memory(toy_recor
         results = list(pool.map(run, CASES))
     failures = []
     for (name, command, _, expected), code, stderr, rss, _root in results:
+        command = command.split()[0]
         # the error is one line; a left-out episode's warning may come before it
         lines = stderr.strip().splitlines()
         errors = [line for line in lines if line.startswith("pixelrl ")]
