@@ -13,6 +13,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -73,13 +74,27 @@ def png_bomb(path: Path, width: int, height: int) -> None:
     )
 
 
+# The child: pixelrl's CLI with the toy ids registered (as this process has them), reporting its
+# own peak RSS (VmHWM of its own memory: a rusage's ru_maxrss would count the forked parent's).
+CHILD = """
+import atexit, sys, recording_toy_env
+from pixelrl.cli import main
+
+def report(path):
+    peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM"))
+    open(path, "w").write(peak.split()[1])
+
+atexit.register(report, sys.argv[1])
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 def run_pixelrl(argv: list[str], cwd: Path) -> tuple[int, str, float]:
-    """``python -m pixelrl ARGV`` in a subprocess: exit status, stderr, peak RSS in MB."""
+    """``pixelrl ARGV`` in a subprocess: exit status, stderr, peak RSS in MB."""
     env = dict(os.environ, PYTHONPATH=str(HERE), HF_HUB_OFFLINE="1")
-    # recording_toy_env registers the toy ids in the child, as the tests' own process has them
-    code = "import sys, recording_toy_env; from pixelrl.cli import main; sys.exit(main())"
-    child = subprocess.Popen(
-        [sys.executable, "-c", code, *argv],
+    peak = tempfile.NamedTemporaryFile(dir=cwd, suffix=".peak", delete=False).name
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, peak, *argv],
         cwd=cwd,
         env=env,
         preexec_fn=_limit_memory,
@@ -87,10 +102,8 @@ def run_pixelrl(argv: list[str], cwd: Path) -> tuple[int, str, float]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    stderr = child.stderr.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return child.returncode, stderr, usage.ru_maxrss / 1024
+    text = Path(peak).read_text()
+    return child.returncode, child.stderr, int(text) / 1024 if text else float("inf")
 
 
 def _limit_memory() -> None:
