@@ -95,6 +95,16 @@ class DeviceListener:
             rq.Pad(4),
         )
         opcode = self._display.display.get_extension_major(xinput.extname)
+        # XI 2.1 or later: raw events reach this client even while another one grabs the
+        # pointer or keyboard (a task's app could otherwise hide the person's input)
+        version = xinput.XIQueryVersion(
+            display=self._display.display, opcode=opcode, major_version=2, minor_version=2
+        )
+        if (version.major_version, version.minor_version) < (2, 1):
+            raise RuntimeError(
+                f"display {self.display_name} speaks XInput {version.major_version}."
+                f"{version.minor_version}; recording a person needs 2.1 or later"
+            )
         for evtype in (RAW_KEY_PRESS, RAW_KEY_RELEASE, RAW_BUTTON_PRESS, RAW_BUTTON_RELEASE):
             self._display.ge_add_event_data(opcode, evtype, raw)
         mask = sum(1 << t for t in (RAW_KEY_PRESS, RAW_KEY_RELEASE, RAW_BUTTON_PRESS,
@@ -130,14 +140,17 @@ class DeviceListener:
                 self.error = e
 
     def _is_xtest(self, device: int) -> bool:
-        """Whether ``device`` is an XTEST device (the server's ``XTEST Device`` property)."""
+        """Whether ``device`` is an XTEST device: the server's ``XTEST Device`` property (which
+        clients cannot delete) or its name ("... XTEST pointer/keyboard")."""
         if device not in self._xtest_devices:
             atom = self._display.get_atom("XTEST Device", only_if_exists=True)
             try:
                 props = self._display.xinput_list_device_properties(device).atoms
+                (info,) = self._display.xinput_query_device(device).devices
+                xtest = (bool(atom) and atom in props) or "XTEST" in str(info.name)
             except Exception:  # a device gone since: treat as synthetic, record nothing
-                props = [atom]
-            self._xtest_devices[device] = bool(atom) and atom in props
+                xtest = True
+            self._xtest_devices[device] = xtest
         return self._xtest_devices[device]
 
     def _handle(self, evtype: int, data) -> None:

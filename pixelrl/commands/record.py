@@ -12,7 +12,9 @@ records the seeds ``--seed`` .. ``--seed + --episodes - 1``. ``--resume`` append
 folder and records only the seeds of that range it does not hold yet: the same command after a
 killed run completes the requested count, and never records a seed twice. ``checkpoint`` plays a policy trained by ``pixelrl train`` (its
 recipe rebuilds it); ``human`` lets a person act on the X11 env's own Xvfb display (F12 ends an
-episode) and stores the screenshot taken before each action. ``--ray-workers N`` plays the
+episode) and stores the screenshot taken before each action; only input from the display's input
+devices counts, not what its clients inject (XTEST, XSendEvent). An action the env refuses (an
+expert written for another screen size) ends the command in one line. ``--ray-workers N`` plays the
 expert or random agent in N Ray workers (``pixelrl.envs.recording.remote``: the same seeds, into
 the one dataset, an episode a worker fault cut short played again).
 """
