@@ -140,6 +140,11 @@ class EpisodeDataset:
                 return problem(path, f"column {want.name!r} is {got}, expected {want.type}")
         if meta.metadata.num_rows != entry.length:
             return problem(path, f"{meta.metadata.num_rows} rows, manifest says {entry.length}")
+        stored = sum(meta.metadata.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if stored > MAX_EPISODE_BYTES:  # a small compressed file may hold gigabytes of rows
+            return problem(
+                path, f"{stored} bytes of rows uncompressed; at most {MAX_EPISODE_BYTES}"
+            )
         try:
             ids = pq.read_table(path, columns=["episode_index", "frame_index"])
         except Exception as e:

@@ -65,6 +65,8 @@ MAX_FRAME_PIXELS = 4096 * 4096  # one frame (a 4K screen fits)
 MAX_EPISODE_STEPS = 100_000  # rows of one episode
 MAX_EPISODE_BYTES = 2 << 30  # decoded frames of one key of one episode, read at once
 MAX_FPS = 1000.0
+MAX_INFO_BYTES = 1 << 20  # meta/info.json
+MAX_MANIFEST_BYTES = 256 << 20  # meta/episodes.jsonl (~1 M episodes)
 ACTION_FORMATS = ("pyautogui", "discrete", "json")
 STORAGES = ("png", "mp4", "npz", "column", "text")
 # Observation keys name folders: the shape infer_features writes (letters, digits, _ and -).
@@ -378,10 +380,18 @@ def write_info(root: Path, info: DatasetInfo) -> None:
     atomic_write_bytes(root / INFO_PATH, json.dumps(info.to_json(), indent=2).encode())
 
 
+def _read_small(path: Path, limit: int) -> str:
+    """A meta file's text; a :class:`DatasetError` past ``limit`` bytes (never read then)."""
+    size = path.stat().st_size
+    if size > limit:
+        raise DatasetError(f"{path}: {size} bytes; a pixelrl meta file is at most {limit}")
+    return path.read_text()
+
+
 def read_info(root: Path) -> DatasetInfo:
     where = str(Path(root) / INFO_PATH)
     try:
-        raw = json.loads((Path(root) / INFO_PATH).read_text())
+        raw = json.loads(_read_small(Path(root) / INFO_PATH, MAX_INFO_BYTES))
     except FileNotFoundError:
         raise DatasetError(f"{where}: not found; is {root} a pixelrl episode folder?") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -401,7 +411,7 @@ def read_manifest(root: Path) -> tuple[list[EpisodeEntry], list[EpisodeProblem]]
     problems: list[EpisodeProblem] = []
     if not path.exists():
         return entries, problems
-    for n, line in enumerate(path.read_text().splitlines(), start=1):
+    for n, line in enumerate(_read_small(path, MAX_MANIFEST_BYTES).splitlines(), start=1):
         if not line.strip():
             continue
         raw = None

@@ -177,6 +177,11 @@ def over_budget(root: Path) -> None:
         (root / f"frames/episode_000000/frame_{t:06d}.png").write_bytes(b"x")
 
 
+def padded_info(root: Path) -> None:
+    path = root / "meta/info.json"
+    path.write_text(path.read_text() + " " * (2 << 20))
+
+
 def absolute_data_path(root: Path) -> None:
     manifest = root / "meta/episodes.jsonl"
     entry = json.loads(manifest.read_text())
@@ -196,6 +201,7 @@ CASES = [
     ("view-over-budget", "view", over_budget, "would take 4.7 GiB"),
     ("view-absolute-data-path", "view", absolute_data_path, "is not 'data/chunk-000/episode_000000.parquet'"),
     ("view-zero-fps", "view", in_info(zero_fps), "fps must be in (0, 1000]"),
+    ("view-padded-info", "view", padded_info, "a pixelrl meta file is at most 1048576"),
     ("view-scale", "view --scale 1000", lambda root: None, "(--scale 1000) would take 34.3 GiB to render"),
     ("replay-display", "replay", in_info(recorded_display), "'allow_existing_display', 'display' may come from the command line only"),
     ("replay-xvfb-path", "replay", in_info(recorded_xvfb_path), "'xvfb_path' may come from the command line only"),
