@@ -354,3 +354,25 @@ def test_an_expert_that_does_not_fit_the_screen_is_one_line(tmp_path):
     assert code == 2 and "Traceback" not in stderr, stderr[-800:]
     assert last.startswith("pixelrl record: error: --agent expert played 'pyautogui.click(")
     assert "is off-screen: the screen is 320x240" in last
+
+
+def test_the_command_line_gives_what_a_recording_may_not():
+    """replay --env-kwargs: the only way to name a display; the recording keeps its episode
+    options, and a value the env id fixes (an X11 task) stays the id's."""
+    from pixelrl.envs.recording import DatasetError
+    from pixelrl.envs.recording.env_options import recordable_kwargs, replay_kwargs
+
+    recorded = {"screen_size": [320, 240], "display": ":5", "task": "/tmp/evil.json"}
+    with pytest.raises(DatasetError, match="'display' may come from the command line only"):
+        replay_kwargs(X11, recorded, None, "info.json")
+    assert replay_kwargs(X11, recorded, {"display": ":9"}, "info.json") == {
+        "screen_size": [320, 240],
+        "display": ":9",
+    }
+    with pytest.raises(DatasetError, match="not a size up to 8192"):
+        replay_kwargs(X11, {"screen_size": [100000, 2]}, None, "info.json")
+    # what the recorder writes: the episode's options, not the host's
+    assert recordable_kwargs(X11, {**recorded, "task": "TkCounterThree"}) == {
+        "task": "TkCounterThree",
+        "screen_size": [320, 240],
+    }
