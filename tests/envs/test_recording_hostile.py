@@ -376,3 +376,35 @@ def test_the_command_line_gives_what_a_recording_may_not():
         "task": "TkCounterThree",
         "screen_size": [320, 240],
     }
+
+
+@pytest.mark.parametrize(
+    "screenshot_file, expected",
+    [
+        ("/etc/passwd", "is outside"),
+        ("../outside.png", "is outside"),
+        ("bomb.png", "12000x12000 is larger than a frame may be"),
+        ("notes.txt", "not a PNG or JPEG screenshot"),
+    ],
+)
+def test_an_osworld_trajectory_reads_only_its_own_bounded_screenshots(
+    tmp_path, screenshot_file, expected
+):
+    """import_osworld reads a folder from anyone: a screenshot named outside it, a PNG bomb or
+    another format is one clear error before anything is decoded or written."""
+    from PIL import Image
+
+    from pixelrl.envs.recording import DatasetError
+    from pixelrl.envs.recording.interop import import_osworld
+
+    folder = tmp_path / "task"
+    folder.mkdir()
+    Image.new("RGB", (64, 48)).save(folder / "initial_state.png")
+    Image.new("RGB", (64, 48)).save(tmp_path / "outside.png")
+    png_bomb(folder / "bomb.png", 12000, 12000)
+    (folder / "notes.txt").write_text("%!PS-Adobe-3.0 EPSF-3.0\n")
+    step = {"action": "pyautogui.click(1, 2)", "screenshot_file": screenshot_file}
+    (folder / "traj.jsonl").write_text(json.dumps(step) + "\n")
+    with pytest.raises(DatasetError, match=expected):
+        import_osworld(folder, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
