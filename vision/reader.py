@@ -10,6 +10,8 @@ How a screen is read:
 
 1. small screens are upscaled (``upscale``; by default 3x when the longer side is at most
    400 px, as MiniWoB++'s 160x210 is: its 10-11 px fonts read badly at 1x);
+   Images longer than :data:`TILE` px a side are read tile by tile (overlapping; words in the
+   overlap kept once), at the scales of the whole image.
 2. the detector finds text lines (on small screens at 2x, ``detect_upscale``: at 1x it clipped
    short labels beside a checkbox); each line's axis-aligned crop of the upscaled image goes to
    the recogniser, which gives the line's text and the position of each character (CTC
@@ -41,6 +43,13 @@ INSTALL_HINT = "pip install 'pixelrl[reader]'"
 MAX_SIDE = 8192  # longer input sides are refused (ReaderError); callers downscale first
 MAX_PIXELS = 40_000_000
 SMALL_SIDE = 400  # screens whose longer side is at most this are upscaled to be read
+# Larger images are read in overlapping tiles of at most TILE px a side: the detector keeps at
+# most 1000 boxes an image and shrinks one longer than 4096 px, so a text-dense 4000x2400
+# screen read whole gave 1002 of its 1770 words (8192x4880: none). A word is kept by the tile
+# that holds its centre away from the tile's edges; words narrower than TILE_OVERLAP are whole
+# in that tile.
+TILE = 2048
+TILE_OVERLAP = 256
 
 
 class ReaderError(ValueError):
@@ -145,6 +154,20 @@ def as_rgb(image: Any) -> np.ndarray:
     return np.ascontiguousarray(array)
 
 
+def _tiles(size: int) -> list[tuple[int, int, tuple[float, float]]]:
+    """Overlapping spans ``(start, end, (keep_from, keep_to))`` covering ``0..size``: spans of
+    at most :data:`TILE`, each keeping the words centred in its part of the overlaps."""
+    count = max(1, -(-(size - TILE_OVERLAP) // (TILE - TILE_OVERLAP)))
+    length = min(size, -(-(size + (count - 1) * TILE_OVERLAP) // count))
+    starts = [round(i * (size - length) / max(count - 1, 1)) for i in range(count)]
+    spans = []
+    for i, start in enumerate(starts):
+        keep_from = 0.0 if i == 0 else (starts[i - 1] + length + start) / 2
+        keep_to = float(size) if i == count - 1 else (start + length + starts[i + 1]) / 2
+        spans.append((start, start + length, (keep_from, keep_to)))
+    return spans
+
+
 def frame_key(image: np.ndarray) -> tuple:
     """The cache key of a frame: its shape, dtype and a hash of its bytes."""
     digest = hashlib.blake2b(np.ascontiguousarray(image).data, digest_size=16).digest()
@@ -230,7 +253,7 @@ class ScreenReader:
                     self._cache.move_to_end(key)
                     self.hits += 1
                     return list(self._cache[key])
-        words = tuple(self._read(rgb))
+        words = tuple(self._read_tiled(rgb) if max(rgb.shape[:2]) > TILE else self._read(rgb))
         if key is not None:
             with self._lock:
                 self.misses += 1
@@ -260,17 +283,32 @@ class ScreenReader:
             self._engine = _engine(self.threads, self.fold)
         return self._engine
 
-    def _read(self, rgb: np.ndarray) -> list[Word]:
+    def _read_tiled(self, rgb: np.ndarray) -> list[Word]:
+        """The words of a large image, read in overlapping tiles (see :data:`TILE`)."""
+        h, w = rgb.shape[:2]
+        s, d = self.scale_for(w, h), self.detect_scale_for(w, h)
+        words: list[Word] = []
+        for y0, y1, keep_y in _tiles(h):
+            for x0, x1, keep_x in _tiles(w):
+                for word in self._read(rgb[y0:y1, x0:x1], s, d):
+                    bx0, by0, bx1, by1 = word.box
+                    cx, cy = x0 + (bx0 + bx1) / 2, y0 + (by0 + by1) / 2
+                    if keep_x[0] <= cx < keep_x[1] and keep_y[0] <= cy < keep_y[1]:
+                        box = (bx0 + x0, by0 + y0, bx1 + x0, by1 + y0)
+                        words.append(Word(word.text, box, word.score))
+        return _reading_order(words)
+
+    def _read(self, rgb: np.ndarray, s: float | None = None, d: float | None = None) -> list[Word]:
         import cv2
 
         engine = self._load()
         h, w = rgb.shape[:2]
-        s = self.scale_for(w, h)
+        s = self.scale_for(w, h) if s is None else s
         bgr = np.ascontiguousarray(rgb[..., ::-1])  # the models were trained on BGR
         # The detector finds line boxes at its own scale (small screens: 2x, where short words
         # beside a widget are found whole; 3x costs more and finds less); the lines are cut from
         # the image upscaled for the recogniser.
-        d = self.detect_scale_for(w, h)
+        d = self.detect_scale_for(w, h) if d is None else d
         det_in = bgr
         if d != 1.0:
             det_in = cv2.resize(bgr, (round(w * d), round(h * d)), interpolation=cv2.INTER_CUBIC)
@@ -308,8 +346,7 @@ class ScreenReader:
                 x1 = max(min(int(np.ceil((rect[0] + bx1) / s)), w), x0 + 1)
                 y1 = max(min(int(np.ceil((rect[1] + by1) / s)), h), y0 + 1)
                 words.append(Word(wtext, (x0, y0, x1, y1), wscore))
-        rows = {id(word): _row_of(word, words) for word in words}
-        return sorted(words, key=lambda x: (rows[id(x)], x.box[0]))
+        return _reading_order(words)
 
 
 def _recognise(engine, crop: np.ndarray, stretch: float = 1.0):
@@ -329,6 +366,12 @@ def _recognise(engine, crop: np.ndarray, stretch: float = 1.0):
     preds = rec.session(batch)[0]
     return rec.postprocess_op(preds, True, wh_ratio_list=[width / 48.0],
                               max_wh_ratio=padded / 48.0)[0]  # fmt: skip
+
+
+def _reading_order(words: list[Word]) -> list[Word]:
+    """Top to bottom by rows (:func:`_row_of`), left to right in a row."""
+    rows = {id(word): _row_of(word, words) for word in words}
+    return sorted(words, key=lambda x: (rows[id(x)], x.box[0]))
 
 
 def _row_of(word: Word, words: list[Word]) -> int:

@@ -8,8 +8,10 @@
 
 Modules: ``format`` (layout, meta files, atomic writes), ``codec`` (what is stored for an
 observation, action, info), ``writer`` (crash-safe episode writing), ``wrapper`` (the Gymnasium
-wrappers), ``dataset`` (loading and validation), ``replay``, ``view``, ``training`` (torch and
-``datasets`` loaders; imports torch), ``human`` (pynput/mss recording on an X display),
+wrappers), ``dataset`` (loading and validation: a folder is data from anyone, read within the
+limits of ``format``), ``env_options`` (which env options a recording may choose), ``replay``,
+``view``, ``training`` (torch and ``datasets`` loaders; imports torch), ``human`` (a person's
+actions on an X display) with ``device_input`` (XInput2 input of the display's devices only),
 ``interop`` (LeRobot v3 export, OSWorld import).
 """
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from pixelrl.envs.recording import codec
 from pixelrl.envs.recording.format import (
+    MAX_EPISODE_BYTES,
     PARQUET_SCHEMA_KEY,
     SCHEMA_VERSION,
     DatasetError,
@@ -114,6 +115,8 @@ class EpisodeDataset:
             )
         if not path.exists():
             return problem(path, "data file missing")
+        if not self._inside(path):
+            return problem(path, f"leads outside {self.root} (a link)")
         try:
             meta = pq.ParquetFile(path)
             schema = meta.schema_arrow
@@ -137,6 +140,11 @@ class EpisodeDataset:
                 return problem(path, f"column {want.name!r} is {got}, expected {want.type}")
         if meta.metadata.num_rows != entry.length:
             return problem(path, f"{meta.metadata.num_rows} rows, manifest says {entry.length}")
+        stored = sum(meta.metadata.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if stored > MAX_EPISODE_BYTES:  # a small compressed file may hold gigabytes of rows
+            return problem(
+                path, f"{stored} bytes of rows uncompressed; at most {MAX_EPISODE_BYTES}"
+            )
         try:
             ids = pq.read_table(path, columns=["episode_index", "frame_index"])
         except Exception as e:
@@ -158,10 +166,14 @@ class EpisodeDataset:
                 p = self.root / frame_path(f, entry.episode_index, t)
                 if not p.is_file() or p.stat().st_size == 0:
                     return p, f"frame {t} of {frames} ({f.key}) missing"
+                if not self._inside(p):
+                    return p, f"leads outside {self.root} (a link)"
         elif f.storage in ("mp4", "npz"):
             p = self.root / episode_file(f, entry.episode_index)
             if not p.is_file():
                 return p, f"{f.storage} file of {f.key} missing"
+            if not self._inside(p):
+                return p, f"leads outside {self.root} (a link)"
             if f.storage == "mp4":
                 import cv2
 
@@ -169,6 +181,11 @@ class EpisodeDataset:
                 if n != frames:
                     return p, f"video has {n} frames, expected {frames}"
         return None
+
+    def _inside(self, path: Path) -> bool:
+        """Whether ``path`` stays in the folder once links are followed (a recording is read
+        as data from anyone: a link must not make it show another file of this machine)."""
+        return path.resolve().is_relative_to(self.root.resolve())
 
     # -- reading ------------------------------------------------------------------------------
     def _entry(self, episode: int) -> EpisodeEntry:
@@ -206,9 +223,17 @@ class EpisodeDataset:
         return self.frames(episode, f.key)[frame]
 
     def frames(self, episode: int, key: str | None = None) -> np.ndarray:
-        """All ``length + 1`` frames of an image or array key, stacked."""
+        """All ``length + 1`` frames of an image or array key, stacked (a :class:`DatasetError`,
+        before anything is decoded, when they would take more than ``MAX_EPISODE_BYTES``)."""
         f = self._feature(key)
         entry = self._entry(episode)
+        size = (entry.length + 1) * f.decoded_bytes
+        if size > MAX_EPISODE_BYTES:
+            raise DatasetError(
+                f"{self.root}: episode {episode}'s {entry.length + 1} frames of {f.key} "
+                f"({'x'.join(map(str, f.shape))}) would take {size / 2**30:.1f} GiB; "
+                f"at most {MAX_EPISODE_BYTES / 2**30:.0f} GiB are read at once"
+            )
         if f.storage == "png":
             return np.stack([self.frame(episode, t, f.key) for t in range(entry.length + 1)])
         return self._read_stacked(episode, f.key)
@@ -216,10 +241,10 @@ class EpisodeDataset:
     def _read_stacked_uncached(self, episode: int, key: str) -> np.ndarray:
         f = self.info.features[key]
         path = self.root / episode_file(f, episode)
+        frames = self._entry(episode).length + 1
         if f.storage == "npz":
-            with np.load(path) as z:
-                return z["frames"]
-        return _read_video(path, f.shape)
+            return _read_npz(path, f, frames)
+        return _read_video(path, f.shape, frames)
 
     def _feature(self, key: str | None) -> Feature:
         if key is None:  # the first image key, else the first array (a depth-only dataset)
@@ -254,30 +279,82 @@ class EpisodeDataset:
 
 
 def _read_png(path: Path, shape: list[int]) -> np.ndarray:
-    from PIL import Image
+    """A PNG frame, its size and mode checked against the feature's shape before it is
+    decoded (a small file may declare a huge picture); PNG only (no other decoder runs)."""
+    from PIL import Image, UnidentifiedImageError
 
-    with Image.open(path) as im:
-        image = np.asarray(im)
+    mode = "RGB" if len(shape) == 3 and shape[2] == 3 else "L"
+    try:
+        with Image.open(path, formats=["PNG"]) as im:
+            if im.size != (shape[1], shape[0]) or im.mode != mode:
+                raise DatasetError(
+                    f"{path}: a {im.size[0]}x{im.size[1]} {im.mode} picture; the dataset "
+                    f"declares {shape[1]}x{shape[0]} {mode}"
+                )
+            image = np.asarray(im)
+    except (OSError, UnidentifiedImageError, Image.DecompressionBombError) as e:
+        raise DatasetError(f"{path}: not a readable PNG frame: {e}") from None
     if len(shape) == 3 and image.ndim == 2:
         image = image[..., None]
     return image
 
 
-def _read_video(path: Path, shape: list[int]) -> np.ndarray:
+def _read_npz(path: Path, f: Feature, frames: int) -> np.ndarray:
+    """The stacked arrays of an npz feature, their header checked before anything is
+    decompressed (shape and dtype as declared; no pickled objects)."""
+    import zipfile
+
+    want = (frames, *f.shape)
+    try:
+        with zipfile.ZipFile(path) as z, z.open("frames.npy") as member:
+            major, _ = np.lib.format.read_magic(member)
+            read_header = (
+                np.lib.format.read_array_header_1_0
+                if major == 1
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, _, dtype = read_header(member)
+        if tuple(shape) != want or dtype != np.dtype(f.dtype):
+            raise DatasetError(
+                f"{path}: holds {dtype} {shape}; the dataset declares {f.dtype} {want}"
+            )
+        with np.load(path, allow_pickle=False) as z:
+            return z["frames"]
+    except DatasetError:
+        raise
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as e:
+        raise DatasetError(f"{path}: not a readable npz of frames: {e}") from None
+
+
+def _read_video(path: Path, shape: list[int], frames: int) -> np.ndarray:
+    """The video's frames; its picture size checked before decoding, and no more frames
+    read than the episode has."""
     import cv2
 
     capture = cv2.VideoCapture(str(path))
-    frames = []
-    while True:
-        ok, bgr = capture.read()
-        if not ok:
-            break
-        rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-        if len(shape) == 2 or shape[-1] == 1:
-            rgb = rgb[..., :1] if len(shape) == 3 else rgb[..., 0]
-        frames.append(rgb)
-    capture.release()
-    return np.stack(frames)
+    try:
+        size = (
+            int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)),
+            int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)),
+        )
+        if size != (shape[1], shape[0]):
+            raise DatasetError(
+                f"{path}: a {size[0]}x{size[1]} video; the dataset declares {shape[1]}x{shape[0]}"
+            )
+        out = []
+        while len(out) < frames:
+            ok, bgr = capture.read()
+            if not ok:
+                break
+            rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+            if len(shape) == 2 or shape[-1] == 1:
+                rgb = rgb[..., :1] if len(shape) == 3 else rgb[..., 0]
+            out.append(rgb)
+    finally:
+        capture.release()
+    if len(out) != frames:
+        raise DatasetError(f"{path}: {len(out)} frames, expected {frames}")
+    return np.stack(out)
 
 
 def load_episodes(root: str | os.PathLike, strict: bool = False) -> EpisodeDataset:

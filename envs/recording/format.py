@@ -31,7 +31,9 @@ names it, so a process killed at any moment leaves every listed episode readable
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -55,6 +57,31 @@ PARQUET_SCHEMA_KEY = b"pixelrl.schema_version"
 INSTRUCTION_KEY = "instruction"
 # Vectors up to this many numbers go into a parquet column; larger arrays into arrays/*.npz.
 MAX_COLUMN_SIZE = 64
+
+# Limits a folder's own description must keep, checked before anything is read or decoded: a
+# recording is data from anyone, and a few bytes of JSON must not claim gigabytes.
+MAX_FRAME_SIDE = 8192  # pixels, either side of an image
+MAX_FRAME_PIXELS = 4096 * 4096  # one frame (a 4K screen fits)
+MAX_EPISODE_STEPS = 100_000  # rows of one episode
+MAX_EPISODE_BYTES = 2 << 30  # decoded frames of one key of one episode, read at once
+MAX_FPS = 1000.0
+MAX_INFO_BYTES = 1 << 20  # meta/info.json
+MAX_MANIFEST_BYTES = 256 << 20  # meta/episodes.jsonl (~1 M episodes)
+ACTION_FORMATS = ("pyautogui", "discrete", "json")
+STORAGES = ("png", "mp4", "npz", "column", "text")
+# Observation keys name folders: the shape infer_features writes (letters, digits, _ and -).
+KEY_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# The only path templates a feature may carry, by storage: ours, so that filling one in with
+# ints and a checked key can only name a file inside the folder.
+PATH_TEMPLATES = {
+    "png": (FIRST_FRAME_PATH, FRAME_PATH),
+    "mp4": (VIDEO_PATH,),
+    "npz": (ARRAY_PATH,),
+    "column": ("",),
+    "text": ("",),
+}
+ARRAY_DTYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "int64", "uint64",
+                "float16", "float32", "float64", "bool")  # fmt: skip
 
 
 class DatasetError(ValueError):
@@ -92,6 +119,62 @@ class Feature:
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v not in ("", None) and k != "key"}
+
+    @property
+    def decoded_bytes(self) -> int:
+        """Bytes of one decoded frame (or row value) of this key."""
+        itemsize = 1 if self.storage == "text" else _dtype(self.dtype).itemsize
+        return math.prod(self.shape) * itemsize
+
+    def check(self) -> None:
+        """Raise ValueError unless this feature has a shape our writer makes: a safe key, a
+        known storage and dtype, a bounded shape and our own path template."""
+        if not isinstance(self.key, str) or not KEY_PATTERN.fullmatch(self.key):
+            raise ValueError("key: only 1-64 letters, digits, '_' and '-'")
+        if self.storage not in STORAGES:
+            raise ValueError(f"storage {self.storage!r} is not one of {', '.join(STORAGES)}")
+        if self.path not in PATH_TEMPLATES[self.storage]:
+            raise ValueError(
+                f"path {self.path!r} is not the {self.storage} template "
+                f"{' or '.join(repr(t) for t in PATH_TEMPLATES[self.storage])}"
+            )
+        if not isinstance(self.column, str) or len(self.column) > 100:
+            raise ValueError("column: expected a name of at most 100 characters")
+        if (self.storage in ("column", "text")) != bool(self.column):
+            raise ValueError(
+                f"a {self.storage} feature {'needs' if self.column else 'has'} a column"
+            )
+        if self.storage == "text":
+            if self.dtype != "string" or self.shape != []:
+                raise ValueError("a text feature has dtype 'string' and shape []")
+            return
+        if self.dtype not in ARRAY_DTYPES:
+            raise ValueError(f"dtype {self.dtype!r} is not one of {', '.join(ARRAY_DTYPES)}")
+        shape = self.shape
+        if not isinstance(shape, list) or len(shape) > 4:
+            raise ValueError(f"shape {shape!r}: expected a list of at most 4 sizes")
+        if not all(type(n) is int and 1 <= n <= MAX_FRAME_SIDE for n in shape):
+            raise ValueError(f"shape {shape}: each size an integer in 1..{MAX_FRAME_SIDE}")
+        if self.storage in ("png", "mp4"):
+            if self.dtype != "uint8" or not (
+                len(shape) == 2 or (len(shape) == 3 and shape[2] in (1, 3))
+            ):
+                raise ValueError(
+                    f"a {self.storage} image is uint8 HxW, HxWx1 or HxWx3, got {shape}"
+                )
+        pixels = math.prod(shape[:2]) if len(shape) >= 2 else math.prod(shape)
+        if pixels > MAX_FRAME_PIXELS or math.prod(shape) > 4 * MAX_FRAME_PIXELS:
+            raise ValueError(
+                f"shape {shape} is larger than a frame may be ({MAX_FRAME_PIXELS} pixels)"
+            )
+        if self.storage == "column" and math.prod(shape) > MAX_COLUMN_SIZE:
+            raise ValueError(f"a column holds at most {MAX_COLUMN_SIZE} numbers, shape {shape}")
+
+
+def _dtype(name: str):
+    import numpy as np
+
+    return np.dtype(name)
 
 
 @dataclass
@@ -146,23 +229,45 @@ class DatasetInfo:
                 f"{where}: schema_version is {version!r}; this pixelrl reads version "
                 f"{SCHEMA_VERSION}"
             )
-        for name, kind in (("fps", (int, float)), ("features", dict), ("action_format", str)):
-            if not isinstance(raw.get(name), kind):
-                raise DatasetError(f"{where}: field {name!r} is missing or not a {kind}")
+        for name, kind, what in (
+            ("fps", (int, float), "a number"),
+            ("features", (dict,), "an object"),
+            ("action_format", (str,), "a string"),
+            ("env_id", (str, type(None)), "a string or null"),
+            ("env_kwargs", (dict, type(None)), "an object or null"),
+            ("extra", (dict, type(None)), "an object or null"),
+            ("max_episode_steps", (int, type(None)), "an integer or null"),
+        ):
+            if not _is(raw.get(name), kind):
+                raise DatasetError(f"{where}: field {name!r} is missing or not {what}")
+        fps = raw["fps"]
+        if not (math.isfinite(fps) and 0 < fps <= MAX_FPS):
+            raise DatasetError(f"{where}: fps must be in (0, {MAX_FPS:g}], got {fps!r}")
+        if raw["action_format"] not in ACTION_FORMATS:
+            raise DatasetError(
+                f"{where}: action_format {raw['action_format']!r} is not one of "
+                f"{', '.join(ACTION_FORMATS)}"
+            )
+        steps = raw.get("max_episode_steps")
+        if steps is not None and steps < 1:
+            raise DatasetError(f"{where}: max_episode_steps must be >= 1, got {steps}")
         features = {}
         for key, f in raw["features"].items():
             try:
+                if not isinstance(f, dict):
+                    raise TypeError(f"expected an object, got {type(f).__name__}")
                 features[key] = Feature(key=key, **f)
-            except TypeError as e:
-                raise DatasetError(f"{where}: feature {key!r}: {e}") from None
+                features[key].check()
+            except (TypeError, ValueError) as e:
+                raise DatasetError(f"{where}: feature {key[:64]!r}: {e}") from None
         return cls(
             env_id=raw.get("env_id"),
             env_kwargs=dict(raw.get("env_kwargs") or {}),
-            fps=float(raw["fps"]),
+            fps=float(fps),
             features=features,
             action_format=raw["action_format"],
-            max_episode_steps=raw.get("max_episode_steps"),
-            codebase_version=raw.get("codebase_version", ""),
+            max_episode_steps=steps,
+            codebase_version=str(raw.get("codebase_version", "")),
             schema_version=version,
             extra=dict(raw.get("extra") or {}),
         )
@@ -185,18 +290,66 @@ class EpisodeEntry:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, raw: Any) -> EpisodeEntry:
+        """A manifest line, checked: a ValueError says which field is wrong."""
+        if not isinstance(raw, dict):
+            raise ValueError(f"expected an object, got {type(raw).__name__}")
+        entry = cls(**raw)  # TypeError: a missing or unknown field
+        kinds = {
+            "episode_index": (int,),
+            "length": (int,),
+            "seed": (int, type(None)),
+            "options": (dict, type(None)),
+            "data_path": (str,),
+            "total_reward": (int, float),
+            "success": (bool, type(None)),
+            "schema_version": (int,),
+            "extra": (dict,),
+        }
+        for name, kind in kinds.items():
+            if not _is(getattr(entry, name), kind):
+                raise ValueError(f"field {name!r} is {getattr(entry, name)!r}")
+        if not 0 <= entry.episode_index < 10**9:
+            raise ValueError(f"episode_index {entry.episode_index} out of range")
+        if not 0 <= entry.length <= MAX_EPISODE_STEPS:
+            raise ValueError(f"length {entry.length} is not in 0..{MAX_EPISODE_STEPS}")
+        if entry.data_path != data_path(entry.episode_index):
+            # our own template only: an absolute or ../ path would read outside the folder
+            raise ValueError(
+                f"data_path {entry.data_path!r} is not {data_path(entry.episode_index)!r}"
+            )
+        return entry
+
+
+def _is(value: Any, kinds: tuple[type, ...]) -> bool:
+    """isinstance, where JSON's true/false is no number."""
+    if isinstance(value, bool) and bool not in kinds:
+        return False
+    return isinstance(value, kinds)
+
 
 def data_path(episode: int) -> str:
     return DATA_PATH.format(chunk=episode // CHUNK_SIZE, episode=episode)
 
 
 def frame_path(feature: Feature, episode: int, frame: int) -> str:
-    return feature.path.format(episode=episode, frame=frame, key=feature.key)
+    return _fill(feature, episode=int(episode), frame=int(frame))
 
 
 def episode_file(feature: Feature, episode: int) -> str:
     """The per-episode file of an mp4 or npz feature."""
-    return feature.path.format(episode=episode, key=feature.key)
+    return _fill(feature, episode=int(episode))
+
+
+def _fill(feature: Feature, **numbers: int) -> str:
+    # Only our own templates are filled in (a template is code for str.format: a field such as
+    # {frame:>1500000000} or {key.__class__} would allocate or reach attributes).
+    if feature.path not in PATH_TEMPLATES.get(feature.storage, ()) or not KEY_PATTERN.fullmatch(
+        feature.key
+    ):
+        raise DatasetError(f"feature {feature.key[:64]!r}: not a path template of ours")
+    return feature.path.format(key=feature.key, **numbers)
 
 
 def atomic_write_bytes(path: Path, data: bytes, fsync: bool = False) -> None:
@@ -227,10 +380,18 @@ def write_info(root: Path, info: DatasetInfo) -> None:
     atomic_write_bytes(root / INFO_PATH, json.dumps(info.to_json(), indent=2).encode())
 
 
+def _read_small(path: Path, limit: int) -> str:
+    """A meta file's text; a :class:`DatasetError` past ``limit`` bytes (never read then)."""
+    size = path.stat().st_size
+    if size > limit:
+        raise DatasetError(f"{path}: {size} bytes; a pixelrl meta file is at most {limit}")
+    return path.read_text()
+
+
 def read_info(root: Path) -> DatasetInfo:
     where = str(Path(root) / INFO_PATH)
     try:
-        raw = json.loads((Path(root) / INFO_PATH).read_text())
+        raw = json.loads(_read_small(Path(root) / INFO_PATH, MAX_INFO_BYTES))
     except FileNotFoundError:
         raise DatasetError(f"{where}: not found; is {root} a pixelrl episode folder?") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -250,14 +411,14 @@ def read_manifest(root: Path) -> tuple[list[EpisodeEntry], list[EpisodeProblem]]
     problems: list[EpisodeProblem] = []
     if not path.exists():
         return entries, problems
-    for n, line in enumerate(path.read_text().splitlines(), start=1):
+    for n, line in enumerate(_read_small(path, MAX_MANIFEST_BYTES).splitlines(), start=1):
         if not line.strip():
             continue
         raw = None
         try:
             raw = json.loads(line)
-            entries.append(EpisodeEntry(**raw))
-        except (json.JSONDecodeError, TypeError) as e:
+            entries.append(EpisodeEntry.from_json(raw))
+        except (json.JSONDecodeError, TypeError, ValueError) as e:
             index = raw.get("episode_index") if isinstance(raw, dict) else None
             problems.append(EpisodeProblem(index, f"{path}:{n}", f"bad manifest line: {e}"))
     return entries, problems

@@ -2,9 +2,13 @@
 
 Two parts, the second testable without any display:
 
-- :class:`HumanRecorder` listens with pynput on one X display (the Xvfb an X11 env started; the
-  user's own display only with ``allow_user_display=True``, since it records every keystroke)
-  and grabs a screenshot with mss every ``screenshot_interval`` seconds.
+- :class:`HumanRecorder` listens to one X display's input devices (the Xvfb an X11 env started;
+  the user's own display only with ``allow_user_display=True``, since it records every
+  keystroke) with :mod:`pixelrl.envs.recording.device_input`: input that the task's clients
+  inject (XTEST, XSendEvent) is not the person's and is left out, an injected stop key
+  included. It grabs a screenshot with mss every ``screenshot_interval`` seconds and keeps only
+  the last few in memory: the one just before each press of a key or button is written to a
+  spool folder at once, so memory stays bounded however long the person takes.
 - :func:`events_to_actions` turns the event list into Actions: consecutive printable keys are
   coalesced into one ``type`` (backspace edits it, enter ends it with ``"\\n"``, UI-TARS'
   submit convention), a press and release further apart than ``drag_px`` is a ``drag``, two
@@ -16,51 +20,30 @@ Two parts, the second testable without any display:
 from __future__ import annotations
 
 import os
+import queue
+import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from pixelrl.envs.gui_action import TEXT_CHARSET, Action, ActionError
+from pixelrl.envs.recording.device_input import InputEvent
+
+__all__ = [
+    "HumanRecorder",
+    "InputEvent",  # the listener's, used here
+    "TimedAction",
+    "events_to_actions",
+    "load_shot",
+    "pair_screenshots",
+]
 
 MODIFIERS = ("ctrl", "shift", "alt", "win")
-# pynput's Key names -> pyautogui names (pixelrl.envs.gui_action.KEY_NAMES); keys not listed are ignored.
-PYNPUT_KEYS = {
-    "alt": "alt", "alt_l": "alt", "alt_r": "alt", "alt_gr": "alt",
-    "ctrl": "ctrl", "ctrl_l": "ctrl", "ctrl_r": "ctrl",
-    "shift": "shift", "shift_l": "shift", "shift_r": "shift",
-    "cmd": "win", "cmd_l": "win", "cmd_r": "win",
-    "enter": "enter", "tab": "tab", "space": "space", "backspace": "backspace",
-    "delete": "delete", "esc": "escape", "up": "up", "down": "down", "left": "left",
-    "right": "right", "home": "home", "end": "end", "page_up": "pageup",
-    "page_down": "pagedown", "insert": "insert",
-    **{f"f{i}": f"f{i}" for i in range(1, 13)},
-}  # fmt: skip
-
-
-ISO_LEFT_TAB = 0xFE20  # X keysym of tab pressed with shift
-
-
-@dataclass(frozen=True)
-class InputEvent:
-    """One raw input event.
-
-    ``kind``: ``move``, ``press``/``release`` (mouse button ``button``: left/right/middle),
-    ``scroll`` (``dx``/``dy`` notches, ``dy > 0`` = down as in :class:`Action`), ``key_press`` /
-    ``key_release`` (``key``: a pyautogui key name, or ``char``: the printable character typed).
-    """
-
-    time: float
-    kind: str
-    x: int = 0
-    y: int = 0
-    button: str = ""
-    dx: int = 0
-    dy: int = 0
-    key: str = ""
-    char: str = ""
 
 
 @dataclass(frozen=True)
@@ -204,13 +187,17 @@ def _char_key(char: str) -> str:
     return char.lower()
 
 
+PAIRING_MARGIN_S = 0.02
+
+
 def pair_screenshots(
-    actions: list[TimedAction], shots: list[tuple[float, np.ndarray]], margin: float = 0.02
-) -> list[np.ndarray]:
+    actions: list[TimedAction], shots: list[tuple], margin: float = PAIRING_MARGIN_S
+) -> list:
     """For each action, the last screenshot whose grab began ``margin`` seconds before it.
 
-    ``shots`` are ``(time, image)`` pairs in time order. The margin covers the delay between an
-    event reaching the X server and the listener hearing of it.
+    ``shots`` are ``(time, image)`` pairs in time order (the image: an array, or the path of
+    one written by :class:`HumanRecorder`). The margin covers the delay between an event
+    reaching the X server and the listener hearing of it.
     """
     if not shots:
         raise ValueError("no screenshot was taken")
@@ -227,12 +214,16 @@ _USER_DISPLAY = os.environ.get("DISPLAY")  # the session's own display, fixed at
 
 
 class HumanRecorder:
-    """Listens to the mouse and keyboard of X display ``display`` and grabs screenshots.
+    """Listens to the input devices of X display ``display`` and grabs screenshots.
 
     Use as a context manager or call :meth:`start` / :meth:`stop`; then :attr:`events` holds the
-    raw :class:`InputEvent` s and :attr:`screenshots` ``(time, uint8 H×W×3)`` pairs.
-    ``stop_key`` (default ``f12``) pressed by the person ends the recording (:meth:`wait`).
+    person's raw :class:`InputEvent` s and :attr:`shots` ``(time, path)`` pairs: the PNG
+    screenshots kept (the last one before each press, and the last of all), in ``spool``
+    (a temporary folder unless given; :meth:`cleanup` removes it). ``stop_key`` (default
+    ``f12``) pressed on a device ends the recording (:meth:`wait`).
     """
+
+    RECENT = 4  # screenshots held in memory: enough to find the one before an event
 
     def __init__(
         self,
@@ -240,6 +231,7 @@ class HumanRecorder:
         screenshot_interval: float = 0.05,
         allow_user_display: bool = False,
         stop_key: str | None = "f12",
+        spool: str | os.PathLike | None = None,
     ) -> None:
         if display == _USER_DISPLAY and not allow_user_display:
             raise PermissionError(
@@ -251,43 +243,41 @@ class HumanRecorder:
         self.screenshot_interval = screenshot_interval
         self.stop_key = stop_key
         self.events: list[InputEvent] = []
-        self.screenshots: list[tuple[float, np.ndarray]] = []
-        self._stop = threading.Event()
-        self._listeners: list = []
-        self._grabber: threading.Thread | None = None
-        self._grab_error: BaseException | None = None
-
-    # pynput callbacks run on its listener threads; list.append is atomic in CPython.
-    def _on_move(self, x, y) -> None:
-        self.events.append(InputEvent(time.monotonic(), "move", int(x), int(y)))
-
-    def _on_click(self, x, y, button, pressed) -> None:
-        kind = "press" if pressed else "release"
-        self.events.append(InputEvent(time.monotonic(), kind, int(x), int(y), button=button.name))
-
-    def _on_scroll(self, x, y, dx, dy) -> None:  # pynput: dy > 0 is up
-        self.events.append(
-            InputEvent(time.monotonic(), "scroll", int(x), int(y), dx=int(dx), dy=-int(dy))
+        self.shots: list[tuple[float, Path]] = []
+        self._spool_dir = (
+            None if spool is not None else tempfile.TemporaryDirectory(prefix="human-")
         )
+        self.spool = Path(spool if spool is not None else self._spool_dir.name)
+        self._recent: deque[tuple[float, int, np.ndarray]] = deque(maxlen=self.RECENT)
+        self._kept: set[int] = set()  # grab numbers already written
+        self._to_write: queue.Queue = queue.Queue()
+        self._stop = threading.Event()
+        self._listener = None
+        self._threads: list[threading.Thread] = []
+        self._error: BaseException | None = None
 
-    def _key_event(self, key, kind: str) -> None:
-        name = getattr(key, "name", None)
-        if name is not None:  # a pynput Key (special key)
-            mapped = PYNPUT_KEYS.get(name)
-            if mapped is None:
-                return
-            self.events.append(InputEvent(time.monotonic(), kind, key=mapped))
-            if kind == "key_press" and mapped == self.stop_key:
-                self._stop.set()
+    @property
+    def ignored(self) -> int:
+        """Synthetic (XTEST) key and button events left out so far."""
+        return self._listener.ignored if self._listener is not None else 0
+
+    def _on_event(self, event: InputEvent) -> None:  # on the listener's thread
+        if event.kind in ("press", "scroll", "key_press"):
+            self._keep_shot_before(event.time - PAIRING_MARGIN_S)
+        self.events.append(event)
+        if event.kind == "key_press" and event.key == self.stop_key:
+            self._stop.set()
+
+    def _keep_shot_before(self, t: float) -> None:
+        """Queue for writing the last screenshot grabbed before ``t`` (what
+        :func:`pair_screenshots` will pair an action beginning then with)."""
+        recent = list(self._recent)
+        if not recent:
             return
-        char = getattr(key, "char", None)
-        if not char and getattr(key, "vk", None) == ISO_LEFT_TAB:  # what X sends for shift+tab
-            self.events.append(InputEvent(time.monotonic(), kind, key="tab"))
-            return
-        if char:
-            self.events.append(
-                InputEvent(time.monotonic(), kind, char=char, key=_char_key_name(char))
-            )
+        chosen = next((shot for shot in reversed(recent) if shot[0] < t), recent[0])
+        if chosen[1] not in self._kept:
+            self._kept.add(chosen[1])
+            self._to_write.put(chosen)
 
     def _grab_loop(self) -> None:
         import mss
@@ -295,41 +285,43 @@ class HumanRecorder:
         try:
             with mss.MSS(display=self.display) as sct:
                 monitor = sct.monitors[0]
+                number = 0
                 while not self._stop.is_set():
                     t = time.monotonic()
                     shot = np.asarray(sct.grab(monitor))[..., :3][..., ::-1].copy()  # BGRA -> RGB
-                    self.screenshots.append((t, shot))
+                    self._recent.append((t, number, shot))
+                    number += 1
                     self._stop.wait(self.screenshot_interval)
         except BaseException as e:  # reported by stop()
-            self._grab_error = e
+            self._error = e
+
+    def _write_loop(self) -> None:
+        from PIL import Image
+
+        while True:
+            item = self._to_write.get()
+            if item is None:
+                return
+            t, number, image = item
+            path = self.spool / f"shot_{number:07d}.png"
+            try:
+                Image.fromarray(image).save(path, compress_level=1)
+            except BaseException as e:
+                self._error = e
+                continue
+            self.shots.append((t, path))
 
     def start(self) -> HumanRecorder:
-        previous = os.environ.get("DISPLAY")
-        os.environ["DISPLAY"] = self.display  # pynput's Xlib backend connects to $DISPLAY
-        try:
-            from pynput import keyboard, mouse
+        from pixelrl.envs.recording.device_input import DeviceListener
 
-            self._listeners = [
-                mouse.Listener(
-                    on_move=self._on_move, on_click=self._on_click, on_scroll=self._on_scroll
-                ),
-                keyboard.Listener(
-                    on_press=lambda k: self._key_event(k, "key_press"),
-                    on_release=lambda k: self._key_event(k, "key_release"),
-                ),
-            ]
-            for listener in self._listeners:
-                listener.start()
-            for listener in self._listeners:
-                listener.wait()
-        finally:
-            if previous is None:
-                os.environ.pop("DISPLAY", None)
-            else:
-                os.environ["DISPLAY"] = previous
-        self._grabber = threading.Thread(target=self._grab_loop, daemon=True)
-        self._grabber.start()
-        while not self.screenshots and self._grab_error is None:  # a "before" shot must exist
+        self._listener = DeviceListener(self.display, self._on_event).start()
+        self._threads = [
+            threading.Thread(target=self._grab_loop, daemon=True, name="screenshots"),
+            threading.Thread(target=self._write_loop, daemon=True, name="screenshot-writer"),
+        ]
+        for thread in self._threads:
+            thread.start()
+        while not self._recent and self._error is None:  # a "before" shot must exist
             time.sleep(0.005)
         return self
 
@@ -338,36 +330,29 @@ class HumanRecorder:
         return self._stop.wait(timeout)
 
     def stop(self) -> None:
+        """Stop listening and grabbing; the last screenshot joins :attr:`shots`."""
         self._stop.set()
-        count = len(self.events)
-        for listener in self._listeners:
-            listener.stop()
-        # pynput's XRecord threads only notice the stop when one more event arrives (an idle
-        # Xvfb sends none): send a shift tap and a zero-length pointer move, then forget them.
-        self._wake_listeners()
-        for listener in self._listeners:  # done before the display may go away
-            listener.join(timeout=5)
-        del self.events[count:]
-        if self._grabber is not None:
-            self._grabber.join(timeout=5)
-        if self._grab_error is not None:
-            raise RuntimeError(f"screenshots of {self.display} failed: {self._grab_error}")
+        if self._listener is not None:
+            self._listener.stop()
+        grabber, writer = self._threads or (None, None)
+        if grabber is not None:
+            grabber.join(timeout=5)
+            if self._recent:
+                last = self._recent[-1]
+                if last[1] not in self._kept:
+                    self._kept.add(last[1])
+                    self._to_write.put(last)
+            self._to_write.put(None)
+            writer.join()
+        self.shots.sort(key=lambda shot: shot[0])
+        error = self._error or (self._listener.error if self._listener is not None else None)
+        if error is not None:
+            raise RuntimeError(f"recording {self.display} failed: {error}")
 
-    def _wake_listeners(self) -> None:
-        from Xlib import XK, X
-        from Xlib.display import Display
-        from Xlib.ext import xtest
-
-        display = Display(self.display)
-        try:
-            pointer = display.screen().root.query_pointer()
-            xtest.fake_input(display, X.MotionNotify, x=pointer.root_x, y=pointer.root_y)
-            shift = display.keysym_to_keycode(XK.XK_Shift_L)
-            xtest.fake_input(display, X.KeyPress, shift)
-            xtest.fake_input(display, X.KeyRelease, shift)
-            display.sync()
-        finally:
-            display.close()
+    def cleanup(self) -> None:
+        """Remove the spooled screenshots (a spool folder of the caller's stays)."""
+        if self._spool_dir is not None:
+            self._spool_dir.cleanup()
 
     def __enter__(self) -> HumanRecorder:
         return self.start()
@@ -381,9 +366,12 @@ class HumanRecorder:
         return events_to_actions(events, **kwargs)
 
 
-def _char_key_name(char: str) -> str:
-    key = _char_key(char)
-    return key if len(key) == 1 else ""
+def load_shot(path: Path) -> np.ndarray:
+    """A screenshot the recorder wrote, as uint8 H x W x 3."""
+    from PIL import Image
+
+    with Image.open(path, formats=["PNG"]) as im:
+        return np.asarray(im.convert("RGB"))
 
 
 def record_human_episode(
@@ -413,27 +401,35 @@ def record_human_episode(
         )
     obs, info = env.reset(seed=seed)
     recorder = HumanRecorder(display, allow_user_display=allow_user_display)
-    with recorder:
-        announce(f"recording on display {display}: act now, press F12 to finish")
-        recorder.wait(max_seconds)
-    timed = recorder.actions()
-    if not timed:
-        return None
-    shots = pair_screenshots(timed, recorder.screenshots) + [recorder.screenshots[-1][1]]
-    expected = tuple(env.observation_space["screenshot"].shape)
-    if shots[0].shape != expected:
-        raise ValueError(f"screenshots of {display} are {shots[0].shape}, the env's are {expected}")
-    success = bool(unwrapped.evaluate()) if hasattr(unwrapped, "evaluate") else None
+    try:
+        with recorder:
+            announce(f"recording on display {display}: act now, press F12 to finish")
+            recorder.wait(max_seconds)
+        timed = recorder.actions()
+        if not timed:
+            return None
+        shots = pair_screenshots(timed, recorder.shots) + [recorder.shots[-1][1]]
+        expected = tuple(env.observation_space["screenshot"].shape)
+        success = bool(unwrapped.evaluate()) if hasattr(unwrapped, "evaluate") else None
 
-    def observation(image):
-        return {**obs, "screenshot": image}
+        def observation(path: Path):  # one screenshot in memory at a time
+            image = load_shot(path)
+            if image.shape != expected:
+                raise ValueError(
+                    f"screenshots of {display} are {image.shape}, the env's are {expected}"
+                )
+            return {**obs, "screenshot": image}
 
-    episode = writer.begin_episode(observation(shots[0]), seed, None, info)
-    for i, t in enumerate(timed):
-        last = i == len(timed) - 1
-        reward = float(success) if last and success is not None else 0.0
-        step_info = {"success": success, "human_time": t.time} if last else {"human_time": t.time}
-        episode.add_step(
-            to_pyautogui(t.action), reward, last, False, step_info, observation(shots[i + 1])
-        )
-    return episode.finish()
+        episode = writer.begin_episode(observation(shots[0]), seed, None, info)
+        for i, t in enumerate(timed):
+            last = i == len(timed) - 1
+            reward = float(success) if last and success is not None else 0.0
+            step_info = (
+                {"success": success, "human_time": t.time} if last else {"human_time": t.time}
+            )
+            episode.add_step(
+                to_pyautogui(t.action), reward, last, False, step_info, observation(shots[i + 1])
+            )
+        return episode.finish()
+    finally:
+        recorder.cleanup()

@@ -31,7 +31,16 @@ import numpy as np
 
 from pixelrl.envs.gui_action import KINDS, ActionError, parse_actions, to_pyautogui
 from pixelrl.envs.recording.dataset import EpisodeDataset
-from pixelrl.envs.recording.format import DatasetError, DatasetInfo, EpisodeEntry, Feature
+from pixelrl.envs.recording.format import (
+    MAX_EPISODE_BYTES,
+    MAX_EPISODE_STEPS,
+    MAX_FRAME_PIXELS,
+    MAX_FRAME_SIDE,
+    DatasetError,
+    DatasetInfo,
+    EpisodeEntry,
+    Feature,
+)
 from pixelrl.envs.recording.writer import DatasetWriter
 
 LEROBOT_VERSION = "v3.0"
@@ -303,25 +312,40 @@ def import_osworld(
             steps.append(json.loads(line))
         except json.JSONDecodeError as e:
             raise DatasetError(f"{traj}:{n}: not JSON: {e}") from None
+    if len(steps) > MAX_EPISODE_STEPS:
+        raise DatasetError(f"{traj}: {len(steps)} steps; at most {MAX_EPISODE_STEPS}")
     for n, s in enumerate(steps, start=1):
+        if not isinstance(s, dict):
+            raise DatasetError(f"{traj}: step {n} is not a JSON object")
         for key in ("action", "screenshot_file"):
             if key not in s:
                 raise DatasetError(f"{traj}: step {n} lacks {key!r}")
+        if not isinstance(s["screenshot_file"], str):
+            raise DatasetError(f"{traj}: step {n}'s screenshot_file is not a file name")
     first = Path(initial_screenshot) if initial_screenshot else _find_initial(folder)
     if first is None or not first.is_file():
         raise DatasetError(
             f"{folder}: no screenshot of the screen before the first step; pass initial_screenshot "
             "(OSWorld saves only screens after each step)"
         )
+    # The trajectory is data from anyone: its screenshots are files of its folder, PNG or
+    # JPEG of one bounded size, checked before any is decoded.
+    paths = [first] + [_inside(folder, s["screenshot_file"], traj) for s in steps]
+    w, h = _screen_size(paths[0])
+    for path in paths[1:]:
+        if _screen_size(path) != (w, h):
+            raise DatasetError(f"{path}: a {_screen_size(path)} screenshot; the first is {(w, h)}")
+    if len(paths) * w * h * 3 > MAX_EPISODE_BYTES:
+        raise DatasetError(
+            f"{traj}: {len(paths)} screenshots of {w}x{h} would take more than "
+            f"{MAX_EPISODE_BYTES / 2**30:.0f} GiB"
+        )
 
     def load(path: Path) -> np.ndarray:
-        if not path.is_file():
-            raise DatasetError(f"{path}: screenshot missing")
-        with Image.open(path) as im:
+        with Image.open(path, formats=SCREENSHOT_FORMATS) as im:
             return np.asarray(im.convert("RGB"))
 
-    screens = [load(first)] + [load(folder / s["screenshot_file"]) for s in steps]
-    h, w = screens[0].shape[:2]
+    screens = [load(path) for path in paths]
     info = DatasetInfo(
         env_id=None,
         env_kwargs={},
@@ -344,6 +368,41 @@ def import_osworld(
         return _write_osworld_episode(writer, steps, screens, instruction, w, h, traj)
     finally:
         writer.close()
+
+
+SCREENSHOT_FORMATS = ["PNG", "JPEG"]
+
+
+def _inside(folder: Path, name: str, traj: Path) -> Path:
+    """``folder / name``, an existing file that stays inside ``folder`` (links followed)."""
+    path = folder / name
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise DatasetError(f"{traj}: screenshot_file {name[:100]!r} is outside {folder}")
+    if not path.is_file():
+        raise DatasetError(f"{path}: screenshot missing")
+    return path
+
+
+def _screen_size(path: Path) -> tuple[int, int]:
+    """(W, H) of a PNG or JPEG screenshot from its header; a :class:`DatasetError` for another
+    format or a picture larger than a frame may be."""
+    import warnings
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():  # Pillow's bomb warning: the check below says more
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path, formats=SCREENSHOT_FORMATS) as im:
+                w, h = im.size
+    except (OSError, UnidentifiedImageError, Image.DecompressionBombError) as e:
+        raise DatasetError(f"{path}: not a PNG or JPEG screenshot: {e}") from None
+    if max(w, h) > MAX_FRAME_SIDE or w * h > MAX_FRAME_PIXELS:
+        raise DatasetError(
+            f"{path}: {w}x{h} is larger than a frame may be ({MAX_FRAME_SIDE} px a side, "
+            f"{MAX_FRAME_PIXELS} pixels)"
+        )
+    return w, h
 
 
 def _write_osworld_episode(writer, steps, screens, instruction, w, h, traj) -> EpisodeEntry:

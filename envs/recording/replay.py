@@ -19,6 +19,7 @@ import numpy as np
 
 from pixelrl.envs.recording import codec
 from pixelrl.envs.recording.dataset import EpisodeDataset
+from pixelrl.envs.recording.env_options import check_env_id, replay_kwargs
 from pixelrl.envs.recording.format import DatasetError
 
 VIDEO_PSNR_DB = 30.0
@@ -65,20 +66,22 @@ def _psnr(a: np.ndarray, b: np.ndarray) -> float:
     return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
 
 
-def make_env(dataset: EpisodeDataset) -> gymnasium.Env:
-    """The env the dataset was recorded in, from ``meta/info.json``'s id and kwargs."""
-    import pixelrl.envs  # noqa: F401  (registers the pixelrl ids)
-
+def make_env(dataset: EpisodeDataset, env_kwargs: dict | None = None) -> gymnasium.Env:
+    """The env the dataset was recorded in: ``meta/info.json``'s id and the options a recording
+    may choose (:mod:`pixelrl.envs.recording.env_options`), with ``env_kwargs`` (the command
+    line's) over them. Anything else in the file is a :class:`DatasetError` before any env
+    is made."""
+    where = f"{dataset.root}/meta/info.json"
     info = dataset.info
-    if not info.env_id:
-        raise DatasetError(
-            f"{dataset.root}/meta/info.json names no env_id (recorded from an env not made with "
-            "gymnasium.make, or by a human): pass env_factory to replay it"
-        )
-    kwargs = dict(info.env_kwargs)
+    env_id = check_env_id(info.env_id, where)
+    kwargs = replay_kwargs(env_id, info.env_kwargs, env_kwargs, where)
     if info.max_episode_steps is not None:
-        kwargs["max_episode_steps"] = info.max_episode_steps
-    return gymnasium.make(info.env_id, **kwargs)
+        kwargs.setdefault("max_episode_steps", info.max_episode_steps)
+    try:
+        return gymnasium.make(env_id, **kwargs)
+    except (TypeError, ValueError) as e:  # options the env refuses: one line, not a traceback
+        message = str(e).split(" was raised from the environment creator")[0]
+        raise DatasetError(f"{where}: cannot make {env_id}: {message}") from None
 
 
 def replay_episode(env: gymnasium.Env, dataset: EpisodeDataset, episode: int) -> EpisodeFidelity:
@@ -150,11 +153,13 @@ def replay_dataset(
     episodes: Iterable[int] | None = None,
     env_factory: Callable[[], gymnasium.Env] | None = None,
     progress: bool = False,
+    env_kwargs: dict | None = None,
 ) -> list[EpisodeFidelity]:
-    """Replay every (or the given) episode; one :class:`EpisodeFidelity` each."""
+    """Replay every (or the given) episode; one :class:`EpisodeFidelity` each. ``env_kwargs``:
+    options of the caller's (the command line's) over the recording's (see :func:`make_env`)."""
     dataset = root if isinstance(root, EpisodeDataset) else EpisodeDataset(root)
     indices = list(dataset.episodes) if episodes is None else list(episodes)
-    env = env_factory() if env_factory is not None else make_env(dataset)
+    env = env_factory() if env_factory is not None else make_env(dataset, env_kwargs)
     results = []
     try:
         iterator = indices

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -149,11 +150,15 @@ def _top_down(path: list[np.ndarray], upto: int, size: int):
 def replayed_topdown_maps(dataset: EpisodeDataset, episode: int) -> list[np.ndarray] | None:
     """The env's top-down map after reset and after each step, by replaying the episode;
     None when the env cannot be made or draws no map."""
+    from pixelrl.envs.recording.format import DatasetError
     from pixelrl.envs.recording.replay import make_env
 
     try:
         env = make_env(dataset)
-    except Exception:  # no env id, backend not installed: view without the map
+    except DatasetError as e:  # no env id, an option a recording may not choose
+        warnings.warn(f"no top-down map: {e}", stacklevel=2)
+        return None
+    except Exception:  # backend not installed: view without the map
         return None
     try:
         draw = getattr(env.unwrapped, "topdown", None)
@@ -185,6 +190,7 @@ def render_episode(
     ``scale`` times) before the action: ``pixelrl view --read`` draws the read words with it."""
     from PIL import Image
 
+    check_render_size(dataset, episode, key, scale)
     rows = dataset.steps(episode)
     frames = dataset.frames(episode, key)
     T = len(rows)
@@ -238,6 +244,27 @@ def render_episode(
             image = both
         images.append(add_caption(image, lines))
     return images
+
+
+class RenderTooLarge(ValueError):
+    """The episode's frames, enlarged ``scale`` times, would not fit the render budget."""
+
+
+def check_render_size(dataset: EpisodeDataset, episode: int, key: str | None, scale: int) -> None:
+    """Raise :class:`RenderTooLarge` before anything is decoded when the rendered frames would
+    take more than ``MAX_EPISODE_BYTES`` (the GIF writer holds them all)."""
+    from pixelrl.envs.recording.format import MAX_EPISODE_BYTES
+
+    feature = dataset._feature(key)
+    frames = dataset._entry(episode).length + 1
+    h, w = feature.shape[:2] if len(feature.shape) >= 2 else (1, feature.shape[0])
+    size = frames * (h * scale) * (w * scale) * 3
+    if size > MAX_EPISODE_BYTES:
+        raise RenderTooLarge(
+            f"{frames} frames of {w * scale}x{h * scale} (--scale {scale}) would take "
+            f"{size / 2**30:.1f} GiB to render; at most {MAX_EPISODE_BYTES / 2**30:.0f} GiB: "
+            "lower --scale"
+        )
 
 
 def _scaled(a: Action, s: int) -> Action:

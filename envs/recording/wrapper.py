@@ -18,6 +18,7 @@ import gymnasium
 import numpy as np
 
 from pixelrl.envs.recording import codec
+from pixelrl.envs.recording.env_options import recordable_kwargs
 from pixelrl.envs.recording.format import DatasetError, DatasetInfo, EpisodeEntry
 from pixelrl.envs.recording.writer import DatasetWriter, EpisodeRecorder
 
@@ -70,7 +71,9 @@ def dataset_info_for(
     action_space = action_space or env.action_space
     spec = env.spec
     env_id = spec.id if spec is not None else None
-    kwargs = dict(spec.kwargs) if spec is not None else {}
+    # the options a recording may carry (the host's, such as a display, stay out: replay
+    # takes those from its command line)
+    kwargs = recordable_kwargs(env_id, dict(spec.kwargs)) if spec is not None else {}
     for k, v in kwargs.items():
         try:
             json.dumps(v)

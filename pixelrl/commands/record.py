@@ -12,7 +12,9 @@ records the seeds ``--seed`` .. ``--seed + --episodes - 1``. ``--resume`` append
 folder and records only the seeds of that range it does not hold yet: the same command after a
 killed run completes the requested count, and never records a seed twice. ``checkpoint`` plays a policy trained by ``pixelrl train`` (its
 recipe rebuilds it); ``human`` lets a person act on the X11 env's own Xvfb display (F12 ends an
-episode) and stores the screenshot taken before each action. ``--ray-workers N`` plays the
+episode) and stores the screenshot taken before each action; only input from the display's input
+devices counts, not what its clients inject (XTEST, XSendEvent). An action the env refuses (an
+expert written for another screen size) ends the command in one line. ``--ray-workers N`` plays the
 expert or random agent in N Ray workers (``pixelrl.envs.recording.remote``: the same seeds, into
 the one dataset, an episode a worker fault cut short played again).
 """
@@ -107,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
         env.close()
         raise  # DatasetError (a folder that holds a dataset, a locked one, ...): one line
     seeds = _seeds_to_record(args, [e.seed for e in env.writer.entries])
+    from pixelrl.envs.gui_action import ActionError
+
     try:
         for seed in tqdm(seeds, desc=f"record {args.env}", unit="episode"):
             # the episode's actions depend on its seed alone, as if no run had been cut short
@@ -115,7 +119,15 @@ def run(args: argparse.Namespace) -> int:
             agent.reset()
             done = False
             while not done:
-                obs, _, terminated, truncated, _ = env.step(agent.act(obs))
+                action = agent.act(obs)
+                try:
+                    obs, _, terminated, truncated, _ = env.step(action)
+                except ActionError as e:  # e.g. a task's scripted solution on a smaller screen
+                    raise UsageError(
+                        f"--agent {kind} played {str(action)[:80]!r}, which {args.env} refuses "
+                        f"with these options ({e}); episodes finished before it are kept. "
+                        "Record with options the agent fits (--env-kwargs)"
+                    ) from None
                 done = terminated or truncated
     finally:
         env.close()

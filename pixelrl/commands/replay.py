@@ -2,13 +2,18 @@
 
 Prints one line per episode (exact-frame match rate, first divergent step, whether rewards,
 done flags and success match) and exits 1 if any episode diverges.
+
+The recording chooses only the env options that shape an episode (screen size, task family,
+step limit, ...: :mod:`pixelrl.envs.recording.env_options`); a display, an existing-display
+flag, a binary, a path or a timeout comes from ``--env-kwargs`` only. A recording that carries
+one is refused (one line, exit 2) before any env is made.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from pixelrl.commands.args import non_negative_int
+from pixelrl.commands.args import json_object, non_negative_int
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -16,6 +21,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("dir", help="dataset folder written by `pixelrl record`")
     p.add_argument("--episode", type=non_negative_int, action="append",
                    help="only this episode (repeatable)")  # fmt: skip
+    p.add_argument("--env-kwargs", type=json_object, default=None, metavar="JSON",
+                   help="env options over the recording's; the only way to give those a "
+                   "recording may not choose (display, allow_existing_display, paths, "
+                   "binaries, timeouts)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -28,7 +37,9 @@ def run(args: argparse.Namespace) -> int:
     missing = sorted(set(args.episode or ()) - set(dataset.episodes))
     if missing:
         raise DatasetError(f"{args.dir} has no (loadable) episode {missing}")
-    results = replay_dataset(dataset, episodes=args.episode, progress=True)
+    results = replay_dataset(  # a refused env option: one line, before any env is made
+        dataset, episodes=args.episode, progress=True, env_kwargs=args.env_kwargs
+    )
     print(fidelity_table(results))
     for p in dataset.problems:
         print(f"left out: {p}")

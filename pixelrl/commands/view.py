@@ -30,7 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pixelrl.cli import UsageError
-    from pixelrl.envs.recording.view import view_episode
+    from pixelrl.envs.recording.view import RenderTooLarge, view_episode
 
     try:
         path, frames = view_episode(
@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
         )
     except KeyError as e:  # no such episode or frame key (DatasetError passes through)
         raise UsageError(e.args[0] if e.args else str(e)) from e
+    except RenderTooLarge as e:
+        raise UsageError(str(e)) from e
     print(f"wrote {path} ({frames} frames)")
     return 0
 

@@ -1,7 +1,8 @@
 """Small deterministic envs for the recording tests (a GUI one and a navigation-like one).
 
-Registered under ``recording_toy/`` so that recordings name an id replay can make; the SIGKILL
-test imports this module in a subprocess too.
+Registered as ``pixelrl/RecordingToy*`` (with Gymnasium only: ``pixelrl envs`` does not list
+them) so that recordings name a pixelrl id replay can make; the SIGKILL test imports this module
+in a subprocess too.
 """
 
 from __future__ import annotations
@@ -131,5 +132,5 @@ class ToyNavEnv(gymnasium.Env):
         return 1 if self._pos < self._goal else 0
 
 
-gymnasium.register("recording_toy/ToyGUI-v0", entry_point=ToyGUIEnv, max_episode_steps=20)
-gymnasium.register("recording_toy/ToyNav-v0", entry_point=ToyNavEnv, max_episode_steps=30)
+gymnasium.register("pixelrl/RecordingToyGUI-v0", entry_point=ToyGUIEnv, max_episode_steps=20)
+gymnasium.register("pixelrl/RecordingToyNav-v0", entry_point=ToyNavEnv, max_episode_steps=30)

@@ -8,7 +8,7 @@ import gymnasium
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-import recording_toy_env  # noqa: F401  (registers recording_toy/*)
+import recording_toy_env  # noqa: F401  (registers pixelrl/RecordingToy*)
 
 from pixelrl.cli import main
 from pixelrl.envs.gui_action import Action
@@ -17,7 +17,7 @@ from pixelrl.envs.recording import DatasetError, EpisodeDataset, replay_dataset
 
 def test_record_replay_view_commands(tmp_path, capsys):
     out = tmp_path / "demos"
-    argv = ["record", "--env", "recording_toy/ToyGUI-v0", "--agent", "expert", "--episodes", "3"]
+    argv = ["record", "--env", "pixelrl/RecordingToyGUI-v0", "--agent", "expert", "--episodes", "3"]
     assert main(argv + ["--out", str(out), "--seed", "4"]) == 0
     printed = capsys.readouterr().out
     assert "3 episodes written" in printed and "success rate 100%" in printed
@@ -38,7 +38,7 @@ def test_record_replay_view_commands(tmp_path, capsys):
     # a second recorder on the same folder is refused while the first holds it
     from pixelrl.envs.recording import RecordEpisodes
 
-    holder = RecordEpisodes(gymnasium.make("recording_toy/ToyGUI-v0"), out, resume=True)
+    holder = RecordEpisodes(gymnasium.make("pixelrl/RecordingToyGUI-v0"), out, resume=True)
     assert main(argv + ["--out", str(out), "--resume"]) == 2
     assert "pixelrl record: error: another process is recording" in capsys.readouterr().err
     holder.close()
@@ -56,10 +56,10 @@ def test_record_replay_view_commands(tmp_path, capsys):
 
 def test_record_random_and_checkpoint(tmp_path, capsys):
     out = tmp_path / "nav"
-    argv = ["record", "--env", "recording_toy/ToyNav-v0", "--agent", "random", "--episodes", "2"]
+    argv = ["record", "--env", "pixelrl/RecordingToyNav-v0", "--agent", "random", "--episodes", "2"]
     assert main(argv + ["--out", str(out)]) == 0
     assert all(r.ok for r in replay_dataset(out))
-    base = ["record", "--env", "recording_toy/ToyNav-v0", "--out", str(tmp_path / "c")]
+    base = ["record", "--env", "pixelrl/RecordingToyNav-v0", "--out", str(tmp_path / "c")]
     assert main(base + ["--agent", "checkpoint", str(tmp_path / "x.pt")]) == 2
     assert f"no such checkpoint: {tmp_path / 'x.pt'}" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # argparse: usage and one error line
@@ -74,7 +74,7 @@ def test_export_lerobot_v3_layout(tmp_path):
         [
             "record",
             "--env",
-            "recording_toy/ToyGUI-v0",
+            "pixelrl/RecordingToyGUI-v0",
             "--episodes",
             "2",
             "--out",
@@ -108,7 +108,7 @@ def test_export_lerobot_v3_layout(tmp_path):
         [
             "record",
             "--env",
-            "recording_toy/ToyNav-v0",
+            "pixelrl/RecordingToyNav-v0",
             "--episodes",
             "2",
             "--out",

@@ -24,7 +24,7 @@ CHILD = textwrap.dedent(
     from pixelrl.envs.gui_action import Action
     from pixelrl.envs.recording import RecordEpisodes
 
-    env = RecordEpisodes(gymnasium.make("recording_toy/ToyGUI-v0"), sys.argv[1])
+    env = RecordEpisodes(gymnasium.make("pixelrl/RecordingToyGUI-v0"), sys.argv[1])
     for k in range(10_000):
         env.reset(seed=k)
         env.step(Action.type_text("abc"))
@@ -66,7 +66,7 @@ def test_sigkill_mid_episode_keeps_finished_episodes(tmp_path):
     assert data.episode_indices == list(range(finished + 1))  # every finished one, no partial
     assert all(r.ok for r in replay_dataset(data))
     # a new run resumes the dataset, cleaning what the killed episode left behind
-    rec = RecordEpisodes(gymnasium.make("recording_toy/ToyGUI-v0"), root, resume=True)
+    rec = RecordEpisodes(gymnasium.make("pixelrl/RecordingToyGUI-v0"), root, resume=True)
     rec.reset(seed=100)
     rec.step(rec.unwrapped.expert_action())
     rec.close()
@@ -89,7 +89,7 @@ RECORD_CHILD = textwrap.dedent(
             time.sleep(0.03)
             return super().step(action)
 
-    gymnasium.register("recording_toy/SlowToyGUI-v0", entry_point=Slow)
+    gymnasium.register("pixelrl/RecordingSlowToyGUI-v0", entry_point=Slow)
     sys.exit(main(sys.argv[1:]))
     """
 )
@@ -98,11 +98,11 @@ RECORD_CHILD = textwrap.dedent(
 def test_record_resume_after_sigkill_completes_the_seeds_once(tmp_path):
     """Issue 27: the same `pixelrl record` command with --resume after a SIGKILL records the
     seeds the killed run did not finish, each once (it used to record them all again)."""
-    if "recording_toy/SlowToyGUI-v0" not in gymnasium.registry:  # here: for loading and replay
-        gymnasium.register("recording_toy/SlowToyGUI-v0", entry_point=recording_toy_env.ToyGUIEnv)
+    if "pixelrl/RecordingSlowToyGUI-v0" not in gymnasium.registry:  # here: for loading and replay
+        gymnasium.register("pixelrl/RecordingSlowToyGUI-v0", entry_point=recording_toy_env.ToyGUIEnv)
     root = tmp_path / "demos"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(Path(__file__).parent)]))
-    argv = [sys.executable, "-c", RECORD_CHILD, "record", "--env", "recording_toy/SlowToyGUI-v0",
+    argv = [sys.executable, "-c", RECORD_CHILD, "record", "--env", "pixelrl/RecordingSlowToyGUI-v0",
             "--agent", "expert", "--episodes", "40", "--seed", "100", "--out", str(root)]  # fmt: skip
     child = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL)
     manifest = root / "meta" / "episodes.jsonl"

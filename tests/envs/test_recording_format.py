@@ -14,7 +14,7 @@ import gymnasium
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-import recording_toy_env  # noqa: F401  (registers recording_toy/*)
+import recording_toy_env  # noqa: F401  (registers pixelrl/RecordingToy*)
 
 from pixelrl.envs.gui_action import Action, ActionError
 from pixelrl.envs.recording import (
@@ -27,8 +27,8 @@ from pixelrl.envs.recording import (
 from pixelrl.envs.recording.format import MANIFEST_PATH, read_manifest
 from pixelrl.envs.recording.view import view_episode
 
-GUI = "recording_toy/ToyGUI-v0"
-NAV = "recording_toy/ToyNav-v0"
+GUI = "pixelrl/RecordingToyGUI-v0"
+NAV = "pixelrl/RecordingToyNav-v0"
 
 
 def play_gui(env, seed: int, script=("type", "bad", "miss", "expert")) -> None:

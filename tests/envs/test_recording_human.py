@@ -1,16 +1,16 @@
-"""Human mode: raw X input events -> Actions (pure function), and pynput on Xvfb driven by
-xdotool as a scripted person, with the screenshot taken before each action."""
+"""Human mode: raw X input events -> Actions (pure function), and the device listener on Xvfb
+driven by a scripted person pressing through the server's input devices, with the screenshot
+taken before each action."""
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
-import subprocess
 import time
 
 import numpy as np
 import pytest
+from recording_xvfb import DevicePerson, private_xvfb
 
 from pixelrl.envs.gui_action import Action
 from pixelrl.envs.recording.human import (
@@ -18,6 +18,7 @@ from pixelrl.envs.recording.human import (
     InputEvent,
     TimedAction,
     events_to_actions,
+    load_shot,
     pair_screenshots,
 )
 
@@ -89,48 +90,39 @@ def test_user_display_needs_opt_in(monkeypatch):
 
 @pytest.fixture
 def xvfb():
-    if not (shutil.which("Xvfb") and shutil.which("xdotool")):
-        pytest.skip("needs Xvfb and xdotool (scripts/install_system_deps.sh installs them)")
-    read, write = os.pipe()
-    server = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write), "-screen", "0", "320x240x24", "-nolisten", "tcp"],
-        pass_fds=(write,),
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        number = pipe.readline().strip()
-    yield f":{number}"
-    server.terminate()
-    server.wait(timeout=10)
+    with private_xvfb() as name:
+        yield name
 
 
-def test_xdotool_person_on_xvfb_yields_expected_actions(xvfb):
-    for module in ("pynput", "mss"):  # find_spec: importing pynput needs a display already
+def test_device_person_on_xvfb_yields_expected_actions(xvfb):
+    for module in ("Xlib", "mss"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"needs {module} (pip install 'pixelrl[x11]')")
-    env = dict(os.environ, DISPLAY=xvfb)
-
-    def person(*args, pause=0.15):
-        subprocess.run(["xdotool", *args], env=env, check=True)
-        time.sleep(pause)
-
+    person = DevicePerson(xvfb)
     recorder = HumanRecorder(xvfb, screenshot_interval=0.03, stop_key="f12")
     with recorder:
         time.sleep(0.2)
-        person("mousemove", "100", "100", "click", "1", pause=0.7)
-        person("mousemove", "200", "150", "mousedown", "1")
-        person("mousemove", "240", "170")
-        person("mousemove", "260", "190", "mouseup", "1", pause=0.7)
-        person("mousemove", "50", "60", "click", "--repeat", "2", "--delay", "80", "1", pause=0.7)
-        person("type", "--delay", "20", "Hi you")
-        person("key", "Return")
-        person("key", "ctrl+s")
-        person("key", "shift+Tab")
-        person("mousemove", "300", "200", "click", "3")
-        person("click", "--repeat", "3", "--delay", "30", "5")
-        person("key", "F12")
+        person.move(100, 100)
+        person.click(pause=0.7)
+        person.move(200, 150)
+        person.press()
+        time.sleep(0.15)
+        person.move(240, 170)
+        time.sleep(0.15)
+        person.move(260, 190)
+        person.release()
+        time.sleep(0.7)
+        person.move(50, 60)
+        person.click(repeat=2, delay=0.08, pause=0.7)
+        person.type("Hi you")
+        person.key("Return")
+        person.key("ctrl+s")
+        person.key("shift+Tab")
+        person.move(300, 200)
+        person.click(3)  # (Xvfb's mouse has 3 buttons: no wheel here)
+        person.key("F12")
         assert recorder.wait(timeout=5), "the stop key was not seen"
+    person.close()
     actions = recorder.actions()
     assert [a.action for a in actions] == [
         Action.click(100, 100),
@@ -140,14 +132,13 @@ def test_xdotool_person_on_xvfb_yields_expected_actions(xvfb):
         Action.hotkey("ctrl", "s"),
         Action.hotkey("shift", "tab"),
         Action.right_click(300, 200),
-        Action.scroll(300, 200, dy=3),
     ]
-    shots = pair_screenshots(actions, recorder.screenshots)
-    assert all(s.shape == (240, 320, 3) and s.dtype == np.uint8 for s in shots)
-    shot_times = [t for t, _ in recorder.screenshots]
+    shots = pair_screenshots(actions, recorder.shots)
+    assert all(load_shot(s).shape == (240, 320, 3) for s in shots)
+    shot_times = {path: t for t, path in recorder.shots}
     for a, s in zip(actions, shots):  # each paired shot was grabbed before its action began
-        index = next(i for i, (_, img) in enumerate(recorder.screenshots) if img is s)
-        assert shot_times[index] < a.time
+        assert shot_times[s] < a.time
+    recorder.cleanup()
 
 
 def test_human_episode_on_the_x11_env_is_recorded_and_replays(tmp_path):
@@ -166,8 +157,8 @@ def test_human_episode_on_the_x11_env_is_recorded_and_replays(tmp_path):
     env_id = "pixelrl/XDesktop-TkCounterThree-v0"
     if env_id not in gymnasium.registry:
         pytest.skip(f"{env_id} is not registered (X11 backend in progress)")
-    if not shutil.which("xdotool"):
-        pytest.skip("needs xdotool")
+    if not shutil.which("Xvfb"):
+        pytest.skip("needs Xvfb")
     env = gymnasium.make(env_id)
     writer = DatasetWriter(
         tmp_path / "human", dataset_info_for(env, extra={"recorded_by": "human"})
@@ -184,15 +175,13 @@ def test_human_episode_on_the_x11_env_is_recorded_and_replays(tmp_path):
     thread.start()
     try:
         assert listening.wait(60), "human recording did not start"
-        display = dict(os.environ, DISPLAY=env.unwrapped.display.name)
-        for args in (
-            ["mousemove", "160", "100", "click", "1"],
-            ["click", "1"],
-            ["click", "1"],
-            ["key", "F12"],
-        ):
-            time.sleep(0.7)
-            subprocess.run(["xdotool", *args], env=display, check=True)
+        person = DevicePerson(env.unwrapped.display.name, pause=0.7)
+        time.sleep(0.7)
+        person.move(160, 100)
+        for _ in range(3):
+            person.click()
+        person.key("F12")
+        person.close()
         thread.join(60)
     finally:
         env.close()
