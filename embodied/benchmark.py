@@ -473,18 +473,30 @@ BLIND_OPTIONS = {"sensors": ["depth"], "width": 32, "height": 32}
 def agent_env_options(kind: str, path: str | None = None) -> tuple[dict[str, Any], str | None]:
     """The env options and task (None: from the dataset) an agent of ``kind`` needs: a
     checkpoint's or VLM agent's own (the sensors and resolution it learned on), else
-    :data:`BLIND_OPTIONS`."""
+    :data:`BLIND_OPTIONS`. A file from anyone chooses only the options that shape an episode
+    (never a path on this machine): anything else in it is a one-line error."""
+    from pixelrl.envs.recording.env_options import replay_kwargs
+
     if kind == "vlm":
         from pixelrl.embodied.vlm_agent import read_spec
 
         spec = read_spec(path)
-        return dict(spec.env_kwargs), spec.task
+        options = replay_kwargs(TASK_ENV_IDS[spec.task], dict(spec.env_kwargs), None, str(path),
+                                source="an agent file")  # fmt: skip
+        return options, spec.task
     if kind == "checkpoint":
-        from pixelrl.checkpoint import load_checkpoint
+        from pixelrl.checkpoint import CheckpointError, load_checkpoint
 
-        cfg = load_checkpoint(path)["config"]
-        task = {v: k for k, v in TASK_ENV_IDS.items()}.get(cfg["env"]["id"])
-        return dict(cfg["env"]["kwargs"]), task
+        env = load_checkpoint(path)["config"].get("env") or {}
+        task = {v: k for k, v in TASK_ENV_IDS.items()}.get(env.get("id"))
+        if task is None:
+            raise CheckpointError(
+                f"{path}: not a navigation checkpoint (trained on {str(env.get('id'))[:80]}); "
+                f"bench nav benchmarks agents of {', '.join(TASK_ENV_IDS.values())}"
+            )
+        options = replay_kwargs(TASK_ENV_IDS[task], dict(env.get("kwargs") or {}), None,
+                                str(path), source="a checkpoint")  # fmt: skip
+        return options, task
     return dict(BLIND_OPTIONS), None
 
 

@@ -119,10 +119,12 @@ def replay_kwargs(
     recorded: dict[str, Any],
     command_line: dict[str, Any] | None,
     where: str,
+    source: str = "a recording",
 ) -> dict[str, Any]:
     """The kwargs to make ``env_id`` with: the recording's recordable options (checked),
     overridden by the command line's. A recorded option outside the allow-list that the
-    command line does not give is a :class:`DatasetError` naming it."""
+    command line does not give is a :class:`DatasetError` naming it. ``source`` names the
+    file in that message: the same rule holds for a checkpoint's or an agent file's options."""
     import gymnasium
 
     command_line = dict(command_line or {})
@@ -133,9 +135,9 @@ def replay_kwargs(
     if refused:
         names = ", ".join(repr(str(k)[:40]) for k in refused[:5])
         raise DatasetError(
-            f"{where}: env_kwargs {names} may come from the command line only, not from a "
-            f"recording (it chooses only {', '.join(sorted(allowed)) or 'no options'} of "
-            f"{env_id}); replay with --env-kwargs to give them yourself"
+            f"{where}: env_kwargs {names} may come from the command line only, not from "
+            f"{source} (it chooses only {', '.join(sorted(allowed)) or 'no options'} of "
+            f"{env_id}); give them yourself with --env-kwargs"
         )
     kwargs = {}
     for key, value in recorded.items():

@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from pixelrl.checkpoint import load_checkpoint
     from pixelrl.cli import UsageError
     from pixelrl.commands.args import make_env
+    from pixelrl.envs.recording.env_options import replay_kwargs
     from pixelrl.envs.recording.wrapper import RecordEpisodes
 
     kind, path = args.agent
@@ -78,7 +79,10 @@ def run(args: argparse.Namespace) -> int:
         checkpoint = load_checkpoint(path)  # CheckpointError: one line
         trained_on = checkpoint["config"].get("env", {})
         if env_kwargs is None and trained_on.get("id") == args.env:
-            env_kwargs = dict(trained_on.get("kwargs") or {})  # the observations it learned on
+            # the observations it learned on; a checkpoint is data from anyone: it chooses
+            # only the options that shape an episode, never a display or a path
+            env_kwargs = replay_kwargs(args.env, dict(trained_on.get("kwargs") or {}), None,
+                                       str(path), source="a checkpoint")  # fmt: skip
     elif kind == "vlm":
         from pixelrl.embodied.vlm_agent import TASKS, read_spec
 
@@ -89,8 +93,9 @@ def run(args: argparse.Namespace) -> int:
                 f"--agent vlm: {path} is a {spec.task} agent; record it in {trained[0]}, "
                 f"not {args.env}"
             )
-        if env_kwargs is None:  # the observations it learned on
-            env_kwargs = dict(spec.env_kwargs)
+        if env_kwargs is None:  # the observations it learned on (as a checkpoint's, above)
+            env_kwargs = replay_kwargs(args.env, dict(spec.env_kwargs), None, str(path),
+                                       source="an agent file")  # fmt: skip
     env = make_env(args.env, **(env_kwargs or {}))
     if args.ray_workers:
         return _record_in_ray(env, kind, env_kwargs or {}, args)

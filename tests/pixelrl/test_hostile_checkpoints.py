@@ -232,3 +232,35 @@ def test_a_model_folder_with_its_own_code_is_refused_without_a_prompt(tmp_path):
     assert "never runs a model's code" in done.stderr, done.stderr[-1500:]
     assert "[y/N]" not in done.stdout + done.stderr
     assert not marker.exists()
+
+
+# -- env options a checkpoint carries: only those that shape an episode --------------------
+
+
+def test_a_checkpoint_cannot_choose_a_display_or_a_path(tmp_path):
+    """A checkpoint's config says which env options it trained with; like a recording's, they
+    may shape the episode (screen size, sensors) but never name a display or a path."""
+    x11 = "pixelrl/XDesktop-XcalcMultiply-v0"
+    gui = save_checkpoint({"recipe": "gui/ppo", "policy": {}, "config": {"env": {"id": x11,
+                           "kwargs": {"display": ":0", "allow_existing_display": True}}}},
+                          tmp_path / "gui" / "update_1.pt")  # fmt: skip
+    nav = save_checkpoint({"recipe": "embodied/pointnav", "policy": {}, "config": {"env": {
+                           "id": "pixelrl/PointNav-v0", "kwargs": {"scene_dir": "/root"}}}},
+                          tmp_path / "nav" / "update_1.pt")  # fmt: skip
+    from pixelrl.envs.nav.sim import generate_dataset
+
+    episodes = tmp_path / "episodes.json.gz"
+    generate_dataset(episodes, 2, seed=1, num_scenes=1, scene_seed=3)
+    bench = ["bench", "nav", "--dataset", str(episodes), "--out", str(tmp_path / "b"), "--agent"]
+    for argv, said in (
+        (["record", "--env", x11, "--agent", "checkpoint", str(gui), "--episodes", "1",
+          "--out", str(tmp_path / "demos")], "'allow_existing_display', 'display' may come from "
+         "the command line only, not from a checkpoint"),
+        ([*bench, "checkpoint", str(nav)], "'scene_dir' may come from the command line only"),
+        ([*bench, "checkpoint", str(gui)], f"not a navigation checkpoint (trained on {x11})"),
+    ):  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "pixelrl", *argv], capture_output=True,
+                              text=True, cwd=tmp_path, timeout=300)  # fmt: skip
+        assert done.returncode == 2, (argv, done.stderr[-2000:])
+        assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "demos").exists()
