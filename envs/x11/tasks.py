@@ -195,11 +195,6 @@ def check_task_limits(task: X11Task, limits: Any) -> None:
         phases.append(("evaluator.postconfig", task.evaluator["postconfig"], "evaluation",
                        "evaluation_s"))  # fmt: skip
     for where, steps, phase, budget_name in phases:
-        _require(
-            len(steps) <= MAX_STEPS,
-            f"{task.path}: {where}",
-            f"has {len(steps)} steps; a task may have at most {MAX_STEPS}",
-        )
         total = 0.0
         for i, step in enumerate(steps):
             if step.get("type") == "sleep":
@@ -211,6 +206,11 @@ def check_task_limits(task: X11Task, limits: Any) -> None:
             f"{task.path}: {where}",
             f"sleeps add up to {total:g} s, past the {phase} budget of {budget:g} s "
             f"(limits.{budget_name})",
+        )
+        _require(
+            len(steps) <= MAX_STEPS,
+            f"{task.path}: {where}",
+            f"has {len(steps)} steps; a task may have at most {MAX_STEPS}",
         )
     if task.schema == "osworld":
         metrics = len(task.evaluator["func"])

@@ -9,6 +9,7 @@ import shutil
 import socket
 
 import pytest
+from own_processes import sleepers, tree, wait_gone
 
 from pixelrl.envs.gui_action import Action
 from pixelrl.envs.x11.display import XDisplay
@@ -63,18 +64,6 @@ def hostile_task(outside: str, other_display: str, port: int) -> dict:
     }
 
 
-def sleepers() -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if f.read().split(b"\0")[:2] == [b"sleep", b"4321"]:
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
-
-
 def test_an_execute_step_cannot_leave_the_sandbox(tmp_path):
     outside = tmp_path / "host"
     outside.mkdir()
@@ -95,15 +84,18 @@ def test_an_execute_step_cannot_leave_the_sandbox(tmp_path):
             assert env.read_file("{workdir}/root.txt") == b""  # /root is empty inside
             assert env.read_file("{workdir}/home.txt") == b"user\n"
             uid = int(env.read_file("{workdir}/uid.txt"))
-            assert uid == (NOBODY if os.geteuid() == 0 else os.geteuid()) and uid != 0
-            assert sleepers(), "the background process of the step should run until the end"
+            assert uid == env.sandbox.uid and uid != 0
+            if env.sandbox.cgroup is not None:  # else a uid of its own (see Sandbox.budget)
+                assert uid == (NOBODY if os.geteuid() == 0 else os.geteuid())
+            started = tree(env.sandbox.process.pid)
+            assert sleepers(started), "the background process of the step should run until the end"
             _, reward, terminated, _, info = env.step(Action.done())
             assert (reward, terminated) == (1.0, True)
         assert list(outside.iterdir()) == []
         assert not os.path.exists("/etc/pixelrl-pwned")
         assert not os.path.exists(APPS_DIR / "pwned")
         assert not os.path.exists("/var/tmp/pixelrl-pwned")
-        assert sleepers() == [], "a process the task started outlived the episode"
+        assert wait_gone(started) == set(), "a process the task started outlived the episode"
     finally:
         other.close()
         listener.close()
