@@ -518,7 +518,7 @@ class Sandbox:
                 f"{self.limits.memory_bytes // MiB} MiB of memory a process, memfd and System V "
                 "shared memory refused"
             )
-        log.info("task sandbox budget: %s", self.budget)
+        (log.info if self.cgroup is not None else log.warning)("task sandbox: %s", self.budget)
         server_limits = dict(asdict(self.limits), nproc=nproc)
         options = bwrap_argv(display, self.limits, _exposed_paths(), self.root)
         command = drop_root_argv(self.uid) if self.root else []

@@ -107,6 +107,38 @@ def test_a_fork_bomb_in_one_sandbox_leaves_another_its_processes(display):
         b.close()
 
 
+@needs_x11
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="a uid of its own needs root")
+def test_without_a_cgroup_the_sandbox_says_so_and_still_keeps_its_budgets(display, monkeypatch):
+    # A machine without cgroup delegation: the sandbox runs as a uid of its own (its own
+    # process count) and refuses memfd and System V shared memory, whose pages nothing counts.
+    import pixelrl.envs.x11.sandbox as sandbox
+
+    def no_cgroup(*args, **kwargs):
+        raise sandbox.CgroupUnavailable("no delegation (test)")
+
+    monkeypatch.setattr(sandbox, "open_cgroup", no_cgroup)
+    limits = SandboxLimits(processes=40, home_bytes=8 * MiB, tmp_bytes=8 * MiB)
+    b = Sandbox(display.name, limits)
+    a = Sandbox(display.name, limits)
+    try:
+        assert a.cgroup is None and "no cgroup (no delegation (test))" in a.budget
+        assert a.uid != b.uid and 0 not in (a.uid, b.uid)
+        rc, out, err = a.run([sys.executable, "-c", MEMFD, "64", "0"])
+        assert rc != 0 and "Function not implemented" in err and out == "", err
+        shm = "import ctypes; print(ctypes.CDLL(None, use_errno=True).shmget(0, 1 << 20, 0o1600))"
+        assert a.run(["python3", "-c", shm])[1] == "-1\n"
+        a.run("for i in $(seq 200); do (sleep 4321 >/dev/null 2>&1 &) 2>/dev/null; done",
+              shell=True)  # fmt: skip
+        rc, out, err = b.run(
+            "for i in $(seq 20); do sleep 0.2 & done; wait; echo forked", shell=True
+        )
+        assert rc == 0 and out == "forked\n", err[-300:]
+    finally:
+        a.close()
+        b.close()
+
+
 # -- the command server -------------------------------------------------------------------------
 MALFORMED = {
     "run": [b"", b"not json", b"[]", b"null", b'"ok"', b"[" * 100000 + b"]" * 100000,
