@@ -71,6 +71,10 @@ NOBODY = 65534
 OWN_UIDS = (1 << 20, 1 << 30)  # a root sandbox without a cgroup runs as a free uid from here
 SANDBOX_PROCESSES = 3  # bwrap, its pid namespace's init, the command server
 HIDDEN = ("/root", "/home", "/run", "/var/tmp")  # emptied inside (tmpfs)
+# The system's top-level folders; every other one (checkouts, other projects, mounts, /opt, /srv)
+# is emptied inside too, and a top-level file reads as empty: none of it is the task's to read.
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/var", "/sys")
+SYSTEM += ("/dev", "/proc", "/tmp")
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MiB = 1 << 20
 
@@ -290,6 +294,21 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
+def hidden_roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(folders, files) of the host that show empty inside: :data:`HIDDEN`, and every top-level
+    folder and file of ``/`` that is not the system's (:data:`SYSTEM`)."""
+    folders, files = list(HIDDEN), []
+    for name in sorted(os.listdir("/")):
+        path = "/" + name
+        if path in SYSTEM or path in HIDDEN or os.path.islink(path):
+            continue
+        if os.path.isdir(path):
+            folders.append(path)
+        elif os.path.isfile(path):
+            files.append(path)
+    return tuple(folders), tuple(files)
+
+
 def bwrap_argv(
     display: str,
     limits: SandboxLimits | None = None,
@@ -299,7 +318,7 @@ def bwrap_argv(
     """The bwrap options (without the program) of a sandbox on ``display``: private home and
     /tmp of the sizes in ``limits``, and the folders ``exposed`` shown read-only.
 
-    ``exposed``: host folders hidden by :data:`HIDDEN` that must show inside, read-only (this
+    ``exposed``: host folders hidden (:func:`hidden_roots`) that must show inside, read-only (this
     interpreter, when it lives under /root). The command that follows is the caller's."""
     limits = limits or SandboxLimits()
     root = os.geteuid() == 0 if root is None else root
@@ -310,9 +329,12 @@ def bwrap_argv(
     argv += ["--die-with-parent", "--new-session", "--hostname", "pixelrl-sandbox"]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     argv += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/dev/shm"]
-    for hidden in HIDDEN:
-        if os.path.isdir(hidden):
-            argv += ["--tmpfs", hidden]
+    hidden, hidden_files = hidden_roots()
+    for folder in hidden:
+        if os.path.isdir(folder):
+            argv += ["--tmpfs", folder]
+    for file in hidden_files:
+        argv += ["--ro-bind", "/dev/null", file]
     argv += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
     argv += ["--dir", "/tmp/.X11-unix"]
     if os.path.exists(socket):
@@ -323,7 +345,7 @@ def bwrap_argv(
         out: list[str] = []
         for parent in reversed(Path(path).parents):
             p = str(parent)
-            if p not in made and _under(p, HIDDEN + ("/tmp",)) and p not in HIDDEN + ("/tmp",):
+            if p not in made and _under(p, hidden + ("/tmp",)) and p not in hidden + ("/tmp",):
                 made.add(p)
                 out += ["--perms", "0755", "--dir", p]
         return out
@@ -375,7 +397,7 @@ def exposed_paths(wanted: set[str]) -> list[str]:
     """Of ``wanted`` folders, the outermost ones that a hidden folder or the private /tmp would
     hide (a checkout or venv under /tmp or /root), never a hidden folder itself: exposing /tmp
     would show the host's X sockets, i.e. other displays."""
-    roots = HIDDEN + ("/tmp",)
+    roots = hidden_roots()[0] + ("/tmp",)
     paths = sorted(p for p in wanted if _under(p, roots) and p not in roots and os.path.isdir(p))
     return [p for p in paths if not any(p != q and _under(p, (q,)) for q in paths)]
 

@@ -134,3 +134,31 @@ def test_the_sandbox_command_line_hides_host_folders_and_drops_root():
     assert "--unshare-user" in user
     drop = " ".join(drop_root_argv())
     assert f"--reuid {NOBODY} --regid {NOBODY} --clear-groups" in drop and "--no-new-privs" in drop
+
+
+def test_host_folders_beyond_the_system_show_empty_inside():
+    # Issue 51 (low): checkouts, other projects' folders, /opt, /srv... were readable by the task.
+    from pixelrl.envs.x11.sandbox import HOME, Sandbox, _exposed_paths
+
+    system = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/var",
+              "/sys", "/dev", "/proc", "/tmp"}  # fmt: skip
+    top = [os.path.join("/", n) for n in sorted(os.listdir("/"))]
+    folders = [p for p in top if os.path.isdir(p) and not os.path.islink(p) and p not in system]
+    files = [p for p in top if os.path.isfile(p) and not os.path.islink(p)]
+    assert "/root" in folders
+    exposed = _exposed_paths() + [HOME]
+    display = XDisplay(size=(320, 240))
+    box = Sandbox(display.name)
+    try:
+        for folder in folders:
+            shows = {os.path.relpath(p, folder).split("/")[0] for p in exposed
+                     if p.startswith(folder + "/")}  # fmt: skip
+            rc, out, _ = box.run(["ls", "-A", folder])
+            assert rc == 0 and set(out.split()) == shows, (folder, out)
+        for file in files:
+            assert box.read(file) in (None, b""), file
+        rc, out, _ = box.run(["sh", "-c", f"test -x $(command -v python) && ls {APPS_DIR}"])
+        assert rc == 0 and out, "the interpreter and the shipped apps still show"
+    finally:
+        box.close()
+        display.close()
