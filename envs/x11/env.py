@@ -81,7 +81,8 @@ class XDesktopEnv(RealGuiEnv):
         window_timeout_s: how long a launched app may take to map its window.
         limits: the sandbox's :class:`~pixelrl.envs.x11.sandbox.SandboxLimits`, or a dict of
             some of its fields (``{"step_s": 10}``): time of each step, getter and metric,
-            output kept, size of home and /tmp, processes, memory a process.
+            of the whole set-up and of each evaluation, bytes and files the getters read,
+            output kept, size of home and /tmp, the sandbox's processes and memory.
     """
 
     def __init__(

@@ -33,9 +33,11 @@ Metrics, with OSWorld's meaning: ``exact_match``, ``check_include_exclude``, ``m
 ``check_direct_json_object``, ``compare_text_file``, ``diff_text_file``, and ``infeasible``
 (success when the agent's last action is ``fail``). Several metrics combine with ``conj``:
 ``and`` is 0 as soon as one is 0, else their mean; ``or`` is 1 as soon as one is 1, else the max.
-Getters read at most the sandbox's ``output_bytes``; a metric runs in a child process killed
-past the step time (:func:`bounded_metric`: ``diff_text_file`` and ``fuzzy_match`` are quadratic
-on texts a task chooses), which is then a :class:`~pixelrl.envs.x11.tasks.TaskError`.
+Getters read at most the sandbox's ``output_bytes`` a file, and one evaluation's getters
+``read_bytes`` and ``read_files`` in total; a metric runs in a child process killed past the step
+time (:func:`bounded_metric`: ``diff_text_file`` and ``fuzzy_match`` are quadratic on texts a task
+chooses), which is then a :class:`~pixelrl.envs.x11.tasks.TaskError`; so is an evaluation (its
+postconfig, getters and metrics together) past ``evaluation_s``, and a set-up past ``setup_s``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ command server (:data:`_SERVER`, our code, like OSWorld's in-VM server) that run
 commands and apps, all in the same namespaces for the episode:
 
 - the whole system read-only (``--ro-bind / /``); ``/root``, ``/home``, ``/run``, ``/var/tmp``
-  hidden under empty tmpfs (no host secrets, no host sockets such as D-Bus); a private home
+  and every top-level folder that is not the system's (checkouts, other projects, ``/opt``,
+  mounts: :func:`hidden_roots`) hidden under empty tmpfs (no host secrets, no host sockets such
+  as D-Bus), what this interpreter and pixelrl need shown again read-only; a private home
   (``/home/user``, ``{workdir}`` in task files) and a private ``/tmp``, each a size-capped tmpfs
   that lives in the sandbox's mount namespace only: nothing of an episode is ever on the host's
   disk, so nothing is left behind however the env ends (a killed parent included);

@@ -39,7 +39,10 @@ listed). Every command of a task, either schema, runs in the episode's sandbox
 each step, getter and metric: :class:`~pixelrl.envs.x11.sandbox.SandboxLimits`).
 
 A task file is hostile input: at most :data:`MAX_TASK_BYTES`, valid UTF-8 JSON of sane depth;
-sleeps are finite and within the step time; regular expressions (window titles, ``regex_match``)
+sleeps are finite and within the step time; with a sandbox's limits (:func:`check_task_limits`)
+its sleeps add up to no more than the set-up and evaluation budgets, it has at most
+:data:`MAX_STEPS` steps and :data:`MAX_METRICS` metrics, and its getters name at most
+``read_files`` files; regular expressions (window titles, ``regex_match``)
 must compile and run under the ``regex`` engine with a time limit (:func:`search`), since a
 pattern like ``^(a+)+$`` takes exponential time in Python's ``re``.
 """
