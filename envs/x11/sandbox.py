@@ -76,7 +76,7 @@ HIDDEN = ("/root", "/home", "/run", "/var/tmp")  # emptied inside (tmpfs)
 # The system's top-level folders; every other one (checkouts, other projects, mounts, /opt, /srv)
 # is emptied inside too, and a top-level file reads as empty: none of it is the task's to read.
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/var", "/sys")
-SYSTEM += ("/dev", "/proc", "/tmp")
+SYSTEM += ("/dev", "/proc", "/tmp", "/nix", "/gnu", "/snap")  # NixOS', Guix's, snaps' software
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MiB = 1 << 20
 
@@ -467,6 +467,18 @@ def parse_reply(op: str, line: bytes) -> dict[str, Any]:
     return checked
 
 
+_WARNED: set[str] = set()
+
+
+def _say_budget(budget: str, weaker: bool) -> None:
+    """Log how the sandbox's budget holds; a weaker one than a cgroup's is a warning, once."""
+    if weaker and budget.split(":")[0] not in _WARNED:
+        _WARNED.add(budget.split(":")[0])
+        log.warning("task sandbox: %s", budget)
+    else:
+        log.info("task sandbox: %s", budget)
+
+
 def _pipe_with(data: bytes) -> int:
     """The read end of a pipe that holds ``data`` and then ends (for bwrap's fd options)."""
     read_fd, write_fd = os.pipe()
@@ -542,7 +554,7 @@ class Sandbox:
                 f"{self.limits.memory_bytes // MiB} MiB of memory a process, memfd and System V "
                 "shared memory refused"
             )
-        (log.info if self.cgroup is not None else log.warning)("task sandbox: %s", self.budget)
+        _say_budget(self.budget, weaker=self.cgroup is None)
         server_limits = dict(asdict(self.limits), nproc=nproc)
         options = bwrap_argv(display, self.limits, _exposed_paths(), self.root)
         command = drop_root_argv(self.uid) if self.root else []
