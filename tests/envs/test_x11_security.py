@@ -409,6 +409,8 @@ def test_wrong_sandbox_limits_are_one_line_errors(tmp_path):
         ({"task": "TkCounterThree", "limits": {"stp_s": 1}}, "unknown sandbox limit(s) ['stp_s']"),
         ({"task": "TkCounterThree", "limits": {"step_s": -1}}, "step_s must be a finite number"),
         ({"task": "TkCounterThree", "limits": {"processes": 1.5}}, "processes must be a whole"),
+        ({"task": "TkCounterThree", "limits": {"memory_bytes": 1 << 28}}, "below memory_bytes"),
+        ({"task": "TkCounterThree", "limits": {"setup_s": 0}}, "setup_s must be a finite number"),
     ]:
         run = subprocess.run(
             [*PIXELRL, "record", "--env", "pixelrl/XDesktop-TkCounterThree-v0",
