@@ -195,7 +195,7 @@ def check_task_limits(task: X11Task, limits: Any) -> None:
     default_s = 0.0 if task.schema == "osworld" else 0.1  # each schema's default sleep
     phases = [("config", task.config, "set-up", "setup_s")]
     if task.schema == "osworld":
-        phases.append(("evaluator.postconfig", task.evaluator["postconfig"], "evaluation",
+        phases.append(("evaluator.postconfig", task.evaluator.get("postconfig", []), "evaluation",
                        "evaluation_s"))  # fmt: skip
     for where, steps, phase, budget_name in phases:
         total = 0.0
@@ -216,7 +216,7 @@ def check_task_limits(task: X11Task, limits: Any) -> None:
             f"has {len(steps)} steps; a task may have at most {MAX_STEPS}",
         )
     if task.schema == "osworld":
-        metrics = len(task.evaluator["func"])
+        metrics = len(task.evaluator.get("func", []))
         _require(
             metrics <= MAX_METRICS,
             f"{task.path}: evaluator.func",
