@@ -81,7 +81,8 @@ class XDesktopEnv(RealGuiEnv):
         window_timeout_s: how long a launched app may take to map its window.
         limits: the sandbox's :class:`~pixelrl.envs.x11.sandbox.SandboxLimits`, or a dict of
             some of its fields (``{"step_s": 10}``): time of each step, getter and metric,
-            output kept, size of home and /tmp, processes, memory a process.
+            of the whole set-up and of each evaluation, bytes and files the getters read,
+            output kept, size of home and /tmp, the sandbox's processes and memory.
     """
 
     def __init__(
@@ -223,6 +224,16 @@ class XDesktopEnv(RealGuiEnv):
             self._actuator.perform(
                 {"kind": "key_up", "keys": [self._held.pop()]}, SERVICE_TIMEOUT_S
             )
+        with self._sandbox.phase("set-up"):  # one time budget for all of it (limits.setup_s)
+            self._set_up()
+        self._settle()
+        info = {"task": self.task.id, "display": self.display.name}
+        if self.setup_errors:
+            info["setup_errors"] = list(self.setup_errors)
+        return self.task.instruction, info
+
+    def _set_up(self) -> None:
+        """Run the task's set-up steps in its sandbox."""
         if self.task.schema == "osworld":
             osworld.seed_home(self._sandbox)
             for i, step in enumerate(substitute(self.task.config, self._variables())):
@@ -231,11 +242,7 @@ class XDesktopEnv(RealGuiEnv):
                 )
                 if error:  # OSWorld logs a failed step and goes on; so do we, in info
                     self.setup_errors.append(error)
-            self._settle()
-            info = {"task": self.task.id, "display": self.display.name}
-            if self.setup_errors:
-                info["setup_errors"] = list(self.setup_errors)
-            return self.task.instruction, info
+            return
         variables = self._variables()
         for i, step in enumerate(self.task.config):
             step = substitute(step, variables)
@@ -244,7 +251,7 @@ class XDesktopEnv(RealGuiEnv):
             if kind == "write_file":
                 self._sandbox.write(step["path"], step.get("content", "").encode("utf-8"))
             elif kind == "sleep":
-                time.sleep(sleep_seconds(step, where, self.limits.step_s))
+                self._sandbox.wait(sleep_seconds(step, where, self.limits.step_s), where)
             elif kind == "command":
                 rc, _, err = self._sandbox.run(step["command"])
                 if rc is None and err.startswith("timed out"):
@@ -263,11 +270,11 @@ class XDesktopEnv(RealGuiEnv):
                     ) from None
                 if step.get("window"):
                     try:
-                        self._windows.wait_for(step["window"], timeout_s=self.window_timeout_s)
+                        timeout_s = self._sandbox.time_left(self.window_timeout_s, where)
+                        self._windows.wait_for(step["window"], timeout_s=timeout_s)
                     except WindowTimeout as e:
-                        raise TaskError(f"{where}: {e}") from None
-        self._settle()
-        return self.task.instruction, {"task": self.task.id, "display": self.display.name}
+                        spent = self._sandbox.budget_error(where)  # the set-up's time is up
+                        raise (spent or TaskError(f"{where}: {e}")) from None
 
     def _act(self, action: Action) -> Outcome:
         info: dict[str, Any] = {}
@@ -311,22 +318,27 @@ class XDesktopEnv(RealGuiEnv):
         if self.task.schema != "osworld":
             return float(self.evaluate())
         ev = substitute(self.task.evaluator, self._variables())
-        for i, step in enumerate(ev["postconfig"]):
-            error = osworld.run_step(
-                step, self._sandbox, self._windows, self.window_timeout_s, f"postconfig[{i}]"
+        with self._sandbox.phase("evaluation"):  # one budget (limits.evaluation_s, read_*)
+            for i, step in enumerate(ev["postconfig"]):
+                error = osworld.run_step(
+                    step, self._sandbox, self._windows, self.window_timeout_s, f"postconfig[{i}]"
+                )
+                if error:
+                    self.setup_errors.append(f"postconfig: {error}")
+            return osworld.score(
+                ev,
+                self._sandbox,
+                last_action_failed=self._last_failed,
+                timeout_s=self.limits.step_s,
             )
-            if error:
-                self.setup_errors.append(f"postconfig: {error}")
-        return osworld.score(
-            ev, self._sandbox, last_action_failed=self._last_failed, timeout_s=self.limits.step_s
-        )
 
     def evaluate(self) -> bool:
         """Run the task's evaluator (getter + checker) on the desktop as it is now."""
         if self.task.schema == "osworld":
             return self.score() >= 1.0
         ev = substitute(self.task.evaluator, self._variables())
-        result = get_result(ev["result"], self._windows, self._sandbox)
+        with self._sandbox.phase("evaluation"):
+            result = get_result(ev["result"], self._windows, self._sandbox)
         return check(ev["func"], result, ev["expected"], ev)
 
     # -- looking ------------------------------------------------------------------------------

@@ -33,9 +33,11 @@ Metrics, with OSWorld's meaning: ``exact_match``, ``check_include_exclude``, ``m
 ``check_direct_json_object``, ``compare_text_file``, ``diff_text_file``, and ``infeasible``
 (success when the agent's last action is ``fail``). Several metrics combine with ``conj``:
 ``and`` is 0 as soon as one is 0, else their mean; ``or`` is 1 as soon as one is 1, else the max.
-Getters read at most the sandbox's ``output_bytes``; a metric runs in a child process killed
-past the step time (:func:`bounded_metric`: ``diff_text_file`` and ``fuzzy_match`` are quadratic
-on texts a task chooses), which is then a :class:`~pixelrl.envs.x11.tasks.TaskError`.
+Getters read at most the sandbox's ``output_bytes`` a file, and one evaluation's getters
+``read_bytes`` and ``read_files`` in total; a metric runs in a child process killed past the step
+time (:func:`bounded_metric`: ``diff_text_file`` and ``fuzzy_match`` are quadratic on texts a task
+chooses), which is then a :class:`~pixelrl.envs.x11.tasks.TaskError`; so is an evaluation (its
+postconfig, getters and metrics together) past ``evaluation_s``, and a set-up past ``setup_s``.
 """
 
 from __future__ import annotations
@@ -261,8 +263,20 @@ def _check_getter(getter: Any, where: str, refusals: list[Refusal]) -> None:
     elif kind == "vm_file":
         paths = getter.get("path")
         paths = paths if getter.get("multi") else [paths]
-        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
             refusals.append(Refusal(where, "bad schema", "a vm_file getter needs path(s)"))
+        elif getter.get("multi"):
+            gives = getter.get("gives", [0])
+            indexes = isinstance(gives, list) and all(type(g) is int for g in gives)
+            if (
+                not indexes
+                or not gives
+                or sorted(set(gives)) != sorted(gives)
+                or not all(0 <= g < len(paths) for g in gives)
+            ):
+                refusals.append(
+                    Refusal(where, "bad schema", "gives must list distinct indexes of path")
+                )
         if getter.get("time_suffix"):
             refusals.append(
                 Refusal(where, "getter vm_file time_suffix", "time_suffix not supported")
@@ -397,7 +411,8 @@ def run_step(
 
     kind = step["type"]
     if kind == "sleep":
-        time.sleep(sleep_seconds({"seconds": step.get("seconds", 0)}, where, sandbox.limits.step_s))
+        seconds = sleep_seconds({"seconds": step.get("seconds", 0)}, where, sandbox.limits.step_s)
+        sandbox.wait(seconds, f"{where}: sleep")
         return None
     if kind in ("execute", "command"):
         rc, _, err = sandbox.run(step["command"], bool(step.get("shell")))
@@ -411,7 +426,7 @@ def run_step(
             return f"launch {step['command']!r}: {e}"
         if step.get("window"):  # pixelrl's addition: wait until the app shows (a title regex)
             try:
-                windows.wait_for(step["window"], timeout_s=window_timeout_s)
+                windows.wait_for(step["window"], timeout_s=sandbox.time_left(window_timeout_s))
             except Exception as e:  # WindowTimeout
                 return f"launch {step['command']!r}: {e}"
         return None
@@ -425,7 +440,7 @@ def run_step(
         # OSWorld waits for a window named after the file; xedit's title is just "xedit", so
         # here a new window, or one named after the file, will do.
         name = os.path.basename(path)
-        deadline = time.monotonic() + window_timeout_s
+        deadline = time.monotonic() + sandbox.time_left(window_timeout_s, f"{where}: open")
         while time.monotonic() < deadline:
             if any(w.id not in before or name in w.title for w in windows.list()):
                 return None
@@ -472,16 +487,11 @@ def get_state(getter: dict[str, Any] | None, sandbox) -> Any:
             return None
         return out if kind == "vm_command_line" else err
     if kind == "vm_file":
-        if getter.get("multi"):
-            paths = list(getter["path"])
-            gives = set(getter.get("gives", [0]))
-        else:
-            paths, gives = [getter["path"]], {0}
+        paths = list(getter["path"]) if getter.get("multi") else [getter["path"]]
+        gives = getter.get("gives", [0]) if getter.get("multi") else [0]
         texts = []
-        for i, path in enumerate(paths):
-            if i not in gives:
-                continue
-            data = sandbox.read(path)
+        for i in sorted(gives):  # distinct indexes of paths (checked at load), in path order
+            data = sandbox.read(paths[i])
             try:
                 texts.append(None if data is None else data.decode("utf-8"))
             except UnicodeDecodeError:
@@ -608,6 +618,8 @@ def score(
 ) -> float:
     """OSWorld's ``DesktopEnv.evaluate`` on a normalized evaluator (postconfig already run);
     each metric within ``timeout_s`` (:func:`bounded_metric`)."""
+    from pixelrl.envs.x11.tasks import TaskError
+
     funcs = evaluator["func"]
     if funcs == ["infeasible"]:
         return float(last_action_failed)
@@ -619,7 +631,12 @@ def score(
         zip(funcs, evaluator["result"], evaluator["expected"], evaluator["options"])
     ):
         result, expected = get_state(res, sandbox), get_state(exp, sandbox) if exp else None
-        s = bounded_metric(func, result, expected, opt, timeout_s, f"evaluator.func[{i}]")
+        where = f"evaluator.func[{i}]"
+        allowed_s = sandbox.time_left(timeout_s, f"{where}: metric {func}")
+        try:
+            s = bounded_metric(func, result, expected, opt, allowed_s, where)
+        except TaskError as e:  # cut short by the evaluation's budget, or by the step time
+            raise (sandbox.budget_error(f"{where}: metric {func}") or e) from None
         if conj == "and" and s == 0.0:
             return 0.0
         if conj == "or" and s == 1.0:
@@ -644,20 +661,37 @@ class Verdict:
 
 
 def survey(folder: str | os.PathLike) -> list[Verdict]:
-    """Every ``*.json`` under ``folder`` (recursively, sorted), loaded or refused with reasons."""
-    from pixelrl.envs.x11.tasks import TaskError, UnsupportedTaskError, load_task
+    """Every ``*.json`` under ``folder`` (recursively, sorted), loaded or refused with reasons;
+    a task over the default :class:`~pixelrl.envs.x11.sandbox.SandboxLimits` budgets (its
+    sleeps, steps, metrics, files read) is refused as ``over budget``."""
+    from pixelrl.envs.x11.sandbox import SandboxLimits
 
-    verdicts = []
-    for path in sorted(Path(folder).rglob("*.json")):
-        try:
-            verdicts.append(Verdict(str(path), task=load_task(path)))
-        except UnsupportedTaskError as e:
-            verdicts.append(Verdict(str(path), refusals=e.refusals))
-        except TaskError as e:
-            verdicts.append(Verdict(str(path), error=str(e)))
-        except RecursionError:  # a structure deep enough for the checks themselves
-            verdicts.append(Verdict(str(path), error=f"{path}: nested too deeply"))
-    return verdicts
+    limits = SandboxLimits()
+    return [_verdict(path, limits) for path in sorted(Path(folder).rglob("*.json"))]
+
+
+def _verdict(path: Path, limits: Any) -> Verdict:
+    from pixelrl.envs.x11.tasks import (
+        TaskError,
+        UnsupportedTaskError,
+        check_task_limits,
+        load_task,
+    )
+
+    try:
+        task = load_task(path)
+    except UnsupportedTaskError as e:
+        return Verdict(str(path), refusals=e.refusals)
+    except TaskError as e:
+        return Verdict(str(path), error=str(e))
+    except RecursionError:  # a structure deep enough for the checks themselves
+        return Verdict(str(path), error=f"{path}: nested too deeply")
+    try:
+        check_task_limits(task, limits)
+    except TaskError as e:  # it would run here, but not within the budgets
+        detail = str(e).replace(f"{path}: ", "")
+        return Verdict(str(path), refusals=[Refusal(str(path), "over budget", detail)])
+    return Verdict(str(path), task=task)
 
 
 def reason_counts(verdicts: list[Verdict]) -> dict[str, int]:

@@ -39,7 +39,10 @@ listed). Every command of a task, either schema, runs in the episode's sandbox
 each step, getter and metric: :class:`~pixelrl.envs.x11.sandbox.SandboxLimits`).
 
 A task file is hostile input: at most :data:`MAX_TASK_BYTES`, valid UTF-8 JSON of sane depth;
-sleeps are finite and within the step time; regular expressions (window titles, ``regex_match``)
+sleeps are finite and within the step time; with a sandbox's limits (:func:`check_task_limits`)
+its sleeps add up to no more than the set-up and evaluation budgets, it has at most
+:data:`MAX_STEPS` steps and :data:`MAX_METRICS` metrics, and its getters name at most
+``read_files`` files; regular expressions (window titles, ``regex_match``)
 must compile and run under the ``regex`` engine with a time limit (:func:`search`), since a
 pattern like ``^(a+)+$`` takes exponential time in Python's ``re``.
 """
@@ -82,6 +85,8 @@ _TASK_ID = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 MAX_TASK_BYTES = 1 << 20  # a task file is a few kB; a larger one is refused unread
 REGEX_TIMEOUT_S = 1.0  # one search of a task's pattern (a window title, a checker)
 MAX_SLEEP_S = 30.0  # a sleep step at most (SandboxLimits.step_s bounds it again at run time)
+MAX_STEPS = 200  # set-up steps of a task (config; OSWorld's postconfig apart); OSWorld's: < 20
+MAX_METRICS = 32  # metrics of an OSWorld task (OSWorld's own tasks have fewer than 10)
 
 
 class TaskError(ValueError):
@@ -166,14 +171,64 @@ def sleep_seconds(step: dict[str, Any], where: str, limit_s: float) -> float:
     return check_sleep(step.get("seconds", 0.1), where, limit_s)
 
 
+def files_read(task: X11Task) -> int:
+    """How many files the getters of one evaluation of ``task`` read (a ``multi`` list counts
+    every path it names)."""
+    if task.schema != "osworld":
+        return int(task.evaluator["result"]["type"] == "file")
+    ev = task.evaluator
+    count = 0
+    for getter in list(ev.get("result", [])) + list(ev.get("expected", [])):
+        if isinstance(getter, dict) and getter.get("type") == "vm_file":
+            paths = getter.get("path")
+            count += len(paths) if getter.get("multi") and isinstance(paths, list) else 1
+    return count
+
+
 def check_task_limits(task: X11Task, limits: Any) -> None:
-    """Refuse a task whose sleeps exceed ``limits.step_s`` (a sandbox's limits)."""
-    steps = list(task.config)
+    """Refuse a task that cannot fit a sandbox's budgets (``limits``, a
+    :class:`~pixelrl.envs.x11.sandbox.SandboxLimits`): a sleep past ``step_s``; more than
+    :data:`MAX_STEPS` steps, or sleeps that add up past ``setup_s`` (the set-up) or
+    ``evaluation_s`` (OSWorld's postconfig); more than :data:`MAX_METRICS` metrics; getters that
+    read more than ``read_files`` files. What only running can tell (how long a command takes,
+    how big a file is) is bounded at run time (:meth:`Sandbox.phase`)."""
+    default_s = 0.0 if task.schema == "osworld" else 0.1  # each schema's default sleep
+    phases = [("config", task.config, "set-up", "setup_s")]
     if task.schema == "osworld":
-        steps += list(task.evaluator.get("postconfig", []))
-    for i, step in enumerate(steps):
-        if step.get("type") == "sleep":
-            check_sleep(step.get("seconds", 0), f"{task.path}: step {i}", limits.step_s)
+        phases.append(("evaluator.postconfig", task.evaluator.get("postconfig", []), "evaluation",
+                       "evaluation_s"))  # fmt: skip
+    for where, steps, phase, budget_name in phases:
+        total = 0.0
+        for i, step in enumerate(steps):
+            if step.get("type") == "sleep":
+                seconds = step.get("seconds", default_s)
+                total += check_sleep(seconds, f"{task.path}: {where}[{i}]", limits.step_s)
+        budget = getattr(limits, budget_name)
+        _require(
+            total <= budget,
+            f"{task.path}: {where}",
+            f"sleeps add up to {total:g} s, past the {phase} budget of {budget:g} s "
+            f"(limits.{budget_name})",
+        )
+        _require(
+            len(steps) <= MAX_STEPS,
+            f"{task.path}: {where}",
+            f"has {len(steps)} steps; a task may have at most {MAX_STEPS}",
+        )
+    if task.schema == "osworld":
+        metrics = len(task.evaluator.get("func", []))
+        _require(
+            metrics <= MAX_METRICS,
+            f"{task.path}: evaluator.func",
+            f"has {metrics} metrics; a task may have at most {MAX_METRICS}",
+        )
+    files = files_read(task)
+    _require(
+        files <= limits.read_files,
+        f"{task.path}: evaluator",
+        f"its getters read {files} files, past the budget of {limits.read_files} "
+        "(limits.read_files)",
+    )
 
 
 def _limit_and_solution(data: dict[str, Any], source: str) -> tuple[int, list[str]]:

@@ -1,8 +1,11 @@
 """``pixelrl tasks check FOLDER``: which task files of a folder (OSWorld's or ours) would run here.
 
 Prints one line per task file: ``runs``, or ``refused`` with every part that cannot run here
-(a download, a cloud file, Chrome over CDP, a metric we lack, sudo, ...), then a count of tasks
-per reason. Exit 0 when the folder was read (whatever the verdicts), 2 on a user mistake.
+(a download, a cloud file, Chrome over CDP, a metric we lack, sudo, ...) or ``over budget`` (sleeps
+that add up past the set-up or evaluation time budget, more steps or metrics than a task may have,
+getters that read more files than the read budget: the defaults of
+:class:`~pixelrl.envs.x11.sandbox.SandboxLimits`), then a count of tasks per reason. Exit 0 when
+the folder was read (whatever the verdicts), 2 on a user mistake.
 """
 
 from __future__ import annotations
@@ -14,7 +17,11 @@ import os
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("tasks", help="X11 / OSWorld task files: which would run here")
     sub = p.add_subparsers(dest="tasks_command", metavar="ACTION")
-    check = sub.add_parser("check", help="list which task files of a folder would run and why not")
+    check = sub.add_parser(
+        "check",
+        help="list which task files of a folder would run here, within the sandbox's default "
+        "budgets, and why not",
+    )
     check.add_argument("folder", help="a folder of task JSON files (searched recursively)")
     check.add_argument("--quiet", action="store_true", help="only the counts")
     p.set_defaults(func=run)

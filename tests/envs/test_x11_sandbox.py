@@ -9,6 +9,7 @@ import shutil
 import socket
 
 import pytest
+from own_processes import sleepers, tree, wait_gone
 
 from pixelrl.envs.gui_action import Action
 from pixelrl.envs.x11.display import XDisplay
@@ -63,18 +64,6 @@ def hostile_task(outside: str, other_display: str, port: int) -> dict:
     }
 
 
-def sleepers() -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if f.read().split(b"\0")[:2] == [b"sleep", b"4321"]:
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
-
-
 def test_an_execute_step_cannot_leave_the_sandbox(tmp_path):
     outside = tmp_path / "host"
     outside.mkdir()
@@ -95,15 +84,18 @@ def test_an_execute_step_cannot_leave_the_sandbox(tmp_path):
             assert env.read_file("{workdir}/root.txt") == b""  # /root is empty inside
             assert env.read_file("{workdir}/home.txt") == b"user\n"
             uid = int(env.read_file("{workdir}/uid.txt"))
-            assert uid == (NOBODY if os.geteuid() == 0 else os.geteuid()) and uid != 0
-            assert sleepers(), "the background process of the step should run until the end"
+            assert uid == env.sandbox.uid and uid != 0
+            if env.sandbox.cgroup is not None:  # else a uid of its own (see Sandbox.budget)
+                assert uid == (NOBODY if os.geteuid() == 0 else os.geteuid())
+            started = tree(env.sandbox.process.pid)
+            assert sleepers(started), "the background process of the step should run until the end"
             _, reward, terminated, _, info = env.step(Action.done())
             assert (reward, terminated) == (1.0, True)
         assert list(outside.iterdir()) == []
         assert not os.path.exists("/etc/pixelrl-pwned")
         assert not os.path.exists(APPS_DIR / "pwned")
         assert not os.path.exists("/var/tmp/pixelrl-pwned")
-        assert sleepers() == [], "a process the task started outlived the episode"
+        assert wait_gone(started) == set(), "a process the task started outlived the episode"
     finally:
         other.close()
         listener.close()
@@ -142,3 +134,31 @@ def test_the_sandbox_command_line_hides_host_folders_and_drops_root():
     assert "--unshare-user" in user
     drop = " ".join(drop_root_argv())
     assert f"--reuid {NOBODY} --regid {NOBODY} --clear-groups" in drop and "--no-new-privs" in drop
+
+
+def test_host_folders_beyond_the_system_show_empty_inside():
+    # Issue 51 (low): checkouts, other projects' folders, /opt, /srv... were readable by the task.
+    from pixelrl.envs.x11.sandbox import HOME, Sandbox, _exposed_paths
+
+    system = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/var",
+              "/sys", "/dev", "/proc", "/tmp"}  # fmt: skip
+    top = [os.path.join("/", n) for n in sorted(os.listdir("/"))]
+    folders = [p for p in top if os.path.isdir(p) and not os.path.islink(p) and p not in system]
+    files = [p for p in top if os.path.isfile(p) and not os.path.islink(p)]
+    assert "/root" in folders
+    exposed = _exposed_paths() + [HOME]
+    display = XDisplay(size=(320, 240))
+    box = Sandbox(display.name)
+    try:
+        for folder in folders:
+            shows = {os.path.relpath(p, folder).split("/")[0] for p in exposed
+                     if p.startswith(folder + "/")}  # fmt: skip
+            rc, out, _ = box.run(["ls", "-A", folder])
+            assert rc == 0 and set(out.split()) == shows, (folder, out)
+        for file in files:
+            assert box.read(file) in (None, b""), file
+        rc, out, _ = box.run(["sh", "-c", f"test -x $(command -v python) && ls {APPS_DIR}"])
+        assert rc == 0 and out, "the interpreter and the shipped apps still show"
+    finally:
+        box.close()
+        display.close()

@@ -2,7 +2,9 @@
 
 Every attack here is a real task run on a real Xvfb in real bubblewrap: nothing is mocked. Each
 test checks the attack's effect is absent on the host (no file, no process, no folder, no memory
-growth) and that its failure is a clear error within the limit.
+growth) and that its failure is a clear error within the limit. Each looks only at processes it
+started (:mod:`own_processes`): the suite holds with another sandbox running beside it
+(:func:`test_the_checks_hold_beside_another_sandbox`; issue 51).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
+from own_processes import running, sleepers, tree, wait_gone
 
 from pixelrl.envs.gui_action import Action
 from pixelrl.envs.x11.env import XDesktopEnv
@@ -82,20 +86,6 @@ def task(config: list, evaluator: dict | None = None, name: str = "Hostile") -> 
         "evaluator": evaluator
         or {"result": {"type": "command", "command": ["true"]}, "func": "contains", "expected": ""},
     }
-
-
-def sandbox_procs() -> list[int]:
-    """Processes of any sandbox or private Xvfb of ours now on the machine."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if b"pixelrl-sandbox" in cmd or b"--seccomp" in cmd or b"sleep\x004321" in cmd:
-            found.append(int(pid))
-    return found
 
 
 # -- 1. code execution outside the sandbox ----------------------------------------------------
@@ -207,14 +197,26 @@ def test_absurd_sleeps_and_bad_patterns_are_refused_at_load(tmp_path):
 def test_a_step_that_never_ends_is_a_task_error_within_the_limit():
     config = [{"type": "command", "command": ["sh", "-c", "sleep 4321"]}]
     env = XDesktopEnv(parse_task(task(config)), screen_size=(320, 240), limits={"step_s": 1})
+    seen: set = set()  # the step's sleeper among what this test started, while the step runs
+
+    def look() -> None:
+        while not seen and time.monotonic() - start < 5:
+            box = env.sandbox
+            if box is not None:
+                seen.update(sleepers(tree(box.process.pid)))
+            time.sleep(0.05)
+
     try:
         start = time.monotonic()
+        looker = threading.Thread(target=look)
+        looker.start()
         with pytest.raises(TaskError, match=r"config\[0\].*timed out after 1"):
             env.reset(seed=0)
         assert time.monotonic() - start < 10
+        looker.join()
     finally:
         env.close()
-    assert sandbox_procs() == []
+    assert seen and wait_gone(seen) == set()
 
 
 def regex_task(pattern: str) -> dict:
@@ -306,7 +308,7 @@ def test_disk_processes_and_memory_of_the_sandbox_are_bounded(host_dir):
     display = XDisplay(size=(320, 240))
     before = set(os.listdir("/tmp"))
     box = Sandbox(display.name, limits)
-    server = set(sandbox_procs())
+    server = tree(box.process.pid)
     try:
         # 500 MB into the home and /tmp: refused at 8 MB, in the sandbox's memory, not on disk
         for where in ("~/big", "/tmp/big"):
@@ -319,13 +321,13 @@ def test_disk_processes_and_memory_of_the_sandbox_are_bounded(host_dir):
         # a fork bomb stops at the process limit
         box.run("for i in $(seq 200); do (sleep 4321 >/dev/null 2>&1 &) 2>/dev/null; done",
                 shell=True)  # fmt: skip
-        sleeping = len([p for p in sandbox_procs() if p not in server])
+        procs = tree(box.process.pid)
+        sleeping = len(sleepers(procs - server))
         assert 10 < sleeping <= 40, sleeping
     finally:
         box.close()
         display.close()
-    time.sleep(0.2)
-    assert sandbox_procs() == []
+    assert wait_gone(procs | server) == set()
 
 
 @needs_x11
@@ -347,13 +349,11 @@ def test_a_killed_parent_leaves_no_process_and_no_folder(tmp_path):
     before = set(os.listdir("/tmp"))
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert child.stdout.readline().strip() == "ready"
-    assert sandbox_procs(), "the episode should be running"
+    procs = tree(child.pid)
+    assert sleepers(procs), "the episode should be running"
     child.send_signal(signal.SIGKILL)
     child.wait()
-    deadline = time.monotonic() + 10
-    while sandbox_procs() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert sandbox_procs() == []
+    assert wait_gone(procs) == set()
     assert {n for n in set(os.listdir("/tmp")) - before if n.startswith("pixelrl")} == set()
 
 
@@ -409,6 +409,8 @@ def test_wrong_sandbox_limits_are_one_line_errors(tmp_path):
         ({"task": "TkCounterThree", "limits": {"stp_s": 1}}, "unknown sandbox limit(s) ['stp_s']"),
         ({"task": "TkCounterThree", "limits": {"step_s": -1}}, "step_s must be a finite number"),
         ({"task": "TkCounterThree", "limits": {"processes": 1.5}}, "processes must be a whole"),
+        ({"task": "TkCounterThree", "limits": {"memory_bytes": 1 << 28}}, "below memory_bytes"),
+        ({"task": "TkCounterThree", "limits": {"setup_s": 0}}, "setup_s must be a finite number"),
     ]:
         run = subprocess.run(
             [*PIXELRL, "record", "--env", "pixelrl/XDesktop-TkCounterThree-v0",
@@ -444,3 +446,42 @@ def test_an_app_cannot_take_more_than_its_share_of_the_x_servers_memory():
     finally:
         client.close()
         server.close()
+
+
+# -- 4. beside another sandbox (issue 51) -----------------------------------------------------
+NEIGHBOUR = """
+import os, sys, time
+from pixelrl.envs.x11.display import XDisplay
+from pixelrl.envs.x11.sandbox import Sandbox
+if os.fork():  # the parent leaves: the neighbour is nobody's child in the test
+    os._exit(0)
+os.setsid()
+display = XDisplay(size=(320, 240))
+box = Sandbox(display.name)
+box.run("for i in 1 2 3; do (sleep 4321 >/dev/null 2>&1 &); done", shell=True)
+print(os.getpid(), box.process.pid, flush=True)
+time.sleep(float(sys.argv[1]))
+"""
+
+
+@needs_x11
+def test_the_checks_hold_beside_another_sandbox(tmp_path, host_dir):
+    """Another run's sandbox (not this test's child), with sleepers of the same marker, while
+    the checks of this module that count processes run: they look only at what they started,
+    so they hold. (The whole module beside another run: `pytest tests/envs/test_x11_security.py`
+    in two shells at once.)"""
+    starter = subprocess.Popen([sys.executable, "-c", NEIGHBOUR, "120"], stdout=subprocess.PIPE,
+                               text=True)  # fmt: skip
+    with starter.stdout:
+        host, bwrap = (int(pid) for pid in starter.stdout.readline().split())
+    starter.wait()
+    theirs = tree(bwrap)
+    try:
+        assert len(sleepers(theirs)) == 3
+        test_a_step_that_never_ends_is_a_task_error_within_the_limit()
+        test_disk_processes_and_memory_of_the_sandbox_are_bounded(host_dir)
+        test_a_killed_parent_leaves_no_process_and_no_folder(tmp_path)
+        assert running(theirs) == theirs, "the checks touched the other sandbox"
+    finally:
+        os.kill(host, signal.SIGTERM)  # the neighbour started here; it takes its sandbox along
+    assert wait_gone(theirs) == set()
