@@ -4,13 +4,16 @@ build, WebSocket sessions left idle, web pages of other sites, and bad flags.
 Most servers here run in this process on a free loopback port (``build_app`` as the command
 builds it, served by uvicorn on a thread) around :class:`SlowEnv`, a real gym env that takes as
 long as asked to build, reset and close (an X server takes about a second) and counts how many of
-it are alive: the envs the server built. The last tests run the real command.
+it are alive: the envs the server built. The last tests run the real command, one of them
+counting the X servers a flood of resets on an X11 desktop starts.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -32,6 +35,7 @@ from pixelrl.serve import build_app, listen, make_spec, server  # noqa: E402
 
 SLOW = "pixelrl-test/Slow-v0"
 NAV = "pixelrl/PointNav-v0"
+X11 = "pixelrl/XDesktop-TkCounterThree-v0"
 
 
 class SlowEnv(gymnasium.Env):
@@ -266,29 +270,85 @@ def test_allow_origin_adds_one_origin(slow_spec):
 
 
 # -- the command --------------------------------------------------------------------------------
-def test_the_command_passes_its_limits_to_the_server(tmp_path):
-    argv = ["serve", NAV, "--port", "0", "--env-kwargs", '{"width": 16, "height": 16}',
-            "--idle-timeout", "1", "--allow-origin", "http://lab-box:3000"]  # fmt: skip
-    with open(tmp_path / "server.log", "w") as log:
+def start(tmp_path, *argv: str) -> tuple[subprocess.Popen, str]:
+    """``pixelrl serve ARGV --port 0`` in a subprocess, and its URL (the first line it prints)."""
+    with open(tmp_path / "server.log", "w") as log:  # a file: a full pipe would stall the server
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pixelrl", *argv],
+            [sys.executable, "-m", "pixelrl", "serve", *argv, "--port", "0"],
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
         )
+    line = proc.stdout.readline()  # "serving ... on http://127.0.0.1:PORT ..." (or "": it died)
+    if not line.startswith("serving "):
+        stop_server(proc)
+        raise AssertionError((tmp_path / "server.log").read_text())
+    return proc, line.split(" on ")[1].split()[0]
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    proc.wait(timeout=30)
+    proc.stdout.close()
+
+
+def test_the_command_passes_its_limits_to_the_server(tmp_path):
+    proc, url = start(tmp_path, NAV, "--env-kwargs", '{"width": 16, "height": 16}',
+                      "--idle-timeout", "1", "--allow-origin", "http://lab-box:3000")  # fmt: skip
     try:
-        line = proc.stdout.readline()  # "serving ... on http://127.0.0.1:PORT ..."
-        assert line.startswith("serving "), (tmp_path / "server.log").read_text()
-        url = line.split(" on ")[1].split()[0]
         with pytest.raises(InvalidStatus):
             ws(url, origin="http://evil.example")
         with ws(url, origin="http://lab-box:3000") as session, pytest.raises(ConnectionClosed):
             session.recv(timeout=30)  # idle for a second: closed
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        proc.stdout.close()
+        stop_server(proc)
+
+
+def descendants(pid: int) -> list[str]:
+    """The names of ``pid``'s descendant processes (this test's server's, no one else's)."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # it just ended
+        name, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+        children.setdefault(int(fields[1]), []).append((int(entry), name))
+    names, todo = [], [pid]
+    while todo:
+        for child, name in children.get(todo.pop(), []):
+            names.append(name)
+            todo.append(child)
+    return names
+
+
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb")
+def test_a_flood_of_http_resets_starts_at_most_max_sessions_x_servers(tmp_path):
+    # issue 51, measured: 8 concurrent POST /reset on --max-sessions 2 started 8 Xvfb, and a
+    # /health sent meanwhile took 10.9 s
+    proc, url = start(tmp_path, X11, "--max-sessions", "2")
+    peak, stop = [0], threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            peak[0] = max(peak[0], descendants(proc.pid).count("Xvfb"))
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with http(url) as client, ThreadPoolExecutor(6) as pool:
+            codes = sorted(pool.map(lambda i: client.post("/reset", json={"seed": i}).status_code,
+                                    range(6)))  # fmt: skip
+        assert codes.count(200) >= 1 and codes.count(503) >= 1 and set(codes) == {200, 503}, codes
+        wait_until(lambda: "Xvfb" not in descendants(proc.pid))  # each one stops again
+    finally:
+        stop.set()
+        watcher.join()
+        stop_server(proc)
+    assert 1 <= peak[0] <= 2, f"{peak[0]} X servers at once"
 
 
 BAD_FLAGS = [
