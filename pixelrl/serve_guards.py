@@ -16,7 +16,6 @@ The server (:mod:`pixelrl.serve`) has no authentication, so every request is a s
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import json
 from collections.abc import Iterable
@@ -165,6 +164,8 @@ class CloseIdleWebSockets:
         self.app, self.timeout_s = app, timeout_s
 
     async def __call__(self, scope, receive, send):
+        import asyncio  # here: every pixelrl command imports this module for serve's flags
+
         if scope["type"] != "websocket":
             return await self.app(scope, receive, send)
         idle = False
@@ -175,8 +176,8 @@ class CloseIdleWebSockets:
             if not accepted:  # the handshake's own "websocket.connect"
                 return await receive()
             try:
-                # cancelling the server's receive is safe (uvicorn's websockets recv) and the
-                # connection is about to close anyway
+                # cancelling the server's receive loses nothing (uvicorn's is a queue's get),
+                # and the connection closes next anyway
                 return await asyncio.wait_for(receive(), self.timeout_s)
             except TimeoutError:
                 idle = True
