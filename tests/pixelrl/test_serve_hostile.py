@@ -197,18 +197,18 @@ def test_openenv_mcp_routes_are_not_served(slow_spec):
 # -- the event loop -----------------------------------------------------------------------------
 def test_a_slow_env_build_or_close_stalls_no_other_client(slow_spec):
     # issue 51: OpenEnv builds an HTTP request's env on its event loop, and closes it there
-    spec = timed(slow_spec, build_s=1.5, close_s=1.5)
+    spec = timed(slow_spec, build_s=2.0, close_s=2.0)
     with serving(spec) as url, http(url) as client, ThreadPoolExecutor(1) as pool:
         reset = pool.submit(client.post, "/reset", json={"seed": 0})
         assert SlowEnv.building.wait(timeout=30)
         started = time.monotonic()
         assert client.get("/health").status_code == 200
-        assert time.monotonic() - started < 0.75, "a build held up another client"
+        assert time.monotonic() - started < 1.0, "a build held up another client"
         assert reset.result().status_code == 200
         assert SlowEnv.live == 1  # its env is still closing, on a thread of its own
         started = time.monotonic()
         assert client.get("/health").status_code == 200
-        assert time.monotonic() - started < 0.75, "a close held up another client"
+        assert time.monotonic() - started < 1.0, "a close held up another client"
         wait_until(lambda: SlowEnv.live == 0)
 
 
@@ -218,9 +218,9 @@ def test_an_idle_websocket_is_closed_and_frees_its_session(slow_spec):
     with serving(slow_spec, max_sessions=1, idle_timeout_s=1.0) as url:
         with ws(url) as idle:
             assert ask(idle, {"type": "reset", "data": {"seed": 0}})["type"] == "observation"
+            started = time.monotonic()
             with ws(url) as refused:
                 assert json.loads(refused.recv(timeout=30))["data"]["code"] == "CAPACITY_REACHED"
-            started = time.monotonic()
             with pytest.raises(ConnectionClosed) as closed:
                 idle.recv(timeout=30)  # says nothing: the server closes it
             assert 0.9 < time.monotonic() - started < 10
