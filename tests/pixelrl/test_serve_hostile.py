@@ -20,6 +20,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -364,28 +365,30 @@ BAD_FLAGS = [
 ]
 
 
-def _serve(argv: list[str]) -> subprocess.CompletedProcess:
+def _serve(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "pixelrl", "serve", NAV, "--port", "0", *argv]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")
-def bad_flag_runs():
+def bad_flag_runs(tmp_path_factory):
+    folders = [tmp_path_factory.mktemp("flags") for _ in BAD_FLAGS]
     with ThreadPoolExecutor(3) as pool:
-        return list(pool.map(_serve, [argv for argv, _ in BAD_FLAGS]))
+        runs = pool.map(_serve, [argv for argv, _ in BAD_FLAGS], folders)
+        return list(zip(runs, folders))
 
 
 @pytest.mark.parametrize("case", range(len(BAD_FLAGS)), ids=[" ".join(a) for a, _ in BAD_FLAGS])
 def test_a_bad_flag_is_one_error_line_and_exit_2(case, bad_flag_runs):
-    run, expected = bad_flag_runs[case], BAD_FLAGS[case][1]
+    (run, folder), expected = bad_flag_runs[case], BAD_FLAGS[case][1]
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
     last = run.stderr.strip().splitlines()[-1]
     assert last.startswith("pixelrl serve: error: ") and expected in last, last
-    assert run.stdout == ""
+    assert run.stdout == "" and list(folder.iterdir()) == []  # nothing served, nothing written
 
 
-def test_help_shows_the_limits_and_their_defaults():
-    text = " ".join(_serve(["--help"]).stdout.split())
+def test_help_shows_the_limits_and_their_defaults(tmp_path):
+    text = " ".join(_serve(["--help"], tmp_path).stdout.split())
     assert "--max-sessions" in text and "(default 16)" in text
     assert "--idle-timeout SECONDS" in text and "(default 300)" in text
     assert "--allow-origin ORIGIN" in text and "default: only pages on loopback" in text
