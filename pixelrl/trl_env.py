@@ -21,8 +21,10 @@ GUI and navigation env that shape::
   ``scroll``, ``type``, ``hotkey``, ``done`` in screen pixels; navigation: ``move_forward(steps)``,
   ``turn_left(times)``, ``turn_right(times)``, ``stop``. A tool answers with the new screenshot or
   frame (an image the model sees) and text: the instruction or the goal in words, and whether the
-  episode is over. A refused action (off screen, an unknown key) or a call after the episode
-  ended raises :class:`ToolError`, which TRL hands back to the model as the tool's error.
+  episode is over. A refused action (off screen, an unknown key, a count that is not a whole
+  number in range: NaN, 2.5, ``"3"``) or a call after the episode ended raises
+  :class:`ToolError`, which TRL hands back to the model as the tool's error; so does a row's
+  seed outside 0..2**63-1.
 - **The reward is ours.** ``get_reward`` is the episode's return as our own multi-turn trainer
   counts it: the GUI env's reward (its task checker), or the navigation measures composed by
   :func:`pixelrl.embodied.vlm_train.measure_reward` (geodesic progress, slack, Success, SPL).
