@@ -114,21 +114,26 @@ class EnvSpec:
 class EnvSlots:
     """The server's one cap on live envs, shared by WebSocket sessions and HTTP requests.
 
-    :meth:`build` takes a slot (none left: :class:`ServerBusy`) and builds the env; :meth:`close`
-    closes an env on a thread of its own and gives the slot back once the env is gone. A thread of
-    its own because OpenEnv closes an HTTP request's env on its event loop, and an X server takes
-    about a second to stop."""
+    :meth:`build` takes a slot and builds the env; :meth:`close` closes an env on a thread of its
+    own and gives the slot back once the env is gone. A thread of its own because OpenEnv closes
+    an HTTP request's env on its event loop, and an X server takes about a second to stop. With
+    every slot taken, a build waits for envs that are closing (up to ``close_wait_s``), so the
+    client after one that left is served; with none closing it is :class:`ServerBusy` at once."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._used = 0
-        self._lock = threading.Lock()
+    def __init__(self, limit: int, close_wait_s: float = 10.0) -> None:
+        self.limit, self.close_wait_s = limit, close_wait_s
+        self._used = 0  # envs built or being built, closing ones included
+        self._closing = 0
+        self._changed = threading.Condition()
         # at most `limit` envs exist, so at most `limit` closes at once; its threads are joined at
         # exit, so no X server or browser outlives the server
         self._closer = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="close-env")
 
     def build(self, spec: EnvSpec) -> gymnasium.Env:
-        with self._lock:
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._used < self.limit or not self._closing, self.close_wait_s
+            )
             if self._used >= self.limit:
                 raise ServerBusy(
                     f"busy: all {self.limit} envs this server may run are in use "
@@ -142,6 +147,8 @@ class EnvSlots:
             raise
 
     def close(self, env: gymnasium.Env) -> None:
+        with self._changed:
+            self._closing += 1
         try:
             self._closer.submit(self._close, env)
         except RuntimeError:  # the interpreter is exiting: no new threads
@@ -153,11 +160,13 @@ class EnvSlots:
         except Exception as e:  # noqa: BLE001  (the env is gone either way; the server goes on)
             logging.getLogger(__name__).warning("closing an env failed: %s", e)
         finally:
-            self._give_back()
+            self._give_back(closed=True)
 
-    def _give_back(self) -> None:
-        with self._lock:
+    def _give_back(self, closed: bool = False) -> None:
+        with self._changed:
             self._used -= 1
+            self._closing -= closed
+            self._changed.notify_all()
 
 
 def _environment_base():
