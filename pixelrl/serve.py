@@ -13,7 +13,8 @@ rest:
   WebSocket. OpenEnv's ``/mcp`` routes are not served (the envs have no MCP tools).
 - **Limits.** At most ``max_sessions`` envs live at once, WebSocket sessions and HTTP resets
   together (:class:`EnvSlots`): past it a WebSocket connection gets OpenEnv's
-  ``CAPACITY_REACHED``, a reset :class:`ServerBusy` (HTTP 503). Envs are built and closed on
+  ``CAPACITY_REACHED``, a reset :class:`ServerBusy` (HTTP 503), unless an env is closing (then
+  the reset waits for its slot). Envs are built and closed on
   worker threads, never on the event loop, so a slow env stalls no other client. A WebSocket that
   sends nothing for ``idle_timeout_s`` (default 300 s) is closed with its env. A request from a web page
   (it carries ``Origin``) is refused unless the page is on loopback or its origin is allowed
