@@ -14,10 +14,10 @@ rest:
 - **Limits.** At most ``max_sessions`` envs live at once, WebSocket sessions and HTTP resets
   together (:class:`EnvSlots`): past it a WebSocket connection gets OpenEnv's
   ``CAPACITY_REACHED``, a reset :class:`ServerBusy` (HTTP 503), unless an env is closing (then
-  the reset waits for its slot). Envs are built and closed on
-  worker threads, never on the event loop, so a slow env stalls no other client. A WebSocket that
-  sends nothing for ``idle_timeout_s`` (default 300 s) is closed with its env. A request from a web page
-  (it carries ``Origin``) is refused unless the page is on loopback or its origin is allowed
+  the reset waits for its slot). Envs are built and closed on worker threads, never on the event
+  loop, so a slow env stalls no other client. A WebSocket that sends nothing for
+  ``idle_timeout_s`` (default 300 s) is closed with its env. A request from a web page (it
+  carries ``Origin``) is refused unless the page is on loopback or its origin is allowed
   (:mod:`pixelrl.serve_guards`).
 - **Observations** are the env's observation dict, one field per key, JSON-safe. uint8 images
   (``screenshot``, ``rgb``) are base64 PNG strings by default (lossless, so pixels stay exact;
@@ -541,8 +541,8 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def server(app, sock: socket.socket, log_level: str = "warning"):
-    """A uvicorn server for ``app`` on ``sock`` (WebSocket messages capped); ``.run(sockets=[sock])``
-    serves until interrupted or until ``should_exit`` is set."""
+    """A uvicorn server for ``app`` on ``sock`` (WebSocket messages capped): its
+    ``.run(sockets=[sock])`` serves until interrupted or until ``should_exit`` is set."""
     import uvicorn
 
     host, port = sock.getsockname()[:2]
