@@ -19,7 +19,7 @@ import numpy as np
 from pixelrl.embodied.vlm_agent import TASKS, goal_text
 from pixelrl.embodied.vlm_train import DEFAULTS, measure_reward, unused_steps
 from pixelrl.envs.nav.tasks import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
-from pixelrl.trl_env import NAV_PROMPT, ToolEnvironment, ToolError
+from pixelrl.trl_env import NAV_PROMPT, ToolEnvironment, ToolError, whole_number
 
 MAX_REPEAT = 10  # low-level steps one tool call may take
 
@@ -50,12 +50,9 @@ class NavEnvironment(ToolEnvironment):
         return 0.0  # a call is scored as a whole, as a turn (_turn)
 
     def _turn(self, action: int, times: int) -> list:
-        if isinstance(times, bool) or not isinstance(times, (int, np.integer)):
-            raise ToolError(f"the count must be a whole number, got {times!r}")
-        if not 1 <= times <= MAX_REPEAT:
-            raise ToolError(f"the count must be 1..{MAX_REPEAT}, got {times}")
+        times = whole_number(times, "the count", 1, MAX_REPEAT)
         before, steps = self._info["distance_to_goal"], self._info["num_steps"]
-        answer = self._play([action] * int(times))
+        answer = self._play([action] * times)
         unused = unused_steps(self.env, self._info, action == STOP) if self._over else 0
         self._return += measure_reward(self.rewards, before, self._info,
                                        self._info["num_steps"] - steps, True, self._over, unused)  # fmt: skip

@@ -6,10 +6,19 @@ One idea: a :class:`GymEnvironment` adapts one ``gymnasium`` env of ours to Open
 rest:
 
 - **Sessions.** OpenEnv's clients (``EnvClient``, ``GenericEnvClient``) hold a WebSocket at
-  ``/ws``; the server builds one environment per connection, so every client has its own gym env
-  (its own seed, episode and state) and nothing is shared between them. The HTTP ``/reset`` and
-  ``/step`` routes are stateless in OpenEnv (a fresh env per request, closed after it): an HTTP
-  ``/step`` has no episode and is refused (422), so episodes go through the WebSocket.
+  ``/ws``; the server builds one environment per connection (at its first reset), so every client
+  has its own gym env (its own seed, episode and state) and nothing is shared between them. The
+  HTTP ``/reset`` and ``/step`` routes are stateless in OpenEnv (a fresh env per request, closed
+  after it): an HTTP ``/step`` has no episode and is refused (422), so episodes go through the
+  WebSocket. OpenEnv's ``/mcp`` routes are not served (the envs have no MCP tools).
+- **Limits.** At most ``max_sessions`` envs live at once, WebSocket sessions and HTTP resets
+  together (:class:`EnvSlots`): past it a WebSocket connection gets OpenEnv's
+  ``CAPACITY_REACHED``, a reset :class:`ServerBusy` (HTTP 503), unless an env is closing (then
+  the reset waits for its slot). Envs are built and closed on worker threads, never on the event
+  loop, so a slow env stalls no other client. A WebSocket that sends nothing for
+  ``idle_timeout_s`` (default 300 s) is closed with its env. A request from a web page (it
+  carries ``Origin``) is refused unless the page is on loopback or its origin is allowed
+  (:mod:`pixelrl.serve_guards`).
 - **Observations** are the env's observation dict, one field per key, JSON-safe. uint8 images
   (``screenshot``, ``rgb``) are base64 PNG strings by default (lossless, so pixels stay exact;
   :func:`decode_image`, or ``PIL.Image.open``, reads them back), depth the float32 bytes in
@@ -27,8 +36,9 @@ rest:
   :class:`pixelrl.envs.gui_action.Action` (``{"kind": "click", "x": 10, "y": 20}``). Navigation envs:
   ``{"action": 0..3}`` (stop, move_forward, turn_left, turn_right) or the action's name.
 - **Bad requests** (an unknown field or action, an action the env refuses, a step before reset or
-  after the episode ended, a bad seed) raise :class:`ServeError`: an error message on the
-  WebSocket (OpenEnv's ``{"type": "error"}``, the session goes on), HTTP 422 on the HTTP routes.
+  after the episode ended, a bad seed, no env left) raise :class:`ServeError`: an error message on
+  the WebSocket (OpenEnv's ``{"type": "error"}``, the session goes on), HTTP 422 on the HTTP
+  routes (503 for :class:`ServerBusy`).
   Request bodies and WebSocket messages are capped at :data:`MAX_REQUEST_BYTES`.
 
 The server listens on loopback unless the caller asks for another address
@@ -41,13 +51,24 @@ import base64
 import functools
 import io
 import ipaddress
+import logging
 import socket
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 import gymnasium
 import numpy as np
+
+from pixelrl.seeds import checked_seed
+from pixelrl.serve_guards import (
+    DEFAULT_IDLE_TIMEOUT_S,
+    BodyLimit,
+    CloseIdleWebSockets,
+    RefuseForeignOrigins,
+)
 
 VERIFIABLE = (
     "success",
@@ -61,12 +82,16 @@ VERIFIABLE = (
 )
 IMAGE_ENCODINGS = ("png", "lists")
 MAX_REQUEST_BYTES = 1 << 20  # an action is a few hundred bytes; text actions hold <= 8192 chars
-MAX_SEED = 2**63 - 1
 RESERVED = ("done", "reward", "metadata", "terminated", "truncated", "info")
 
 
 class ServeError(ValueError):
     """A client's request the env cannot take; the server answers with an error and goes on."""
+
+
+class ServerBusy(ServeError):
+    """Every env the server may run is running (``--max-sessions``): HTTP 503, a WebSocket error;
+    the client may try again when a session ends."""
 
 
 # -- the env, as OpenEnv sees it ----------------------------------------------------------------
@@ -87,6 +112,64 @@ class EnvSpec:
         return gymnasium.make(self.env_id, **self.env_kwargs)
 
 
+class EnvSlots:
+    """The server's one cap on live envs, shared by WebSocket sessions and HTTP requests.
+
+    :meth:`build` takes a slot and builds the env; :meth:`close` closes an env on a thread of its
+    own and gives the slot back once the env is gone. A thread of its own because OpenEnv closes
+    an HTTP request's env on its event loop, and an X server takes about a second to stop. With
+    every slot taken, a build waits for envs that are closing (up to ``close_wait_s``), so the
+    client after one that left is served; with none closing it is :class:`ServerBusy` at once."""
+
+    def __init__(self, limit: int, close_wait_s: float = 10.0) -> None:
+        self.limit, self.close_wait_s = limit, close_wait_s
+        self._used = 0  # envs built or being built, closing ones included
+        self._closing = 0
+        self._changed = threading.Condition()
+        # at most `limit` envs exist, so at most `limit` closes at once; its threads are joined at
+        # exit, so no X server or browser outlives the server
+        self._closer = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="close-env")
+
+    def build(self, spec: EnvSpec) -> gymnasium.Env:
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._used < self.limit or not self._closing, self.close_wait_s
+            )
+            if self._used >= self.limit:
+                raise ServerBusy(
+                    f"busy: all {self.limit} envs this server may run are in use "
+                    f"(--max-sessions {self.limit}); try again when a session ends"
+                )
+            self._used += 1
+        try:
+            return spec.make()
+        except BaseException:
+            self._give_back()
+            raise
+
+    def close(self, env: gymnasium.Env) -> None:
+        with self._changed:
+            self._closing += 1
+        try:
+            self._closer.submit(self._close, env)
+        except RuntimeError:  # the interpreter is exiting: no new threads
+            self._close(env)
+
+    def _close(self, env: gymnasium.Env) -> None:
+        try:
+            env.close()
+        except Exception as e:  # noqa: BLE001  (the env is gone either way; the server goes on)
+            logging.getLogger(__name__).warning("closing an env failed: %s", e)
+        finally:
+            self._give_back(closed=True)
+
+    def _give_back(self, closed: bool = False) -> None:
+        with self._changed:
+            self._used -= 1
+            self._closing -= closed
+            self._changed.notify_all()
+
+
 def _environment_base():
     from openenv.core.env_server.interfaces import Environment
 
@@ -94,16 +177,21 @@ def _environment_base():
 
 
 class GymEnvironment(_environment_base()):
-    """One session's env: a fresh ``gymnasium.make(spec.env_id)`` per OpenEnv session."""
+    """One session's env: a fresh ``gymnasium.make(spec.env_id)`` per OpenEnv session, built at
+    its first reset.
+
+    Built late because OpenEnv calls this factory on its event loop for an HTTP request (and for
+    ``/state``, ``/metadata`` and a ``/step`` it refuses); its reset runs on a worker thread.
+    Built through :class:`EnvSlots`, so HTTP requests and WebSocket sessions share one cap."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True  # each session owns its env; nothing is shared
 
-    def __init__(self, spec: EnvSpec) -> None:
+    def __init__(self, spec: EnvSpec, slots: EnvSlots) -> None:
         super().__init__()
         from openenv.core.env_server.types import State
 
-        self.spec = spec
-        self.env = spec.make()
+        self.spec, self.slots = spec, slots
+        self.env: gymnasium.Env | None = None
         self._state = State(episode_id=None, step_count=0)
         self._started = False
         self._over = False
@@ -111,9 +199,11 @@ class GymEnvironment(_environment_base()):
     def reset(self, seed: int | None = None, episode_id: str | None = None):
         from openenv.core.env_server.types import State
 
-        seed = _check_seed(seed)
+        seed = checked_seed(seed, ServeError)
         if episode_id is not None and (not isinstance(episode_id, str) or len(episode_id) > 255):
             raise ServeError("episode_id must be a string of at most 255 characters")
+        if self.env is None:
+            self.env = self.slots.build(self.spec)
         obs, info = self.env.reset(seed=seed)
         self._state = State(
             episode_id=episode_id or uuid.uuid4().hex,
@@ -164,7 +254,7 @@ class GymEnvironment(_environment_base()):
     def close(self) -> None:
         env, self.env = self.env, None
         if env is not None:
-            env.close()
+            self.slots.close(env)
 
     def _observation(self, obs, info, reward, terminated, truncated):
         fields = {k: encode(v, self.spec.images) for k, v in obs.items()}
@@ -180,14 +270,6 @@ class GymEnvironment(_environment_base()):
             reward=reward,
             metadata=dict(measures),
         )
-
-
-def _check_seed(seed: Any) -> int | None:
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise ServeError(f"seed must be an integer in 0..2**63-1, got {str(seed)[:40]!r}")
-    return seed
 
 
 def _native_action(action, kind: str):
@@ -390,68 +472,46 @@ def make_spec(
     )
 
 
-def build_app(spec: EnvSpec, max_sessions: int = 16):
-    """OpenEnv's FastAPI app for ``spec``: ``/ws`` sessions (one env each, at most
-    ``max_sessions`` at once), ``/reset``, ``/step``, ``/state``, ``/schema``, ``/health``."""
+def build_app(
+    spec: EnvSpec,
+    max_sessions: int = 16,
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+    allowed_origins: tuple[str, ...] = (),
+):
+    """OpenEnv's FastAPI app for ``spec``: ``/ws`` sessions (one env each), ``/reset``,
+    ``/step``, ``/state``, ``/schema``, ``/health``; behind the guards of
+    :mod:`pixelrl.serve_guards`.
+
+    At most ``max_sessions`` envs live at once, WebSocket sessions and HTTP requests together
+    (past it: :class:`ServerBusy`); a WebSocket silent for ``idle_timeout_s`` is closed; a browser
+    page's request is refused unless the page is on loopback or in ``allowed_origins``."""
     from fastapi.responses import JSONResponse
     from openenv.core.env_server.http_server import create_fastapi_app
 
-    factory = functools.partial(GymEnvironment, spec)
+    slots = EnvSlots(max_sessions)
+    factory = functools.partial(GymEnvironment, spec, slots)
+    # OpenEnv's own session_timeout is not used: its reaper closes the env but leaves the
+    # WebSocket open (the client's next step meets a closed env), and it looks every >= 5 s
     app = create_fastapi_app(
         factory, spec.action_cls, spec.observation_cls, max_concurrent_envs=max_sessions
     )
+    # Our envs speak no MCP, and OpenEnv's /mcp routes open sessions that nothing closes (two
+    # POSTs of "openenv/session/create" held both sessions of a --max-sessions 2 server for good)
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != "/mcp"]
 
     async def refuse(request, error: ServeError):
         return JSONResponse(status_code=422, content={"detail": str(error)})
 
+    async def busy(request, error: ServerBusy):
+        return JSONResponse(
+            status_code=503, content={"detail": str(error)}, headers={"Retry-After": "1"}
+        )
+
     app.add_exception_handler(ServeError, refuse)
-    return BodyLimit(app, MAX_REQUEST_BYTES)
-
-
-class BodyLimit:
-    """ASGI middleware: an HTTP request body over ``limit`` bytes gets 413, one that is not UTF-8
-    400, before any parsing (WebSocket messages are capped by the server's ``ws_max_size``)."""
-
-    def __init__(self, app, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        chunks, size, more = [], 0, True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            more = message.get("more_body", False)
-            if size > self.limit:
-                return await _refuse(send, 413, f"request body over {self.limit} bytes")
-        body = b"".join(chunks)
-        try:  # FastAPI answers a non-UTF-8 body with a 500 (it cannot encode its own error)
-            body.decode("utf-8")
-        except UnicodeDecodeError:
-            return await _refuse(send, 400, "request body is not UTF-8")
-        done = False
-
-        async def replay():
-            nonlocal done
-            if not done:
-                done = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        return await self.app(scope, replay, send)
-
-
-async def _refuse(send, status: int, detail: str) -> None:
-    import json
-
-    text = json.dumps({"detail": detail}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(text)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": text})
+    app.add_exception_handler(ServerBusy, busy)
+    guarded = CloseIdleWebSockets(app, idle_timeout_s)
+    guarded = BodyLimit(guarded, MAX_REQUEST_BYTES)
+    return RefuseForeignOrigins(guarded, allowed_origins)
 
 
 # -- listening ----------------------------------------------------------------------------------
@@ -480,12 +540,18 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_server(app, sock: socket.socket, log_level: str = "warning") -> None:
-    """Serves ``app`` on ``sock`` until interrupted (uvicorn; WebSocket messages capped)."""
+def server(app, sock: socket.socket, log_level: str = "warning"):
+    """A uvicorn server for ``app`` on ``sock`` (WebSocket messages capped): its
+    ``.run(sockets=[sock])`` serves until interrupted or until ``should_exit`` is set."""
     import uvicorn
 
     host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
         app, host=host, port=port, log_level=log_level, ws_max_size=MAX_REQUEST_BYTES
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    return uvicorn.Server(config)
+
+
+def run_server(app, sock: socket.socket, log_level: str = "warning") -> None:
+    """Serves ``app`` on ``sock`` until interrupted."""
+    server(app, sock, log_level).run(sockets=[sock])

@@ -21,8 +21,10 @@ GUI and navigation env that shape::
   ``scroll``, ``type``, ``hotkey``, ``done`` in screen pixels; navigation: ``move_forward(steps)``,
   ``turn_left(times)``, ``turn_right(times)``, ``stop``. A tool answers with the new screenshot or
   frame (an image the model sees) and text: the instruction or the goal in words, and whether the
-  episode is over. A refused action (off screen, an unknown key) or a call after the episode
-  ended raises :class:`ToolError`, which TRL hands back to the model as the tool's error.
+  episode is over. A refused action (off screen, an unknown key, a count that is not a whole
+  number in range: NaN, 2.5, ``"3"``) or a call after the episode ended raises
+  :class:`ToolError`, which TRL hands back to the model as the tool's error; so does a row's
+  seed outside 0..2**63-1.
 - **The reward is ours.** ``get_reward`` is the episode's return as our own multi-turn trainer
   counts it: the GUI env's reward (its task checker), or the navigation measures composed by
   :func:`pixelrl.embodied.vlm_train.measure_reward` (geodesic progress, slack, Success, SPL).
@@ -40,6 +42,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from pixelrl.seeds import checked_seed
+
 # The words before the task's own (the row's prompt); the tools' schemas follow in the system turn.
 GUI_PROMPT = (
     "You control a computer's mouse and keyboard through the tools. Look at the screenshot, "
@@ -53,6 +57,17 @@ NAV_PROMPT = (
 
 class ToolError(ValueError):
     """A tool call the env refuses; TRL returns it to the model as the tool's error."""
+
+
+def whole_number(value: Any, name: str, low: int, high: int) -> int:
+    """A count a model wrote as an int in ``low..high``, or a :class:`ToolError` naming ``name``
+    (a model's arguments are anything JSON holds: ``2.5``, ``"3"``, ``true``, NaN, 10**400)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ToolError(f"{name} must be a whole number in {low}..{high}, got {str(value)[:40]!r}")
+    if not low <= value <= high:
+        shown = str(value) if abs(value) < 10**40 else "a number of more than 40 digits"
+        raise ToolError(f"{name} must be a whole number in {low}..{high}, got {shown}")
+    return int(value)
 
 
 class ToolEnvironment:
@@ -77,9 +92,8 @@ class ToolEnvironment:
     def reset(self, seed: int | None = None, **row: Any) -> str:
         """Start the rollout of a dataset row: the env reset with the row's ``seed``. Returns
         the task in words (TRL appends it to the prompt)."""
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-            raise ToolError(f"a row's seed must be an integer, got {seed!r}")
-        self._obs, self._info = self.env.reset(seed=None if seed is None else int(seed))
+        seed = checked_seed(seed, ToolError)  # gymnasium's own errors would reach the trainer
+        self._obs, self._info = self.env.reset(seed=seed)
         self._return, self._over = 0.0, False
         return "\n" + self._describe()  # TRL appends it to the prompt's words
 
@@ -226,8 +240,11 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        from pixelrl.envs.gui_action import Action
+        from pixelrl.envs.gui_action import MAX_SCROLL, Action
 
+        # checked here: Action.scroll takes int(clicks), which turns 2.5 into 2 and NaN into a
+        # ValueError the trainer would not survive
+        clicks = whole_number(clicks, "clicks", -MAX_SCROLL, MAX_SCROLL)
         return self._act(lambda: Action.scroll(x, y, dy=clicks))
 
     def type(self, text: str) -> list:

@@ -4,18 +4,23 @@
     pixelrl serve pixelrl/PointNav-v0 --port 8001 --env-kwargs '{"width": 64, "height": 64}'
     pixelrl serve pixelrl/Desktop-Mixed-v0 --images lists --max-sessions 32
     pixelrl serve pixelrl/PointNav-v0 --host 0.0.0.0 --allow-remote   # reachable from elsewhere
+    pixelrl serve pixelrl/PointNav-v0 --allow-origin http://lab-box:3000 --idle-timeout 900
 
 Each OpenEnv client (``GenericEnvClient(base_url="http://127.0.0.1:8000")``) gets its own env
 over the WebSocket; see :mod:`pixelrl.serve` for the observation and action formats. The server
 has no authentication, so it listens on loopback unless ``--allow-remote`` is given with another
-``--host``. ``--port 0`` takes a free port; the first line printed names the address.
+``--host``, and refuses requests from web pages (they carry ``Origin``) that are not on loopback
+unless ``--allow-origin`` names them. At most ``--max-sessions`` envs run at once, WebSocket
+sessions and HTTP resets together; a WebSocket silent for ``--idle-timeout`` seconds is closed.
+``--port 0`` takes a free port; the first line printed names the address.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from pixelrl.commands.args import env_id, json_object, positive_int
+from pixelrl.commands.args import env_id, json_object, positive_float, positive_int
+from pixelrl.serve_guards import DEFAULT_IDLE_TIMEOUT_S, origin
 
 
 def port_number(text: str) -> int:
@@ -26,6 +31,13 @@ def port_number(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"must be in 0..65535 (0: a free port), got {text}")
     return value
+
+
+def allowed_origin(text: str) -> str:
+    try:
+        return origin(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -44,7 +56,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="images as base64 (uint8 as PNG, depth as float32 bytes; exact, small) or "
                    "nested lists (what OpenEnv's BrowserGym clients read)")  # fmt: skip
     p.add_argument("--max-sessions", type=positive_int, default=16,
-                   help="WebSocket sessions (each its own env) at once")  # fmt: skip
+                   help="envs at once, WebSocket sessions and HTTP resets together; past it a "
+                   "client is told the server is busy (default %(default)s)")  # fmt: skip
+    p.add_argument("--idle-timeout", type=positive_float, default=DEFAULT_IDLE_TIMEOUT_S,
+                   metavar="SECONDS",
+                   help="close a WebSocket session (and its env) that sends nothing for this "
+                   "long (default %(default)s)")  # fmt: skip
+    p.add_argument("--allow-origin", type=allowed_origin, action="append", default=[],
+                   metavar="ORIGIN",
+                   help="also take requests from web pages of this origin, e.g. "
+                   "http://lab-box:3000 (repeatable; default: only pages on loopback; clients "
+                   "that are not browsers send no origin and are always taken)")  # fmt: skip
     p.add_argument("--log-level", choices=("warning", "info", "debug"), default="warning",
                    help="uvicorn's log level")  # fmt: skip
     p.set_defaults(func=run)
@@ -81,5 +103,11 @@ def run(args: argparse.Namespace) -> int:
         f"client, at most {args.max_sessions}); Ctrl+C stops",
         flush=True,
     )
-    run_server(build_app(spec, max_sessions=args.max_sessions), sock, log_level=args.log_level)
+    app = build_app(
+        spec,
+        max_sessions=args.max_sessions,
+        idle_timeout_s=args.idle_timeout,
+        allowed_origins=tuple(args.allow_origin),
+    )
+    run_server(app, sock, log_level=args.log_level)
     return 0

@@ -299,14 +299,14 @@ def test_sessions_past_max_sessions_are_refused_until_one_leaves(nav):
 
 
 def test_png_mode_sends_nav_frames_exactly_in_a_fraction_of_the_bytes():
-    from pixelrl.serve import GymEnvironment, make_spec
+    from pixelrl.serve import EnvSlots, GymEnvironment, make_spec
 
     local = gymnasium.make(NAV, width=32, height=32)
     expected, _ = local.reset(seed=3)
     sizes = {}
     for images in ("png", "lists"):
         spec = make_spec(NAV, {"width": 32, "height": 32}, images=images)
-        env = GymEnvironment(spec)
+        env = GymEnvironment(spec, EnvSlots(1))
         obs = env.reset(seed=3)
         for key in ("rgb", "depth"):
             got = decode_image(getattr(obs, key))

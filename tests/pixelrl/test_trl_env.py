@@ -95,6 +95,34 @@ def test_gui_tools_refuse_bad_calls_and_the_episode_goes_on():
         env.reset(seed="3")
 
 
+NOT_NUMBERS = [float("nan"), float("inf"), -float("inf"), 2.5, "3", True, 10**400, 51]
+
+
+@pytest.mark.parametrize("clicks", NOT_NUMBERS, ids=[str(c)[:8] for c in NOT_NUMBERS])
+def test_a_scroll_of_no_whole_number_of_clicks_is_a_tool_error(clicks):
+    # issue 51: NaN raised ValueError and inf OverflowError (int(clicks) in Action.scroll), which
+    # end a TRL rollout; 2.5, "3" and True were played as 2, 3 and 1 clicks
+    env = GUIEnvironment(CLICK, **GUI_KW)
+    env.reset(seed=1)
+    with pytest.raises(ToolError, match="clicks must be a whole number in -50..50"):
+        env.scroll(x=10, y=10, clicks=clicks)
+    image, _ = env.scroll(x=10, y=10, clicks=-1)  # still playing
+    assert np.asarray(image["image"]).shape == (240, 320, 3)
+
+
+BAD_SEEDS = [-1, 2**63, 10**400, float("nan"), 3.0, "3", True]
+
+
+@pytest.mark.parametrize("seed", BAD_SEEDS, ids=[str(s)[:8] for s in BAD_SEEDS])
+def test_a_row_seed_outside_0_to_2_63_is_a_tool_error(seed):
+    # issue 51: -1 raised gymnasium's own Error, which ends a TRL rollout
+    gui, nav = GUIEnvironment(CLICK, **GUI_KW), NavEnvironment(NAV, **NAV_KW)
+    for env in (gui, nav):
+        with pytest.raises(ToolError, match=r"seed must be an integer in 0\.\.2\*\*63-1, got"):
+            env.reset(seed=seed)
+    assert gui.reset(seed=2**63 - 1).startswith("\nTask: ")  # the last seed still plays
+
+
 def test_nav_tools_score_each_call_as_the_trainer_scores_a_turn():
     env = NavEnvironment(NAV, **NAV_KW)
     assert env.reset(seed=5).startswith("\nThe goal is")

@@ -1,0 +1,195 @@
+"""ASGI middleware that keeps the clients of ``pixelrl serve`` in bounds, whatever they send.
+
+The server (:mod:`pixelrl.serve`) has no authentication, so every request is a stranger's:
+
+- :class:`RefuseForeignOrigins`: a request that carries an ``Origin`` header comes from a web
+  page in a browser; unless the page is on loopback (or its origin was allowed by name) it gets
+  403, HTTP and WebSocket handshakes alike. Without this, any site open in a local browser could
+  open ``ws://127.0.0.1:8000/ws`` and drive an env (browsers do not apply CORS to WebSockets).
+  Clients that are not browsers send no ``Origin`` and pass.
+- :class:`BodyLimit`: an HTTP body over the cap gets 413 before anything parses it, one that is
+  not UTF-8 400 (WebSocket messages are capped by the server's ``ws_max_size``).
+- :class:`CloseIdleWebSockets`: a WebSocket that sends nothing for ``timeout_s`` while the server
+  waits for it is closed, and its session (and env) with it, so forgotten clients cannot hold
+  every session.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+# a policy thinks for seconds between steps; a client gone for minutes has forgotten its session
+DEFAULT_IDLE_TIMEOUT_S = 300
+
+
+# -- origins ------------------------------------------------------------------------------------
+def origin(text: str) -> str:
+    """``text`` as a browser writes an ``Origin``: ``scheme://host[:port]``, lower case, the
+    scheme's default port and a trailing ``/`` left out; ``ValueError`` if it is not one (a path,
+    a user, ``null``)."""
+    if not isinstance(text, str) or len(text) > 2048:
+        raise ValueError(f"not an origin: {str(text)[:60]!r}")
+    try:
+        parts = urlsplit(text.strip())
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"not an origin (bad host or port): {text[:60]!r}") from None
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        raise ValueError(f"not an origin: {text[:60]!r} (expected http(s)://host[:port])")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username is not None:
+        raise ValueError(f"an origin has no path, query or user: {text[:60]!r}")
+    host = parts.hostname.lower()
+    shown = f"[{host}]" if ":" in host else host
+    if port is None or port == DEFAULT_PORTS[parts.scheme]:
+        return f"{parts.scheme}://{shown}"
+    return f"{parts.scheme}://{shown}:{port}"
+
+
+def is_loopback_origin(value: str) -> bool:
+    """A page served from this machine: ``localhost`` or a loopback address, by name only (never
+    resolved: a name that resolves to loopback is how DNS rebinding gets in)."""
+    host = urlsplit(value).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class RefuseForeignOrigins:
+    """403 for an HTTP request or WebSocket handshake whose ``Origin`` is neither loopback nor in
+    ``allowed``."""
+
+    def __init__(self, app, allowed: Iterable[str] = ()) -> None:
+        self.app, self.allowed = app, frozenset(origin(o) for o in allowed)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] in ("http", "websocket"):
+            refused = self._refused(scope)
+            if refused is not None:
+                detail = (
+                    f"Origin {refused[:100]} is not allowed: this server takes requests from "
+                    "pages on loopback and from clients that are not browsers (pixelrl serve "
+                    "--allow-origin ORIGIN adds one)"
+                )
+                if scope["type"] == "http":
+                    return await refuse(send, 403, detail)
+                return await _refuse_handshake(scope, send, detail)
+        return await self.app(scope, receive, send)
+
+    def _refused(self, scope) -> str | None:
+        """The first ``Origin`` header that is not allowed, as sent; ``None`` if all are."""
+        for name, raw in scope.get("headers", ()):
+            if name != b"origin":
+                continue
+            text = raw.decode("latin-1")
+            try:
+                value = origin(text)
+            except ValueError:
+                return text
+            if not (is_loopback_origin(value) or value in self.allowed):
+                return text
+        return None
+
+
+async def _refuse_handshake(scope, send, detail: str) -> None:
+    if "websocket.http.response" in scope.get("extensions", {}):  # 403 with the reason
+        body = json.dumps({"detail": detail}).encode()
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "websocket.http.response.start", "status": 403, "headers": headers})
+        await send({"type": "websocket.http.response.body", "body": body})
+    else:  # closing before the handshake is a plain 403
+        await send({"type": "websocket.close", "code": 1008})
+
+
+# -- request bodies -----------------------------------------------------------------------------
+class BodyLimit:
+    """An HTTP request body over ``limit`` bytes gets 413, one that is not UTF-8 400, before any
+    parsing."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = message.get("more_body", False)
+            if size > self.limit:
+                return await refuse(send, 413, f"request body over {self.limit} bytes")
+        body = b"".join(chunks)
+        try:  # FastAPI answers a non-UTF-8 body with a 500 (it cannot encode its own error)
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            return await refuse(send, 400, "request body is not UTF-8")
+        done = False
+
+        async def replay():
+            nonlocal done
+            if not done:
+                done = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await self.app(scope, replay, send)
+
+
+async def refuse(send, status: int, detail: str) -> None:
+    """An HTTP answer ``{"detail": detail}`` with ``status``, sent before the app sees anything."""
+    text = json.dumps({"detail": detail}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(text)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": text})
+
+
+# -- idle WebSockets ----------------------------------------------------------------------------
+class CloseIdleWebSockets:
+    """Closes a WebSocket (code 1000, reason ``idle for more than N s``) once the app has waited
+    ``timeout_s`` for its next message: the app sees a client disconnect and ends the session as
+    it ends any other. Only the time the server waits on the client counts, so a long step never
+    closes its session; pings (answered by the protocol, below the app) do not keep it open."""
+
+    def __init__(self, app, timeout_s: float) -> None:
+        self.app, self.timeout_s = app, timeout_s
+
+    async def __call__(self, scope, receive, send):
+        import asyncio  # here: every pixelrl command imports this module for serve's flags
+
+        if scope["type"] != "websocket":
+            return await self.app(scope, receive, send)
+        idle = False
+        accepted = False
+
+        async def receive_or_time_out():
+            nonlocal idle
+            if not accepted:  # the handshake's own "websocket.connect"
+                return await receive()
+            try:
+                # cancelling the server's receive loses nothing (uvicorn's is a queue's get),
+                # and the connection closes next anyway
+                return await asyncio.wait_for(receive(), self.timeout_s)
+            except TimeoutError:
+                idle = True
+                return {"type": "websocket.disconnect", "code": 1000}
+
+        async def send_with_reason(message):
+            nonlocal accepted
+            if message["type"] == "websocket.accept":
+                accepted = True
+            elif message["type"] == "websocket.close" and idle:
+                reason = f"idle for more than {self.timeout_s:g} s"
+                message = {**message, "code": 1000, "reason": reason}
+            await send(message)
+
+        return await self.app(scope, receive_or_time_out, send_with_reason)
