@@ -440,20 +440,14 @@ def run_step(
 
 def activate_window(windows, name: str, strict: bool = False, by_class: bool = False) -> str | None:
     """Raise and focus the first window named ``name`` (a substring unless ``strict``)."""
-    from Xlib import X
-
-    d = windows._d
     for w in windows.list():
-        xw = d.create_resource_object("window", w.id)
         if by_class:
             cls = windows.wm_class(w.id)
             hit = any((c == name) if strict else (name.lower() in c.lower()) for c in cls)
         else:
             hit = (w.title == name) if strict else (name.lower() in w.title.lower())
         if hit:
-            xw.configure(stack_mode=X.Above)
-            xw.set_input_focus(X.RevertToParent, X.CurrentTime)
-            d.sync()
+            windows.activate(w.id)
             return None
     return f"activate_window {name!r}: no such window"
 
