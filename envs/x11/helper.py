@@ -78,9 +78,9 @@ class Helper:
             if not ready:
                 self.close()
                 raise DisplayTimeout(
-                    f"the display {self.display_name} did not let the {self.name} {what} within "
-                    f"{timeout_s:.1f} s (an app of the task may hold the X server or flood it); "
-                    f"the {self.name} was stopped"
+                    f"the {self.name} did not {what} within {timeout_s:.1f} s on the display "
+                    f"{self.display_name} and was stopped (an app of the task may hold the X "
+                    "server or flood it)"
                 )
             chunk = os.read(fd, 1 << 16)
             if not chunk:
