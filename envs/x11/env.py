@@ -48,9 +48,9 @@ from pixelrl.envs.gui_action import POINTER_KINDS, Action
 from pixelrl.envs.processes import ChildProcess
 from pixelrl.envs.real_gui import Outcome, RealGuiEnv
 from pixelrl.envs.x11 import osworld
-from pixelrl.envs.x11.actuator import ActionTimeout, Actuator
+from pixelrl.envs.x11.actuator import Actuator
 from pixelrl.envs.x11.display import XDisplay
-from pixelrl.envs.x11.helper import DisplayTimeout
+from pixelrl.envs.x11.helper import ActionTimeout, DisplayTimeout
 from pixelrl.envs.x11.sandbox import Sandbox, SandboxLimits
 from pixelrl.envs.x11.tasks import (
     APPS_DIR,

@@ -8,7 +8,8 @@ cannot be interrupted, only killed. Past its deadline the helper's process group
 the caller gets :class:`DisplayTimeout`; the next request starts a fresh helper.
 
 Protocol: the helper writes one JSON object a line on stdout, first ``{"ready": true, ...}``
-once it is connected, then one answer a request (a JSON line on stdin).
+once it is connected, then one answer a request (a JSON line on stdin); its side of it is
+:mod:`pixelrl.envs.x11.helper_loop`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ class HelperError(RuntimeError):
 class DisplayTimeout(TaskError):
     """The task's display did not answer a host request in time (the helper was killed): an app
     of the task holds the X server (a grab) or keeps it too busy to answer."""
+
+
+class ActionTimeout(DisplayTimeout):
+    """An action did not finish within its time limit (the actuator was killed): the display
+    held, or an action that takes long (typing a long text)."""
 
 
 class Helper:
@@ -118,21 +124,3 @@ class Helper:
 
     def close(self) -> None:
         self.process.kill(grace_s=1.0)
-
-
-def serve(hello: dict, answer) -> None:
-    """The helper's side: write ``hello``, then answer each request line with ``answer(request)``
-    (a dict); an exception becomes ``{"ok": false, "type": ..., "error": ...}`` and the helper
-    goes on (the host decides what an error means)."""
-    out = sys.stdout.buffer
-    out.write((json.dumps({"ready": True, **hello}) + "\n").encode())
-    out.flush()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            reply = {"ok": True, **answer(json.loads(line))}
-        except Exception as e:
-            reply = {"ok": False, "type": type(e).__name__, "error": str(e)}
-        out.write((json.dumps(reply) + "\n").encode())
-        out.flush()

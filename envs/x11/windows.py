@@ -18,7 +18,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from pixelrl.envs.x11.helper import DisplayTimeout, Helper, serve
+# Standard library only at the top: this file is also the window reader's script (helper_loop).
 
 MAX_TITLE_BYTES = 4096  # what is read of a window's title (python-xlib reads it all otherwise)
 MAX_WINDOWS = 256  # top-level windows looked at (the topmost)
@@ -54,10 +54,12 @@ class Windows:
     def __init__(self, display_name: str, timeout_s: float = WINDOWS_TIMEOUT_S) -> None:
         self.display_name = display_name
         self.timeout_s = float(timeout_s)
-        self._helper: Helper | None = None
+        self._helper = None
         self._start(self.timeout_s)
 
-    def _start(self, timeout_s: float) -> Helper:
+    def _start(self, timeout_s: float):
+        from pixelrl.envs.x11.helper import Helper
+
         self._helper = Helper(
             os.path.abspath(__file__), [], self.display_name, timeout_s, name="window reader"
         )
@@ -105,6 +107,7 @@ class Windows:
         Raises :class:`WindowTimeout` after ``timeout_s``, or
         :class:`~pixelrl.envs.x11.helper.DisplayTimeout` when the display stops answering (no
         later than ``timeout_s`` either)."""
+        from pixelrl.envs.x11.helper import DisplayTimeout
         from pixelrl.envs.x11.tasks import search
 
         deadline = time.monotonic() + timeout_s
@@ -241,6 +244,8 @@ class _Reader:
 
 
 def main() -> None:
+    from helper_loop import serve  # a sibling file (see its doc)
+
     reader = _Reader()
     serve(reader.hello(), reader.answer)
 
