@@ -36,6 +36,7 @@ the agent says ``done`` or at the step limit (like OSWorld), not after every ste
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 import time
@@ -67,6 +68,14 @@ from pixelrl.envs.x11.windows import Windows, WindowTimeout
 
 # Actions the actuator performs; wait/done/fail happen here.
 INPUT_KINDS = POINTER_KINDS | {"type", "key", "hotkey", "key_down", "key_up"}
+
+
+def _time_limit(name: str, value: Any) -> float:
+    """``value`` as seconds: a finite number > 0, else a ValueError naming ``name``."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+    return float(value)
 
 
 class XDesktopEnv(RealGuiEnv):
@@ -131,9 +140,9 @@ class XDesktopEnv(RealGuiEnv):
         self._sandbox: Sandbox | None = None
         self.setup_errors: list[str] = []
         self._last_failed = False
-        self.display_timeout_s = float(display_timeout_s)
-        if not 0 < self.display_timeout_s < float("inf"):
-            raise ValueError(f"display_timeout_s must be a number > 0, got {display_timeout_s!r}")
+        self.action_timeout_s = _time_limit("action_timeout_s", action_timeout_s)
+        self.window_timeout_s = _time_limit("window_timeout_s", window_timeout_s)
+        self.display_timeout_s = _time_limit("display_timeout_s", display_timeout_s)
         self._start_display()  # fail early (no Xvfb, refused display) and learn the screen size
         super().__init__(
             self.display.size,
@@ -141,13 +150,11 @@ class XDesktopEnv(RealGuiEnv):
             a11y_text=a11y_text,
             render_mode=render_mode,
         )
-        self.action_timeout_s = float(action_timeout_s)
         self.settle_s = float(settle_s)
         self.settle_max_s = float(settle_max_s)
         if check_every_step is None:
             check_every_step = self.task.schema != "osworld"
         self.check_every_step = bool(check_every_step)
-        self.window_timeout_s = float(window_timeout_s)
 
     # -- processes ----------------------------------------------------------------------------
     def _start_display(self) -> None:

@@ -59,7 +59,7 @@ class Helper:
     ) -> None:
         self.name = name
         self.display_name = display_name
-        self._buffer = b""
+        self._buffer = bytearray()  # what was read of the next line(s)
         env = dict(os.environ, DISPLAY=display_name, PYTHONUNBUFFERED="1")
         self.process = ChildProcess(
             [sys.executable, script, *args],
@@ -78,7 +78,8 @@ class Helper:
         """The next line as JSON, read by ``timeout_s`` or never (the helper is then killed)."""
         deadline = time.monotonic() + timeout_s
         fd = self.process.popen.stdout.fileno()
-        while b"\n" not in self._buffer:
+        end = self._buffer.find(b"\n")
+        while end < 0:
             left = deadline - time.monotonic()
             ready = select.select([fd], [], [], left)[0] if left > 0 else []
             if not ready:
@@ -93,11 +94,14 @@ class Helper:
                 code = self.process.popen.poll()
                 self.close()
                 raise HelperError(f"the {self.name} exited (code {code}) during {what}")
+            end = chunk.find(b"\n")
+            if end >= 0:
+                end += len(self._buffer)
             self._buffer += chunk
             if len(self._buffer) > MAX_LINE_BYTES:
                 self.close()
                 raise HelperError(f"the {self.name} answered more than {MAX_LINE_BYTES} bytes")
-        line, self._buffer = self._buffer.split(b"\n", 1)
+        line, self._buffer = bytes(self._buffer[:end]), self._buffer[end + 1 :]
         try:
             reply = json.loads(line)
         except ValueError:

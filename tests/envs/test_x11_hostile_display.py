@@ -9,7 +9,10 @@ nothing is mocked. pytest-timeout turns a hang (the code before the fix) into a 
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 import time
 
 import pytest
@@ -180,3 +183,34 @@ def test_a_flood_of_child_windows_keeps_a_step_fast():
         assert took < 0.5 + 1.0  # the wait's own 0.5 s, then milliseconds of bounded walk
     finally:
         env.close()
+
+
+# -- the command line -------------------------------------------------------------------------
+def pixelrl_record(tmp_path, env_kwargs: dict) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "pixelrl", "record", "--env", "pixelrl/XDesktop-TkCounterThree-v0",
+            "--env-kwargs", json.dumps(env_kwargs), "--agent", "expert", "--episodes", "1",
+            "--out", str(tmp_path / "out")]  # fmt: skip
+    return subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+
+@needs_x11
+def test_a_grabbing_task_is_one_error_line_and_exit_2(tmp_path):
+    grab = {"id": "Grab", "instruction": "x", "solution": ["WAIT"],
+            "config": [{"type": "launch", "command": ["{python}", "-c", GRABBER, "now"],
+                        "window": "^never$"}],
+            "evaluator": {"result": {"type": "window_title", "pattern": "^n$"},
+                          "func": "exact_match", "expected": "n"}}  # fmt: skip
+    (tmp_path / "grab.json").write_text(json.dumps(grab))
+    kwargs = {"task": str(tmp_path / "grab.json"), "display_timeout_s": 2, "window_timeout_s": 3}
+    run = pixelrl_record(tmp_path, kwargs)
+    last = run.stderr.strip().splitlines()[-1]
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert last.startswith("pixelrl record: error: ") and "did not list its windows" in last
+
+
+@pytest.mark.parametrize("value", [0, -1, "soon", float("nan"), True])
+def test_a_wrong_display_timeout_is_one_error_line_and_exit_2(tmp_path, value):
+    run = pixelrl_record(tmp_path, {"display_timeout_s": value})
+    last = run.stderr.strip().splitlines()[-1]
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert "display_timeout_s must be a finite number of seconds > 0" in last, last
