@@ -28,6 +28,7 @@ MAX_CHILDREN = 8  # children of a top-level window looked at for a title (a fram
 MAX_REQUESTS = 2048
 WINDOWS_A_REQUEST = 64
 WINDOWS_TIMEOUT_S = 10.0  # default deadline of one request (a walk takes milliseconds)
+LOOK_S = 0.5  # the shortest deadline of one look while waiting for a window
 
 
 @dataclass(frozen=True)
@@ -106,15 +107,17 @@ class Windows:
 
         Raises :class:`WindowTimeout` after ``timeout_s``, or
         :class:`~pixelrl.envs.x11.helper.DisplayTimeout` when the display stops answering (no
-        later than ``timeout_s`` either)."""
+        later than ``timeout_s`` either, or :data:`LOOK_S` after it)."""
         from pixelrl.envs.x11.helper import DisplayTimeout
         from pixelrl.envs.x11.tasks import search
 
         deadline = time.monotonic() + timeout_s
         while True:
+            # Each look gets the time left, but never less than LOOK_S: a deadline of nearly
+            # nothing would kill a reader that is merely about to answer.
             left = deadline - time.monotonic()
             try:
-                windows = self.list(min(self.timeout_s, max(left, 0.0)))
+                windows = self.list(min(self.timeout_s, max(left, LOOK_S)))
             except DisplayTimeout as e:
                 raise DisplayTimeout(f"waiting for a window titled like {pattern!r}: {e}") from None
             for w in windows:
