@@ -180,7 +180,8 @@ def test_a_flood_of_child_windows_keeps_a_step_fast():
         took = time.monotonic() - start
         assert reward == 1.0 and terminated  # the titled window is still found
         assert [e["name"] for e in info["a11y"]] == ["flood"]
-        assert took < 0.5 + 1.0  # the wait's own 0.5 s, then milliseconds of bounded walk
+        # the wait's own 0.5 s, then ~0.1 s of bounded walks; the unbounded walk took 16 s here
+        assert took < 0.5 + 2.5
     finally:
         env.close()
 
