@@ -26,11 +26,13 @@ every request the env makes on the display runs in a helper process (the actuato
 reader) with a deadline: an action within ``action_timeout_s`` (past it the episode is
 truncated), everything else within ``display_timeout_s``, past which the step or reset raises
 :class:`~pixelrl.envs.x11.helper.DisplayTimeout` (a :class:`TaskError`) and the env's processes
-are stopped. A step thus ends within ``action_timeout_s + display_timeout_s`` (plus settling),
-and a window wait within ``window_timeout_s``, whatever the display does. Tasks in OSWorld's schema run their steps,
-``postconfig`` and metrics as :mod:`pixelrl.envs.x11.osworld` describes; they are evaluated when
-the agent says ``done`` or at the step limit (like OSWorld), not after every step, and an
-``infeasible`` task is solved by ``fail``.
+are stopped. A held server thus ends a step within ``action_timeout_s + display_timeout_s``
+(plus settling) and a window wait within ``window_timeout_s``.
+
+Tasks in OSWorld's schema run their steps, ``postconfig`` and metrics as
+:mod:`pixelrl.envs.x11.osworld` describes; they are evaluated when the agent says ``done`` or at
+the step limit (like OSWorld), not after every step, and an ``infeasible`` task is solved by
+``fail``.
 """
 
 from __future__ import annotations
