@@ -3,8 +3,8 @@
 Every X request the host makes on a task's display runs in such a process (the actuator, the
 window reader), never in the env's own: an app of the task can stop the X server answering
 anyone else (``XGrabServer``) or make it slow to answer (a flood of windows), and a client
-blocked in an X library waits without a time limit (python-xlib ``select``\\ s with none) and
-cannot be interrupted, only killed. Past its deadline the helper's process group is killed and
+blocked in an X library waits without a time limit (python-xlib waits in ``select`` with none)
+and cannot be interrupted, only killed. Past its deadline the helper's process group is killed and
 the caller gets :class:`DisplayTimeout`; the next request starts a fresh helper.
 
 Protocol: the helper writes one JSON object a line on stdout, first ``{"ready": true, ...}``
