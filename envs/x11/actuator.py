@@ -5,11 +5,13 @@ over pipes. Why a process of its own:
 
 - pyautogui binds itself to ``$DISPLAY`` when it is imported and keeps that connection in module
   globals, so one Python process can drive only one display; two envs need two processes;
-- a time limit per action is enforceable: a stuck actuator is killed, not waited for;
+- every request has a deadline (:mod:`pixelrl.envs.x11.helper`): an actuator stuck on the
+  display (an app of the task grabbed the X server) is killed, not waited for;
 - the X client libraries (libxcb under mss) can abort the whole process when the X server dies
   under them; that takes down the actuator, and the env reports an error instead of dying.
 
-Protocol: one JSON object a line. The actuator first writes ``{"ready": true, "size": [w, h]}``.
+Protocol (the helper's, one JSON object a line): the actuator first writes ``{"ready": true,
+"size": [w, h]}``.
 A request ``{"kind": ..., "x": ..., ...}`` (the fields of ``pixelrl.envs.gui_action.Action``) performs the
 action and answers ``{"ok": true}`` or ``{"ok": false, "error": ..., "type": ...}``; pyautogui's
 fail-safe stays on (an action that starts with the pointer in a screen corner fails with
@@ -22,10 +24,11 @@ script's argument; a pipe would copy 3 MB a frame) and answers ``{"ok": true, "w
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
+
+# Standard library only at the top: this file is also the actuator's script (see helper_loop).
 
 # Our key names are pyautogui's except the super key.
 _PYAUTOGUI_KEY = {"win": "winleft"}
@@ -84,95 +87,76 @@ def perform(pyautogui, a: dict) -> None:
         raise ValueError(f"unknown action kind {kind!r}")
 
 
-class ActuatorError(RuntimeError):
-    """The actuator process died, timed out, or could not start."""
-
-
-class ActionTimeout(ActuatorError):
-    """An action did not finish within its time limit (the actuator was killed)."""
-
-
 class Actuator:
-    """The env's handle on its actuator process: :meth:`perform` sends one action and waits."""
+    """The env's handle on its actuator process: :meth:`perform` sends one action and waits.
+
+    Every wait has a deadline (see :mod:`pixelrl.envs.x11.helper`): the start
+    (``start_timeout_s``), an action (the caller's), a screenshot (the caller's beyond settling).
+    """
 
     def __init__(
         self, display_name: str, screen_size: tuple[int, int], start_timeout_s: float = 20.0
     ) -> None:
         import os
-        import subprocess
         from multiprocessing import shared_memory
 
-        from pixelrl.envs.processes import ChildProcess
+        from pixelrl.envs.x11.helper import Helper
 
         width, height = screen_size
         self._frame = shared_memory.SharedMemory(create=True, size=width * height * 3)
-        env = dict(os.environ, DISPLAY=display_name, PYTHONUNBUFFERED="1")
-        self.process = None
-        self.process = ChildProcess(
-            [sys.executable, os.path.abspath(__file__), self._frame.name],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            name="actuator",
-        )
-        reply = self._read(start_timeout_s, "start")
-        if not reply.get("ready"):
-            self.close()
-            raise ActuatorError(f"the actuator did not start: {reply}")
-        self.size = tuple(reply["size"])
-
-    def _read(self, timeout_s: float, what: str) -> dict:
-        import select
-
-        stdout = self.process.popen.stdout
-        ready, _, _ = select.select([stdout], [], [], timeout_s)
-        if not ready:
-            self.close()
-            raise ActionTimeout(f"the actuator did not {what} within {timeout_s:.1f} s")
-        line = stdout.readline()
-        if not line:
-            code = self.process.popen.poll()
-            self.close()
-            raise ActuatorError(f"the actuator exited (code {code}) during {what}")
-        return json.loads(line)
+        try:
+            self._helper = Helper(
+                os.path.abspath(__file__),
+                [self._frame.name],
+                display_name,
+                start_timeout_s,
+                name="actuator",
+            )
+        except BaseException:
+            self._release_frame()
+            raise
+        self.process = self._helper.process
+        self.size = tuple(self._helper.hello["size"])
 
     def perform(self, action: dict, timeout_s: float) -> dict:
-        """Send ``action`` (Action fields as a dict); the reply, or :class:`ActuatorError`."""
-        if not self.process.alive():
-            raise ActuatorError(
-                f"the actuator is not running (exit code {self.process.popen.poll()})"
-            )
+        """Send ``action`` (Action fields as a dict); the reply,
+        :class:`~pixelrl.envs.x11.helper.ActionTimeout` past ``timeout_s``, or
+        :class:`~pixelrl.envs.x11.helper.HelperError`."""
+        from pixelrl.envs.x11.helper import ActionTimeout, DisplayTimeout
+
         try:
-            self.process.popen.stdin.write((json.dumps(action) + "\n").encode())
-            self.process.popen.stdin.flush()
-        except (BrokenPipeError, OSError) as e:
-            self.close()
-            raise ActuatorError(f"the actuator is gone: {e}") from None
-        return self._read(timeout_s, f"finish a {action['kind']} action")
+            return self._helper.request(action, timeout_s, f"finish a {action['kind']} action")
+        except DisplayTimeout as e:
+            raise ActionTimeout(str(e)) from None
 
     def screenshot(self, settle_s: float, settle_max_s: float, timeout_s: float):
-        """The screen once it has settled (see the module doc), as an H×W×3 uint8 array."""
+        """The screen once it has settled (see the module doc), as an H×W×3 uint8 array;
+        :class:`~pixelrl.envs.x11.helper.DisplayTimeout` when it takes ``timeout_s`` beyond the
+        settling."""
         import numpy as np
 
+        from pixelrl.envs.x11.helper import HelperError
+
         request = {"kind": "screenshot", "settle_s": settle_s, "settle_max_s": settle_max_s}
-        header = self.perform(request, timeout_s + settle_s + settle_max_s)
+        header = self._helper.request(request, timeout_s + settle_s + settle_max_s, "screenshot")
         if not header["ok"]:
-            raise ActuatorError(f"screenshot failed: {header['type']}: {header['error']}")
+            raise HelperError(f"screenshot failed: {header['type']}: {header['error']}")
         width, height = header["width"], header["height"]
         frame = np.frombuffer(self._frame.buf, dtype=np.uint8, count=width * height * 3)
         return frame.reshape(height, width, 3).copy()  # the caller's to keep
 
     def alive(self) -> bool:
-        return self.process is not None and self.process.alive()
+        return self._helper.alive()
 
-    def close(self) -> None:
-        if self.process is not None:
-            self.process.kill(grace_s=1.0)
+    def _release_frame(self) -> None:
         if self._frame is not None:
             self._frame.close()
             self._frame.unlink()
             self._frame = None
+
+    def close(self) -> None:
+        self._helper.close()
+        self._release_frame()
 
 
 def settled_screenshot(sct, settle_s: float, settle_max_s: float) -> tuple[int, int, bytes]:
@@ -197,6 +181,7 @@ def main() -> None:
 
     import mss
     import pyautogui  # binds to $DISPLAY, which the env set for this process
+    from helper_loop import serve  # a sibling file (see its doc)
 
     pyautogui.FAILSAFE = True
     pyautogui.PAUSE = 0  # the env decides how long to let the screen settle
@@ -204,29 +189,26 @@ def main() -> None:
     frame = shared_memory.SharedMemory(name=sys.argv[1])
     # The env owns (and unlinks) the block; Python < 3.13 would also track it here.
     resource_tracker.unregister(frame._name, "shared_memory")
-    out = sys.stdout.buffer
-    out.write((json.dumps({"ready": True, "size": list(pyautogui.size())}) + "\n").encode())
-    out.flush()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            request = json.loads(line)
-            if request["kind"] == "screenshot":
-                width, height, rgb = settled_screenshot(
-                    sct, float(request["settle_s"]), float(request["settle_max_s"])
-                )
-                if len(rgb) > frame.size:
-                    raise ValueError(f"the screen ({width}x{height}) outgrew the frame buffer")
-                frame.buf[: len(rgb)] = rgb
-                reply = {"ok": True, "width": width, "height": height}
-            else:
-                perform(pyautogui, request)
-                reply = {"ok": True}
-        except Exception as e:  # report, keep serving: the env decides what an error means
-            reply = {"ok": False, "type": type(e).__name__, "error": str(e)}
-        out.write((json.dumps(reply) + "\n").encode())
-        out.flush()
+
+    # The last frame's bytes stay referenced until the next grab: freed at once, glibc gives the
+    # megabytes back to the system and maps them anew for the next grab (page faults), which
+    # made screenshots take twice as long (measured, 1280x800).
+    last_frame = [b""]
+
+    def answer(request: dict) -> dict:
+        if request["kind"] != "screenshot":
+            perform(pyautogui, request)
+            return {}
+        width, height, rgb = settled_screenshot(
+            sct, float(request["settle_s"]), float(request["settle_max_s"])
+        )
+        if len(rgb) > frame.size:
+            raise ValueError(f"the screen ({width}x{height}) outgrew the frame buffer")
+        frame.buf[: len(rgb)] = rgb
+        last_frame[0] = rgb
+        return {"width": width, "height": height}
+
+    serve({"size": list(pyautogui.size())}, answer)
 
 
 if __name__ == "__main__":

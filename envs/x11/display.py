@@ -64,7 +64,7 @@ class XDisplay:
                 raise DisplayError(f"display must look like ':0' or 'host:0.0', got {display!r}")
             self.name = display
             self.owned = False
-            self.size = _screen_size(display)
+            self.size = _screen_size(display, start_timeout_s)
             return
         if self.depth not in (8, 16, 24, 30):
             raise DisplayError(f"depth must be one of 8, 16, 24, 30, got {depth}")
@@ -141,16 +141,22 @@ class XDisplay:
         return f"XDisplay({self.name!r}, {self.size[0]}x{self.size[1]}, {owner})"
 
 
-def _screen_size(name: str) -> tuple[int, int]:
-    from Xlib import display as xdisplay
-    from Xlib.error import DisplayError as XlibDisplayError
+def _screen_size(name: str, timeout_s: float) -> tuple[int, int]:
+    """The display's size, asked through a window reader (a helper with a deadline: whoever
+    else is on that display may hold its server)."""
+    from pixelrl.envs.x11.helper import DisplayTimeout, HelperError
+    from pixelrl.envs.x11.windows import Windows
 
     try:
-        d = xdisplay.Display(name)
-    except (XlibDisplayError, OSError) as e:
+        windows = Windows(name, timeout_s=timeout_s)
+    except HelperError as e:
         raise DisplayError(f"cannot connect to display {name!r}: {e}") from None
+    except DisplayTimeout:
+        raise DisplayError(
+            f"display {name!r} did not answer within {timeout_s:.0f} s (one of its clients may "
+            "hold its X server)"
+        ) from None
     try:
-        screen = d.screen()
-        return int(screen.width_in_pixels), int(screen.height_in_pixels)
+        return windows.size
     finally:
-        d.close()
+        windows.close()

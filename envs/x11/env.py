@@ -17,17 +17,28 @@ Task files are untrusted: every step, app and getter command of a task runs in t
 sandbox (:mod:`pixelrl.envs.x11.sandbox`: bubblewrap, no network, read-only system, private home
 and /tmp, only this env's display, never as root, within :class:`SandboxLimits`). Only the env's
 own code runs outside it, and none of it interprets what the task's display or files hold: Xvfb
-(as ``nobody`` when we are root), the actuator (pyautogui, mss, xdotool), window titles read with
-python-xlib (a bounded property read) and the metrics (size-bounded, time-limited). The clipboard
-is read inside the sandbox. Tasks in OSWorld's schema run their steps,
-``postconfig`` and metrics as :mod:`pixelrl.envs.x11.osworld` describes; they are evaluated when
-the agent says ``done`` or at the step limit (like OSWorld), not after every step, and an
-``infeasible`` task is solved by ``fail``.
+(as ``nobody`` when we are root), the actuator (pyautogui, mss, xdotool), the window reader
+(python-xlib, a bounded walk) and the metrics (size-bounded, time-limited). The clipboard
+is read inside the sandbox.
+
+An app of the task can stop the X server answering anyone else (``XGrabServer``) or flood it, so
+every request the env makes on the display runs in a helper process (the actuator, the window
+reader) with a deadline: an action within ``action_timeout_s`` (past it the episode is
+truncated), everything else within ``display_timeout_s``, past which the step or reset raises
+:class:`~pixelrl.envs.x11.helper.DisplayTimeout` (a :class:`TaskError`) and the env's processes
+are stopped. A held server thus ends a step within ``action_timeout_s + display_timeout_s``
+(plus settling) and a window wait within ``window_timeout_s``.
+
+Tasks in OSWorld's schema run their steps, ``postconfig`` and metrics as
+:mod:`pixelrl.envs.x11.osworld` describes; they are evaluated when the agent says ``done`` or at
+the step limit (like OSWorld), not after every step, and an ``infeasible`` task is solved by
+``fail``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 import time
@@ -40,8 +51,9 @@ from pixelrl.envs.gui_action import POINTER_KINDS, Action
 from pixelrl.envs.processes import ChildProcess
 from pixelrl.envs.real_gui import Outcome, RealGuiEnv
 from pixelrl.envs.x11 import osworld
-from pixelrl.envs.x11.actuator import ActionTimeout, Actuator
+from pixelrl.envs.x11.actuator import Actuator
 from pixelrl.envs.x11.display import XDisplay
+from pixelrl.envs.x11.helper import ActionTimeout, DisplayTimeout
 from pixelrl.envs.x11.sandbox import Sandbox, SandboxLimits
 from pixelrl.envs.x11.tasks import (
     APPS_DIR,
@@ -58,8 +70,14 @@ from pixelrl.envs.x11.windows import Windows, WindowTimeout
 
 # Actions the actuator performs; wait/done/fail happen here.
 INPUT_KINDS = POINTER_KINDS | {"type", "key", "hotkey", "key_down", "key_up"}
-# Time limit of the env's own requests to the actuator (screenshots, parking the pointer).
-SERVICE_TIMEOUT_S = 20.0
+
+
+def _time_limit(name: str, value: Any) -> float:
+    """``value`` as seconds: a finite number > 0, else a ValueError naming ``name``."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+    return float(value)
 
 
 class XDesktopEnv(RealGuiEnv):
@@ -79,6 +97,9 @@ class XDesktopEnv(RealGuiEnv):
             False evaluates only on ``done`` or at the step limit, like OSWorld. Default: True
             for pixelrl's own tasks, False for OSWorld's (their postconfig must run once).
         window_timeout_s: how long a launched app may take to map its window.
+        display_timeout_s: the deadline of every other request on the display (a screenshot
+            beyond its settling, the window list, parking the pointer, starting a helper); past
+            it the step or reset raises :class:`~pixelrl.envs.x11.helper.DisplayTimeout`.
         limits: the sandbox's :class:`~pixelrl.envs.x11.sandbox.SandboxLimits`, or a dict of
             some of its fields (``{"step_s": 10}``): time of each step, getter and metric,
             of the whole set-up and of each evaluation, bytes and files the getters read,
@@ -99,6 +120,7 @@ class XDesktopEnv(RealGuiEnv):
         settle_max_s: float = 1.0,
         check_every_step: bool | None = None,
         window_timeout_s: float = 15.0,
+        display_timeout_s: float = 10.0,
         a11y_text: bool = False,
         render_mode: str | None = None,
         limits: SandboxLimits | dict | None = None,
@@ -121,6 +143,9 @@ class XDesktopEnv(RealGuiEnv):
         self._sandbox: Sandbox | None = None
         self.setup_errors: list[str] = []
         self._last_failed = False
+        self.action_timeout_s = _time_limit("action_timeout_s", action_timeout_s)
+        self.window_timeout_s = _time_limit("window_timeout_s", window_timeout_s)
+        self.display_timeout_s = _time_limit("display_timeout_s", display_timeout_s)
         self._start_display()  # fail early (no Xvfb, refused display) and learn the screen size
         super().__init__(
             self.display.size,
@@ -128,19 +153,17 @@ class XDesktopEnv(RealGuiEnv):
             a11y_text=a11y_text,
             render_mode=render_mode,
         )
-        self.action_timeout_s = float(action_timeout_s)
         self.settle_s = float(settle_s)
         self.settle_max_s = float(settle_max_s)
         if check_every_step is None:
             check_every_step = self.task.schema != "osworld"
         self.check_every_step = bool(check_every_step)
-        self.window_timeout_s = float(window_timeout_s)
 
     # -- processes ----------------------------------------------------------------------------
     def _start_display(self) -> None:
         self.display = XDisplay(**self._display_args)
         try:
-            self._windows = Windows(self.display.name)
+            self._windows = Windows(self.display.name, timeout_s=self.display_timeout_s)
         except BaseException:
             self._shutdown()
             raise
@@ -150,7 +173,10 @@ class XDesktopEnv(RealGuiEnv):
             self._shutdown()
             self._start_display()
         if self._actuator is None or not self._actuator.alive():
-            self._actuator = Actuator(self.display.name, self.display.size)
+            self._actuator = self._start_actuator()
+
+    def _start_actuator(self) -> Actuator:
+        return Actuator(self.display.name, self.display.size, self.display_timeout_s)
 
     def _stop_apps(self) -> None:
         if self._sandbox is not None:
@@ -219,10 +245,12 @@ class XDesktopEnv(RealGuiEnv):
         # Park the pointer off the apps (next to, not in, a fail-safe corner): hover highlights
         # would otherwise make the first screenshot depend on where the last episode ended.
         width, height = self.display.size
-        self._actuator.perform({"kind": "move", "x": width - 2, "y": height - 2}, SERVICE_TIMEOUT_S)
+        self._actuator.perform(
+            {"kind": "move", "x": width - 2, "y": height - 2}, self.display_timeout_s
+        )
         while self._held:  # a key the last episode left held would change this one's input
             self._actuator.perform(
-                {"kind": "key_up", "keys": [self._held.pop()]}, SERVICE_TIMEOUT_S
+                {"kind": "key_up", "keys": [self._held.pop()]}, self.display_timeout_s
             )
         with self._sandbox.phase("set-up"):  # one time budget for all of it (limits.setup_s)
             self._set_up()
@@ -275,6 +303,8 @@ class XDesktopEnv(RealGuiEnv):
                     except WindowTimeout as e:
                         spent = self._sandbox.budget_error(where)  # the set-up's time is up
                         raise (spent or TaskError(f"{where}: {e}")) from None
+                    except DisplayTimeout as e:
+                        raise DisplayTimeout(f"{where}: {e}") from None
 
     def _act(self, action: Action) -> Outcome:
         info: dict[str, Any] = {}
@@ -284,7 +314,7 @@ class XDesktopEnv(RealGuiEnv):
             except ActionTimeout as e:
                 # The stuck actuator was killed; a fresh one takes the last look. The app may be
                 # mid-way through the action, so the episode ends here (truncated).
-                self._actuator = Actuator(self.display.name, self.display.size)
+                self._actuator = self._start_actuator()
                 return Outcome(truncated=True, info={"error": str(e)})
             if reply["ok"] and action.kind == "key_down" and action.keys[0] not in self._held:
                 self._held.append(action.keys[0])
@@ -345,19 +375,21 @@ class XDesktopEnv(RealGuiEnv):
     def _settle(self) -> None:
         """Wait until the screen stops changing; keep that screenshot for the observation."""
         self._settled = self._actuator.screenshot(
-            self.settle_s, self.settle_max_s, SERVICE_TIMEOUT_S
+            self.settle_s, self.settle_max_s, self.display_timeout_s
         )
 
     def _screenshot(self) -> np.ndarray:
         """The settled screen (the actuator grabs with mss; see its module doc)."""
         shot, self._settled = getattr(self, "_settled", None), None
         if shot is None:
-            shot = self._actuator.screenshot(self.settle_s, self.settle_max_s, SERVICE_TIMEOUT_S)
+            shot = self._actuator.screenshot(
+                self.settle_s, self.settle_max_s, self.display_timeout_s
+            )
         return shot
 
     def screenshot(self) -> np.ndarray:
         """The screen now, without settling, H×W×3 uint8 (what ``bench/`` times)."""
-        return self._actuator.screenshot(0.0, 0.0, SERVICE_TIMEOUT_S)
+        return self._actuator.screenshot(0.0, 0.0, self.display_timeout_s)
 
     def _a11y(self) -> list[dict[str, Any]]:
         # X apps here expose no accessibility tree; the windows are what we can name reliably.

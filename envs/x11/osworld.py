@@ -425,9 +425,12 @@ def run_step(
         except FileNotFoundError as e:
             return f"launch {step['command']!r}: {e}"
         if step.get("window"):  # pixelrl's addition: wait until the app shows (a title regex)
+            from pixelrl.envs.x11.windows import WindowTimeout
+
+            # a display that does not answer, or a spent set-up budget, ends the reset instead
             try:
                 windows.wait_for(step["window"], timeout_s=sandbox.time_left(window_timeout_s))
-            except Exception as e:  # WindowTimeout
+            except WindowTimeout as e:
                 return f"launch {step['command']!r}: {e}"
         return None
     if kind == "open":
@@ -455,20 +458,14 @@ def run_step(
 
 def activate_window(windows, name: str, strict: bool = False, by_class: bool = False) -> str | None:
     """Raise and focus the first window named ``name`` (a substring unless ``strict``)."""
-    from Xlib import X
-
-    d = windows._d
     for w in windows.list():
-        xw = d.create_resource_object("window", w.id)
         if by_class:
             cls = windows.wm_class(w.id)
             hit = any((c == name) if strict else (name.lower() in c.lower()) for c in cls)
         else:
             hit = (w.title == name) if strict else (name.lower() in w.title.lower())
         if hit:
-            xw.configure(stack_mode=X.Above)
-            xw.set_input_focus(X.RevertToParent, X.CurrentTime)
-            d.sync()
+            windows.activate(w.id)
             return None
     return f"activate_window {name!r}: no such window"
 
