@@ -224,6 +224,7 @@ class HumanRecorder:
     """
 
     RECENT = 4  # screenshots held in memory: enough to find the one before an event
+    START_TIMEOUT_S = 10.0  # the first screenshot's deadline (threads join within 5 s at stop)
 
     def __init__(
         self,
@@ -314,14 +315,46 @@ class HumanRecorder:
     def start(self) -> HumanRecorder:
         from pixelrl.envs.recording.device_input import DeviceListener
 
-        self._listener = DeviceListener(self.display, self._on_event).start()
+        # python-xlib has no timeouts: a display an app holds (XGrabServer) would block the
+        # listener's set-up for ever, so it runs on a thread the recorder stops waiting for
+        listening: dict[str, object] = {}
+        gave_up = threading.Event()
+
+        def listen() -> None:
+            try:
+                listener = DeviceListener(self.display, self._on_event).start()
+            except BaseException as e:  # noqa: BLE001  (raised below, on the caller's thread)
+                listening["error"] = e
+                return
+            if gave_up.is_set():  # the display answered too late: nobody listens any more
+                listener.stop()
+            listening["listener"] = listener
+
+        setup = threading.Thread(target=listen, daemon=True, name="device-input-setup")
+        setup.start()
+        setup.join(self.START_TIMEOUT_S)
+        if "error" in listening:
+            raise listening["error"]
+        if setup.is_alive():
+            gave_up.set()
+            raise RuntimeError(
+                f"recording {self.display} failed: the display did not answer within "
+                f"{self.START_TIMEOUT_S:g} s (an app holding the X server?)"
+            )
+        self._listener = listening["listener"]
         self._threads = [
             threading.Thread(target=self._grab_loop, daemon=True, name="screenshots"),
             threading.Thread(target=self._write_loop, daemon=True, name="screenshot-writer"),
         ]
         for thread in self._threads:
             thread.start()
+        deadline = time.monotonic() + self.START_TIMEOUT_S
         while not self._recent and self._error is None:  # a "before" shot must exist
+            if time.monotonic() > deadline:  # an app may hold the X server (XGrabServer)
+                self._error = TimeoutError(
+                    f"no screenshot of {self.display} within {self.START_TIMEOUT_S:g} s"
+                )
+                self.stop()  # raises it, with the recorder's own wording
             time.sleep(0.005)
         return self
 

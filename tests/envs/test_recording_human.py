@@ -194,3 +194,23 @@ def test_human_episode_on_the_x11_env_is_recorded_and_replays(tmp_path):
     # the person's actions replay in the env to the same outcome
     (result,) = replay_dataset(data)
     assert result.success_match and result.replayed_success is True
+
+
+def test_a_display_held_by_a_client_ends_the_start_with_an_error_not_a_hang():
+    """An app that holds the X server (XGrabServer) stops screenshots: the recorder's start
+    gives up after its deadline instead of waiting for ever."""
+    from Xlib import display as xdisplay
+
+    with private_xvfb() as xvfb:
+        grabber = xdisplay.Display(xvfb)
+        try:
+            grabber.grab_server()
+            grabber.sync()
+            recorder = HumanRecorder(xvfb, screenshot_interval=0.03)
+            recorder.START_TIMEOUT_S = 2.0
+            start = time.monotonic()
+            with pytest.raises(RuntimeError, match=r"did not answer within 2 s"):
+                recorder.start()
+            assert time.monotonic() - start < 2.0 + 8.0  # the deadline, and the joins' 5 s
+        finally:
+            grabber.close()
