@@ -99,7 +99,9 @@ def test_record_resume_after_sigkill_completes_the_seeds_once(tmp_path):
     """Issue 27: the same `pixelrl record` command with --resume after a SIGKILL records the
     seeds the killed run did not finish, each once (it used to record them all again)."""
     if "pixelrl/RecordingSlowToyGUI-v0" not in gymnasium.registry:  # here: for loading and replay
-        gymnasium.register("pixelrl/RecordingSlowToyGUI-v0", entry_point=recording_toy_env.ToyGUIEnv)
+        gymnasium.register(
+            "pixelrl/RecordingSlowToyGUI-v0", entry_point=recording_toy_env.ToyGUIEnv
+        )
     root = tmp_path / "demos"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(Path(__file__).parent)]))
     argv = [sys.executable, "-c", RECORD_CHILD, "record", "--env", "pixelrl/RecordingSlowToyGUI-v0",
