@@ -21,7 +21,8 @@ SPL lie in [0, 1]). An episode that cannot be measured (its start cannot reach i
 scene, or a measure comes out infinite) is kept in ``episodes.csv`` with its ``reason`` and left
 out of the means, and the table says so: a table never shows ``inf`` or ``nan``. With
 ``output_dir`` it writes ``episodes.csv`` (one row per episode) and ``paths.png`` (top-down maps
-of the first episodes' paths, with a legend). SPL's l is checked: an episode's
+of the first ``num_path_plots`` episodes, as habitat draws them: start, goal, shortest and walked
+path; the figure says which of the run's episodes it draws; a legend). SPL's l is checked: an episode's
 ``info.geodesic_distance`` that differs from the geodesic recomputed here by more than
 max(0.5 m, 10%) (:data:`GEODESIC_TOLERANCE`) is replaced by ours, and one line on stderr counts
 those episodes (a negative or non-numeric one is an ``EpisodeFileError`` when the file is read).
@@ -184,7 +185,7 @@ class Benchmark:
         def finish(env: Any, k: int, state: Any, info: dict, reason: str | None) -> None:
             rows[k] = self._row(k, state, info, reason)
             if k < num_path_plots:
-                maps[k] = env.unwrapped.topdown(scale=3)
+                maps[k] = env.unwrapped.topdown(scale=3, shortest=True)
             bar.update(1)
 
         with tqdm(total=n, desc="episodes", unit="ep", disable=not progress) as bar:
@@ -377,42 +378,66 @@ class Benchmark:
         return path
 
     def plot_paths(self, maps: list[tuple[dict[str, Any], np.ndarray]], path: str | Path) -> Path:
-        """A grid of top-down maps, each titled with its episode's Success and SPL, and a legend
-        of the map's colours."""
+        """A grid of top-down maps, habitat's way: start, goal, the shortest path (orange) under
+        the walked one (blue). Each panel is titled with its episode's Success, SPL, shortest and
+        walked lengths; the figure's title says which of the run's episodes are drawn; a legend
+        names the map's colours. Constrained layout keeps titles, maps and legend apart."""
         objectnav = self.env_id == TASK_ENV_IDS["objectnav"]
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-
-        cols = min(3, len(maps))
-        rows = math.ceil(len(maps) / cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 4.2 * rows), squeeze=False)
-        for ax in axes.flat:
-            ax.axis("off")
-        for ax, (row, image) in zip(axes.flat, maps):
-            ax.imshow(image)
-            if not row["valid"]:
-                ax.text(0.5, 0.5, f"not measured:\n{row['reason']}", transform=ax.transAxes,
-                        ha="center", va="center", fontsize=8, color="darkred", wrap=True)  # fmt: skip
-            ax.set_title(
-                f"ep {row['episode_id']}: S={row.get('success', 0):.0f} SPL={row.get('spl', 0):.2f}\n"
-                f"d_goal={row.get('distance_to_goal', 0):.2f} m, {int(row.get('num_steps', 0))} steps",
-                fontsize=9,
-            )
+        from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
 
         from pixelrl.envs.nav.topdown import COLORS
 
-        shown = [name for name in COLORS if "ObjectNav" not in name or objectnav]
-        handles = [
-            Patch(facecolor=np.array(COLORS[n]) / 255, edgecolor="0.4", label=n) for n in shown
-        ]
-        fig.legend(handles=handles, loc="lower center", ncol=min(4, len(handles)), fontsize=8)
-        fig.tight_layout(rect=(0, 0.9 / (4.2 * rows), 1, 1))
+        cols = min(3, len(maps))
+        rows = math.ceil(len(maps) / cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 4.4 * rows + 1.0),
+                                 squeeze=False, layout="constrained")  # fmt: skip
+        for ax in axes.flat:
+            ax.axis("off")
+        for ax, (row, image) in zip(axes.flat, maps):
+            ax.imshow(image)
+            ax.set_title(_panel_title(row), fontsize=9)
+            if not row["valid"]:
+                ax.text(0.5, 0.5, f"not measured:\n{row['reason']}", transform=ax.transAxes,
+                        ha="center", va="center", fontsize=8, color="darkred", wrap=True)  # fmt: skip
+        fig.suptitle(self._drawn_note([row for row, _ in maps]), fontsize=10)
+
+        def colour(name: str) -> np.ndarray:
+            return np.array(COLORS[name]) / 255
+
+        marks = {"start": "o", "goal": "o", "agent (at the end), heading": "o"}
+        handles = []
+        for name in COLORS:
+            if "ObjectNav" in name and not objectnav:
+                continue
+            if name in ("shortest path", "walked path"):
+                width = 4 if name == "shortest path" else 2
+                handles.append(Line2D([], [], color=colour(name), lw=width, label=name))
+            elif name in marks:
+                filled = name != "start"  # the start is a ring (around the agent at the start)
+                handles.append(Line2D([], [], ls="", marker="o", markersize=8, label=name,
+                                      markerfacecolor=colour(name) if filled else "none",
+                                      markeredgecolor=colour(name)))  # fmt: skip
+            else:
+                handles.append(Patch(facecolor=colour(name), edgecolor="0.4", label=name))
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)),
+                   fontsize=8, frameon=False)  # fmt: skip
         fig.savefig(path, dpi=90)
         plt.close(fig)
         return Path(path)
+
+    def _drawn_note(self, drawn: list[dict[str, Any]]) -> str:
+        """Which of the run's episodes a figure draws: ``all 4 episodes`` or ``the first 6 of
+        20 episodes (episodes.csv has every one)``."""
+        total = len(self.rows)
+        where = f"{self.dataset.name}, {self.env_id}"
+        if len(drawn) >= total:
+            return f"{where}: all {total} episodes"
+        return f"{where}: the first {len(drawn)} of {total} episodes (episodes.csv has every one)"
 
     def close(self) -> None:
         for env in [self.env, *self._more_envs]:
@@ -424,6 +449,19 @@ def _batches(agent: Any) -> bool:
     """Whether ``agent`` can act for several episodes at once (``copies`` and ``act_batch``,
     as :class:`~pixelrl.embodied.vlm_agent.VLMNavAgent`)."""
     return callable(getattr(agent, "copies", None)) and callable(getattr(agent, "act_batch", None))
+
+
+def _panel_title(row: dict[str, Any]) -> str:
+    """A path panel's title: the episode, its Success and SPL, then its shortest (l) and walked
+    lengths and steps."""
+    head = f"episode {row['episode_id']} (#{row['episode']})"
+    if not row["valid"]:
+        return f"{head}\nnot measured"
+    return (
+        f"{head}\nsuccess {row.get('success', 0):.0f}, SPL {row.get('spl', 0):.2f}, "
+        f"{row.get('distance_to_goal', 0):.2f} m left\nshortest {row['start_geodesic']:.2f} m, "
+        f"walked {row.get('path_length', 0):.2f} m in {int(row.get('num_steps', 0))} steps"
+    )
 
 
 def _unmeasurable(start_geodesic: float, distance_to_goal: float | None) -> str | None:

@@ -28,6 +28,7 @@ COMMANDS = [
     "record",
     "replay",
     "view",
+    "export",
     "demo",
     "eval",
     "tasks",

@@ -73,6 +73,64 @@ class Word:
         return {"text": self.text, "box": list(self.box), "score": round(float(self.score), 4)}
 
 
+# Two words on one row belong to one line (a phrase) when the gap between them is at most this
+# many times the taller one's height: a space is ~0.3-0.6 of it, while form columns, a label and
+# its field, or two buttons side by side stand several heights apart.
+PHRASE_GAP = 1.2
+
+
+@dataclass(frozen=True)
+class Line:
+    """Words read side by side on one row with no wide gap between them (:func:`group_lines`):
+    ``text`` (the words joined by spaces), ``box`` around them all, ``score`` the lowest word's."""
+
+    text: str
+    box: tuple[int, int, int, int]
+    score: float
+    words: tuple[Word, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "box": list(self.box), "score": round(float(self.score), 4),
+                "words": [w.to_dict() for w in self.words]}  # fmt: skip
+
+
+def group_lines(words: list[Word], gap: float = PHRASE_GAP) -> list[Line]:
+    """``words`` (as :meth:`ScreenReader.read` returns them: rows top to bottom, left to right
+    in a row) joined into lines: a word continues the line before it when their vertical spans
+    overlap by half the shorter one and the gap between them is at most ``gap`` times the
+    taller one's height; otherwise it starts a new line."""
+    groups: list[list[Word]] = []
+    for word in words:
+        last = groups[-1][-1] if groups else None
+        if last is not None and _same_line(last, word, gap):
+            groups[-1].append(word)
+        else:
+            groups.append([word])
+    return [
+        Line(
+            " ".join(w.text for w in group),
+            (
+                min(w.box[0] for w in group),
+                min(w.box[1] for w in group),
+                max(w.box[2] for w in group),
+                max(w.box[3] for w in group),
+            ),  # fmt: skip
+            min(w.score for w in group),
+            tuple(group),
+        )
+        for group in groups
+    ]
+
+
+def _same_line(left: Word, right: Word, gap: float) -> bool:
+    """Whether ``right`` continues the line that ``left`` ends (:func:`group_lines`)."""
+    (ax0, ay0, ax1, ay1), (bx0, by0, _, by1) = left.box, right.box
+    overlap = min(ay1, by1) - max(ay0, by0)
+    height = max(ay1 - ay0, by1 - by0)
+    beside = bx0 >= ax0 and bx0 - ax1 <= gap * height
+    return beside and overlap >= 0.5 * min(ay1 - ay0, by1 - by0)
+
+
 def require_reader() -> None:
     """:class:`ReaderDependencyError` naming the extra to install when the reader's models
     (``rapidocr-onnxruntime``) or their graph folding (``onnx``) are missing."""

@@ -133,11 +133,13 @@ class NavEnv(gym.Env):
         follower.reset()
         return follower
 
-    def topdown(self, scale: int = 4) -> np.ndarray:
-        """The top-down map of the current episode (occupancy, path so far, goal, agent)."""
+    def topdown(self, scale: int = 4, shortest: bool = False) -> np.ndarray:
+        """The top-down map of the current episode (occupancy, start, path so far, goal, agent;
+        with ``shortest`` also the shortest path from the start, the one SPL's l measures)."""
         from pixelrl.envs.nav.topdown import topdown_map
 
         s = self.state
+        best = s.field.taut_path(s.start_position) if shortest else None
         goals = np.stack([g.position for g in s.episode.goals])
         vps = s.episode.goal_points() if self.cfg.task == "objectnav" else None
         return topdown_map(
@@ -147,6 +149,8 @@ class NavEnv(gym.Env):
             agent=(s.position, s.yaw),
             view_points=vps,
             scale=scale,
+            start=s.start_position,
+            shortest=best,
         )
 
     def close(self) -> None:

@@ -1,7 +1,9 @@
 """The top-down map: occupancy, the agent's path, the goal(s), the agent; as an image or a PNG.
 
 Colours: navigable floor white, non-navigable floor light grey, obstacles dark grey, goals red
-(ObjectNav view points pink), the walked path blue, the agent green with a heading tick.
+(ObjectNav view points pink), the walked path blue, the shortest path from the start orange
+(under the walked one, as habitat's top-down map draws it), the start a purple ring, the agent
+green with a heading tick.
 Image rows run along +z and columns along +x (the grid's layout), ``scale`` pixels per cell.
 """
 
@@ -19,6 +21,8 @@ COLORS = {
     "navigable floor": (255, 255, 255),
     "floor the agent cannot stand on": (200, 200, 200),
     "obstacle / outside": (60, 60, 60),
+    "start": (150, 40, 200),
+    "shortest path": (245, 150, 0),
     "walked path": (40, 90, 230),
     "goal": (220, 30, 30),
     "ObjectNav view point": (255, 170, 200),
@@ -33,9 +37,12 @@ def topdown_map(
     agent: tuple[np.ndarray, float] | None = None,
     view_points: np.ndarray | None = None,
     scale: int = 4,
+    start: np.ndarray | None = None,
+    shortest: np.ndarray | None = None,
 ) -> np.ndarray:
     """RGB image ``(rows*scale, cols*scale, 3)`` uint8 of the grid with overlays (a multi-storey
-    grid: its levels one below the other, ground floor on top)."""
+    grid: its levels one below the other, ground floor on top): ``path`` the walked points,
+    ``shortest`` the shortest path's, ``start`` the episode's start."""
     import cv2
 
     img = np.full((grid.rows, grid.cols, 3), COLORS["obstacle / outside"], np.uint8)
@@ -60,10 +67,17 @@ def topdown_map(
             cv2.circle(
                 img, (int(x), int(y)), max(1, scale // 2), COLORS["ObjectNav view point"], -1
             )
-    if path is not None and len(path) > 1:
+
+    def polyline(points: np.ndarray | None, colour: tuple[int, int, int], width: int) -> None:
+        if points is None or len(points) < 2:
+            return
         # One polyline per stretch on one level (stairs hand the path to the next picture).
-        pieces = np.split(px(path), np.flatnonzero(np.diff(level(path))) + 1)
-        cv2.polylines(img, pieces, False, COLORS["walked path"], max(1, scale // 2), cv2.LINE_AA)
+        pieces = np.split(px(points), np.flatnonzero(np.diff(level(points))) + 1)
+        cv2.polylines(img, pieces, False, colour, width, cv2.LINE_AA)
+
+    # The shortest path wider and underneath: where the agent kept to it, both show.
+    polyline(shortest, COLORS["shortest path"], max(2, scale))
+    polyline(path, COLORS["walked path"], max(2, scale // 2 + 1))
     if goals is not None:
         for x, y in px(goals):
             cv2.circle(img, (int(x), int(y)), 2 * scale, COLORS["goal"], -1, cv2.LINE_AA)
@@ -75,6 +89,10 @@ def topdown_map(
         cv2.circle(img, (int(x), int(y)), r, green, -1, cv2.LINE_AA)
         tip = (int(x - 3 * r * math.sin(yaw)), int(y - 3 * r * math.cos(yaw)))
         cv2.line(img, (int(x), int(y)), tip, green, max(1, scale // 2), cv2.LINE_AA)
+    if start is not None:  # last, a ring wider than the agent: both show at the start
+        (x, y) = px(start)[0]
+        cv2.circle(img, (int(x), int(y)), 3 * scale, COLORS["start"], max(2, scale // 2 + 1),
+                   cv2.LINE_AA)  # fmt: skip
     return img
 
 

@@ -2,7 +2,8 @@
 
 Frame ``t`` shows the observation before step ``t`` and, drawn on it, the action taken there:
 a ring and cross for a click (two rings for a double click, a square for a right click), an
-arrow for a drag or scroll, and a caption for typed text and keys. The last frame (after the
+arrow for a drag or scroll, and a caption with the task's instruction (the dataset's
+``instruction`` column: GUI tasks, InstructNav) and the typed text or keys. The last frame (after the
 last step) carries the outcome. Navigation episodes show the discrete action's name and, next
 to the frame, the top-down map with the path walked so far: the env's own map
 (``env.unwrapped.topdown()``, as the embedded navigation env has) at each step of a replay of
@@ -89,12 +90,30 @@ def draw_gui_action(image, action: Action | None, text: str, scale: int = 1) -> 
     return captions.get(a.kind, f"{a.kind}" + (f" ({a.x},{a.y})" if a.point else ""))
 
 
+def wrap_to_width(text: str, font, width: float) -> list[str]:
+    """``text`` broken at spaces into lines no wider than ``width`` px in ``font`` (a word wider
+    than that on its own is cut between characters)."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and font.getlength(f"{lines[-1]} {word}") <= width:
+            lines[-1] = f"{lines[-1]} {word}"
+            continue
+        while len(word) > 1 and font.getlength(word) > width:
+            cut = max((i for i in range(1, len(word)) if font.getlength(word[:i]) <= width),
+                      default=1)  # fmt: skip
+            lines.append(word[:cut])
+            word = word[cut:]
+        lines.append(word)
+    return lines or [""]
+
+
 def add_caption(image, lines: list[str]):
-    """The image with a caption band below it."""
+    """The image with a caption band below it (lines too wide for the image are wrapped)."""
     from PIL import Image, ImageDraw
 
     size = max(10, image.width // 40)
     font = _font(size)
+    lines = [part for line in lines for part in wrap_to_width(line, font, image.width - 8)]
     band = (size + 4) * len(lines) + 4
     out = Image.new("RGB", (image.width, image.height + band), (20, 20, 20))
     out.paste(image, (0, 0))
@@ -105,6 +124,16 @@ def add_caption(image, lines: list[str]):
 
 
 AGENT_TEXT_KEY = "agent_text"  # info entry: the answer a text policy gave at this step
+
+
+def _instruction(rows, t: int) -> str | None:
+    """The task's instruction as the agent saw it before step ``t`` (the last step's for the
+    final frame), or None when the dataset stores none (PointNav)."""
+    if "instruction" not in rows or not len(rows):
+        return None
+    text = rows["instruction"].iloc[min(t, len(rows) - 1)]
+    text = " ".join(str(text).split()) if isinstance(text, str) else ""
+    return text or None
 
 
 def _agent_text(row) -> str | None:
@@ -212,6 +241,9 @@ def render_episode(
         if overlay is not None:
             overlay(image, frame, scale)
         lines = [f"episode {episode}  step {t}/{T}"]
+        task = _instruction(rows, t)
+        if task is not None:  # what the agent was asked: the frame means little without it
+            lines.append(f"task: {task}")
         if t < T:
             row = rows.iloc[t]
             if dataset.info.is_gui:

@@ -1,8 +1,12 @@
-"""``pixelrl read IMAGE [--json]``: the words the screen reader sees on a screenshot.
+"""``pixelrl read IMAGE [--lines] [--json]``: the words the screen reader sees on a screenshot.
 
-One line a word: text, box ``x0,y0,x1,y1`` in the image's pixels, score; ``--json`` prints one
-JSON object (``{"image", "size", "words": [{"text", "box", "score"}]}``) for scripts. An empty,
-single-colour or 1x1 image reads as no words (exit 0).
+One line a word: text, box ``x0,y0,x1,y1`` in the image's pixels, score. ``--lines`` joins the
+words read side by side into lines, one a line of output (``Last name:`` rather than ``Last``
+and ``name:``; :func:`pixelrl.vision.reader.group_lines`: a gap wider than 1.2 text heights, as
+between a label and its field, starts a new one), with the box around them and the lowest
+word's score. ``--json`` prints one JSON object (``{"image", "size", "words": [{"text", "box",
+"score"}]}``, and with ``--lines`` also ``"lines": [{"text", "box", "score", "words"}]``) for
+scripts. An empty, single-colour or 1x1 image reads as no words (exit 0).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ def score_threshold(text: str) -> float:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("read", help="the words the screen reader sees on a screenshot")
     p.add_argument("image", help="a screenshot (PNG, JPEG, ...)")
+    p.add_argument("--lines", action="store_true",
+                   help="one line of output per line of text (words side by side joined)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="one JSON object, for scripts")
     p.add_argument("--upscale", type=upscale_factor, default=None,
                    help="enlarge before the lines are read (default: 3 up to 400 px a side, else 1)")  # fmt: skip
@@ -80,18 +86,22 @@ def load_image(path: str):
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from pixelrl.vision.reader import ScreenReader
+    from pixelrl.vision.reader import ScreenReader, group_lines
 
     image = load_image(args.image)
     reader = ScreenReader(upscale=args.upscale, detect_upscale=args.detect_upscale,
                           word_score=args.min_score, cache_size=0)  # fmt: skip
     words = reader.read(image)
+    lines = group_lines(words) if args.lines else None
     if args.json:
         size = [int(image.shape[1]), int(image.shape[0])]
         doc = {"image": args.image, "size": size, "words": [w.to_dict() for w in words]}
+        if lines is not None:
+            doc["lines"] = [line.to_dict() for line in lines]
         print(json.dumps(doc, ensure_ascii=False))
         return 0
-    for w in words:
-        text = w.text.replace("\t", " ")
-        print(f"{text}\t{w.box[0]},{w.box[1]},{w.box[2]},{w.box[3]}\t{w.score:.2f}")
+    for item in lines if lines is not None else words:
+        text = item.text.replace("\t", " ")
+        x0, y0, x1, y1 = item.box
+        print(f"{text}\t{x0},{y0},{x1},{y1}\t{item.score:.2f}")
     return 0

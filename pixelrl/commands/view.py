@@ -53,9 +53,12 @@ def run(args: argparse.Namespace) -> int:
 
 def read_words_overlay():
     """An overlay for :func:`pixelrl.envs.recording.view.render_episode`: each word the screen
-    reader reads on the frame, boxed and labelled (unchanged frames are read once)."""
+    reader reads on the frame, boxed and labelled (unchanged frames are read once). A label is
+    white on a dark tag above its box (below it at the top edge), in a font that grows with the
+    frame (12 px on small screens, 16 px at 1280x800), so it stays readable over any UI."""
     from PIL import ImageDraw
 
+    from pixelrl.envs.recording.view import _font
     from pixelrl.vision.reader import ScreenReader
 
     reader = ScreenReader().warm_up()  # a missing extra: one error line before any frame
@@ -65,9 +68,19 @@ def read_words_overlay():
         if frame.ndim != 3:  # depth or grey frames: nothing to read
             return
         pen = ImageDraw.Draw(image)
+        font = _font(label_size(image.width))
         for word in reader.read(frame):
             x0, y0, x1, y1 = (v * scale for v in word.box)
-            pen.rectangle([x0, y0, x1 - 1, y1 - 1], outline=colour, width=1)
-            pen.text((x0, max(0, y0 - 10)), word.text, fill=colour)
+            pen.rectangle([x0, y0, x1 - 1, y1 - 1], outline=colour, width=max(1, scale))
+            left, top, right, bottom = pen.textbbox((0, 0), word.text, font=font)
+            h = bottom - top + 2
+            ty = y0 - h if y0 >= h else y1  # above the box, else below it
+            pen.rectangle([x0, ty, x0 + right - left + 3, ty + h], fill=(0, 40, 70))
+            pen.text((x0 + 2 - left, ty + 1 - top), word.text, fill=(255, 255, 255), font=font)
 
     return draw
+
+
+def label_size(width: int) -> int:
+    """The font size (px) of ``--read``'s labels on a frame ``width`` px wide."""
+    return min(18, max(12, width // 80))
