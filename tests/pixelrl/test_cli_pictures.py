@@ -91,7 +91,9 @@ def test_export_lerobot_writes_a_lerobot_v3_dataset(data, tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def paths_figure(tmp_path_factory, monkeypatch_module):
-    """The figure ``Benchmark.evaluate`` saves as paths.png: the expert on 3 episodes, 2 drawn."""
+    """The figure ``Benchmark.evaluate`` saves as paths.png: the expert on 8 episodes in the
+    small apartments of ``make demo`` (square and wide maps mixed, where titles used to run into
+    the map above and off the page), 6 drawn."""
     from matplotlib.figure import Figure
 
     from pixelrl.embodied.agents import ExpertAgent
@@ -99,14 +101,16 @@ def paths_figure(tmp_path_factory, monkeypatch_module):
     from pixelrl.envs.nav.sim import generate_dataset
 
     root = tmp_path_factory.mktemp("paths")
-    generate_dataset(str(root / "val.json.gz"), 3, num_scenes=1, scene_seed=3)
+    rules = {"min_geodesic": 1.0, "max_geodesic": 4.0, "min_ratio": 1.0}
+    generate_dataset(str(root / "val.json.gz"), 8, num_scenes=4, scene_seed=100000,
+                     apartment={"rooms": [1, 2], "clutter": 0.5}, episode_rules=rules)  # fmt: skip
     saved: list[Figure] = []
     save = Figure.savefig
     monkeypatch_module.setattr(
         Figure, "savefig", lambda fig, *a, **k: saved.append(fig) or save(fig, *a, **k)
     )
     bench = Benchmark(root / "val.json.gz", **BLIND_OPTIONS)
-    bench.evaluate(ExpertAgent(bench.env), output_dir=root, num_path_plots=2, progress=False)
+    bench.evaluate(ExpertAgent(bench.env), output_dir=root, num_path_plots=6, progress=False)
     bench.close()
     assert (root / "paths.png").is_file() and len(saved) == 1
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -126,20 +130,23 @@ def test_paths_png_titles_stay_inside_and_apart(paths_figure):
     renderer = fig.canvas.get_renderer()
     page = fig.bbox
     drawn = [ax for ax in fig.axes if ax.images]
-    assert len(drawn) == 2 and all(ax.title.get_text() for ax in drawn)
+    assert len(drawn) == 6 and all(ax.title.get_text() for ax in drawn)
     titles = [ax.title.get_window_extent(renderer) for ax in drawn]
-    titles.append(fig._suptitle.get_window_extent(renderer))
     maps = [ax.images[0].get_window_extent(renderer) for ax in drawn]
-    for box in titles:
-        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1
-    for i, a in enumerate(titles):
+    for i, a in enumerate(titles):  # panel titles: apart from each other and from every map
         for b in titles[i + 1 :] + maps:
-            assert not a.overlaps(b), (a, b)
+            assert not a.overlaps(b), (i, a, b)
+    assert fig._suptitle is not None, "no figure title: which episodes are drawn?"
+    titles.append(fig._suptitle.get_window_extent(renderer))
+    for i, box in enumerate(titles):  # on the page, and the figure's title above them all
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0, (i, box)
+        assert box.y1 <= page.y1, (i, box)
+        assert i == len(titles) - 1 or not box.overlaps(titles[-1]), (i, box)
 
 
 def test_paths_png_says_which_episodes_it_draws_and_names_its_marks(paths_figure):
     fig = paths_figure
-    assert "the first 2 of 3 episodes" in fig._suptitle.get_text()
+    assert "the first 6 of 8 episodes" in fig._suptitle.get_text()
     title = next(ax for ax in fig.axes if ax.images).title.get_text()
     assert title.startswith("episode 0") and "shortest" in title and "walked" in title, title
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
