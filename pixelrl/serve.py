@@ -67,6 +67,7 @@ from pixelrl.serve_guards import (
     DEFAULT_IDLE_TIMEOUT_S,
     BodyLimit,
     CloseIdleWebSockets,
+    QuietDisconnects,
     RefuseForeignOrigins,
 )
 
@@ -510,6 +511,7 @@ def build_app(
     app.add_exception_handler(ServeError, refuse)
     app.add_exception_handler(ServerBusy, busy)
     guarded = CloseIdleWebSockets(app, idle_timeout_s)
+    guarded = QuietDisconnects(guarded)  # outside the idle guard: real departures only
     guarded = BodyLimit(guarded, MAX_REQUEST_BYTES)
     return RefuseForeignOrigins(guarded, allowed_origins)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -193,3 +194,46 @@ class CloseIdleWebSockets:
             await send(message)
 
         return await self.app(scope, receive_or_time_out, send_with_reason)
+
+
+# -- clients that leave ---------------------------------------------------------------------------
+class QuietDisconnects:
+    """A client that leaves is one info line, not a traceback: OpenEnv closes the WebSocket after
+    the client has already gone, and uvicorn raised ``ClientDisconnected`` for that close (an
+    ERROR with a traceback, once a client). A close sent after the client's own disconnect is
+    dropped (nobody is there to get it). Outside :class:`CloseIdleWebSockets`, so it hears real
+    disconnects only, not idle ones, whose close must be sent."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "websocket":
+            return await self.app(scope, receive, send)
+        from uvicorn.protocols.utils import ClientDisconnected
+
+        gone = False
+
+        async def receive_noting_departure():
+            nonlocal gone
+            message = await receive()
+            gone = gone or message["type"] == "websocket.disconnect"
+            return message
+
+        async def send_unless_gone(message):
+            if message["type"] != "websocket.close":
+                return await send(message)
+            if gone:
+                return None
+            try:
+                await send(message)
+            except ClientDisconnected:  # it left while the app was closing
+                pass
+
+        try:
+            return await self.app(scope, receive_noting_departure, send_unless_gone)
+        finally:
+            client = scope.get("client") or ("?", "?")
+            logging.getLogger("uvicorn.error").info(  # beside uvicorn's own lines
+                "session of %s:%s ended", client[0], client[1]
+            )

@@ -415,3 +415,24 @@ def test_help_shows_the_limits_and_their_defaults(tmp_path):
     assert "--max-sessions" in text and "(default 16)" in text
     assert "--idle-timeout SECONDS" in text and "(default 300)" in text
     assert "--allow-origin ORIGIN" in text and "default: only pages on loopback" in text
+
+
+def test_clients_that_leave_are_one_info_line_each_not_a_traceback(tmp_path):
+    """OpenEnv closes a WebSocket after its client has gone; uvicorn used to log that as an ERROR
+    with a traceback, once a client (issue 55's "60-line traceback")."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    proc, url = start(tmp_path, NAV, "--env-kwargs", '{"width": 16, "height": 16}',
+                      "--log-level", "info")  # fmt: skip
+    try:
+        for seed in range(20):  # bounded: 20 clients, one after another, loopback only
+            with GenericEnvClient(base_url=url).sync() as env:
+                env.reset(seed=seed)
+        deadline = time.monotonic() + 10
+        while (tmp_path / "server.log").read_text().count(" ended") < 20:
+            assert time.monotonic() < deadline, (tmp_path / "server.log").read_text()[-3000:]
+            time.sleep(0.1)
+    finally:
+        stop_server(proc)
+    log = (tmp_path / "server.log").read_text()
+    assert "Traceback" not in log and "ERROR" not in log, log[-3000:]
