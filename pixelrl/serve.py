@@ -69,6 +69,7 @@ from pixelrl.serve_guards import (
     CloseIdleWebSockets,
     QuietDisconnects,
     RefuseForeignOrigins,
+    SayWhyInvalid,
 )
 
 VERIFIABLE = (
@@ -510,7 +511,7 @@ def build_app(
 
     app.add_exception_handler(ServeError, refuse)
     app.add_exception_handler(ServerBusy, busy)
-    guarded = CloseIdleWebSockets(app, idle_timeout_s)
+    guarded = CloseIdleWebSockets(SayWhyInvalid(app), idle_timeout_s)
     guarded = QuietDisconnects(guarded)  # outside the idle guard: real departures only
     guarded = BodyLimit(guarded, MAX_REQUEST_BYTES)
     return RefuseForeignOrigins(guarded, allowed_origins)

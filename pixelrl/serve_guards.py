@@ -237,3 +237,42 @@ class QuietDisconnects:
             logging.getLogger("uvicorn.error").info(  # beside uvicorn's own lines
                 "session of %s:%s ended", client[0], client[1]
             )
+
+
+# -- validation errors that say why -------------------------------------------------------------
+class SayWhyInvalid:
+    """OpenEnv answers a WebSocket message its models refuse with the message "Invalid message"
+    (code VALIDATION_ERROR) and the reasons in a field its clients do not show; here the first
+    reasons join the message, so a client reads e.g. "Invalid message: data.seed: Input should
+    be a valid integer"."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "websocket":
+            return await self.app(scope, receive, send)
+
+        async def send_with_reasons(message):
+            text = message.get("text") if message["type"] == "websocket.send" else None
+            if text and '"VALIDATION_ERROR"' in text:
+                message = {**message, "text": _with_reasons(text)}
+            await send(message)
+
+        return await self.app(scope, receive, send_with_reasons)
+
+
+def _with_reasons(text: str) -> str:
+    try:
+        reply = json.loads(text)
+        data = reply["data"]
+        reasons = [
+            f"{'.'.join(str(part) for part in error.get('loc', ())) or 'message'}: "
+            f"{error.get('msg', '?')}"
+            for error in data.get("errors", [])[:3]
+        ]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return text  # not the reply we know: left as it is
+    if reasons:
+        data["message"] = f"{data.get('message', 'Invalid message')}: {'; '.join(reasons)}"
+    return json.dumps(reply)

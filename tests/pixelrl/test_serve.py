@@ -340,3 +340,12 @@ def test_a_port_in_use_is_one_error_line(tmp_path):
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     last = p.stderr.strip().splitlines()[-1]
     assert last == f"pixelrl serve: error: cannot listen on 127.0.0.1:{port}: the port is in use"
+
+
+def test_a_refused_message_says_why(desktop):
+    """OpenEnv's clients show only a reply's message: it carries the model's first reasons."""
+    with client(desktop) as c:
+        c.reset(seed=2)
+        said = error_of(lambda: c.step({"kind": "click", "x": "1", "y": 2}))
+        assert "VALIDATION_ERROR" in said and "Invalid message: " in said, said
+        assert "valid integer" in said.split("Invalid message: ")[1], said
