@@ -102,7 +102,7 @@ def test_new_user_mistakes_are_one_line_and_exit_2(tmp_path, argv, expected):
         ("serve", "default 16"),
         ("demo", "gui part:"),  # which flags apply to which part
         ("demo", "1. ``experts``"),  # what it does
-        ("train", "SFT"),
+        ("train", "the summary says what ended the run"),
         ("envs", "one-line description"),
     ],
 )
