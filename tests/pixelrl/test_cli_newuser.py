@@ -28,11 +28,21 @@ def pixelrl(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.Comp
     )
 
 
+def shipped_configs() -> set[Path]:
+    return {p.resolve() for folder in SHIPPED for p in package_file(folder).glob("*.yaml")}
+
+
+def shipped_recipes() -> dict:
+    """The package's recipes (not those other tests register in this process, like test/toy)."""
+    configs = shipped_configs()
+    return {n: r for n, r in RECIPES.items() if r.config.resolve() in configs}
+
+
 def test_every_shipped_config_is_a_named_recipe_whose_yaml_names_its_base():
-    configs = {p.resolve() for folder in SHIPPED for p in package_file(folder).glob("*.yaml")}
-    named = {recipe.config.resolve() for recipe in RECIPES.values()}
-    assert configs and configs <= named, sorted(map(str, configs - named))
-    for recipe in RECIPES.values():
+    configs = shipped_configs()
+    named = {recipe.config.resolve() for recipe in shipped_recipes().values()}
+    assert configs and configs == named, sorted(map(str, configs - named))
+    for recipe in shipped_recipes().values():
         assert recipe.description, recipe.name
         declared = yaml.safe_load(recipe.config.read_text())["recipe"]
         assert declared == recipe.runs_as, (recipe.name, declared)  # the task it runs
@@ -42,7 +52,7 @@ def test_train_list_names_every_recipe_with_a_description(tmp_path):
     done = pixelrl(["train", "--list"], tmp_path)
     assert done.returncode == 0, done.stderr
     lines = {line.split()[0]: line for line in done.stdout.splitlines() if "/" in line[:30]}
-    assert set(lines) == set(RECIPES)
+    assert set(lines) == set(shipped_recipes())
     for name in ("gui/ppo-bc", "gui/miniwob-wide", "gui/grounding-sft", "gui/miniwob-vlm-sft"):
         assert RECIPES[name].description in lines[name]
 
