@@ -387,6 +387,9 @@ class Trainer:
             if cfg.envs.backend == "ray" and self.dist.world_size > 1:
                 join_one_ray_cluster(cfg)
             self.envs = make_vector_envs(self.task, cfg, int(cfg.env.num_envs), rank_seed, "train")
+        self.run_dir = self._run_dir()
+        if self.dist.is_main:  # before the warm start: a GUI recipe's cloning takes minutes
+            print(self.header(), flush=True)
         tic, cpu_tic = time.perf_counter(), time.process_time()
         self.policy = self.task.make_policy(
             cfg, self.envs.single_observation_space, self.envs.single_action_space
@@ -440,7 +443,6 @@ class Trainer:
         elif hasattr(self.policy, "update_normalization"):
             self.policy.update_normalization(self.collector.obs)  # first statistics from reset
 
-        self.run_dir = self._run_dir()
         self.writer = None
         if self.dist.is_main:
             (self.run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
@@ -552,8 +554,6 @@ class Trainer:
             dynamic_ncols=True,
             disable=not (cfg.progress and self.dist.is_main),
         )
-        if self.dist.is_main:
-            print(self.header(), flush=True)
         last_eval: dict[str, float] = {}
         start_update, start_frames = self.update, self.frames
         if self.dist.is_main and cfg.eval_at_start and not self.eval_history:

@@ -174,3 +174,12 @@ def test_a_run_without_limits_ends_on_its_frames(tmp_path, capsys):
     assert result["ended"] == "train.total_frames=256 reached"
     print_summary(result)
     assert "ended: train.total_frames=256 reached after" in capsys.readouterr().out
+
+
+def test_a_text_run_says_on_how_many_ranks_it_runs(capsys):
+    from pixelrl.gui_agent.train_vlm import config_for
+    from pixelrl.rl.text.parallel import Parallel
+
+    cfg = config_for(RECIPES["gui/sft"].config, ["torch_threads=2"])
+    Parallel(cfg)  # what every text loop builds first; no torchrun here
+    assert "gui/sft: 1 process, device cpu, torch threads 2" in capsys.readouterr().out
