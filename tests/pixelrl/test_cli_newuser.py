@@ -183,3 +183,21 @@ def test_a_text_run_says_on_how_many_ranks_it_runs(capsys):
     cfg = config_for(RECIPES["gui/sft"].config, ["torch_threads=2"])
     Parallel(cfg)  # what every text loop builds first; no torchrun here
     assert "gui/sft: 1 process, device cpu, torch threads 2" in capsys.readouterr().out
+
+
+def test_gui_ppo_time_limit_cuts_cloning_and_scores_the_cloned_policy(tmp_path):
+    """gui/ppo under a tiny time limit: behaviour cloning stops at once, no PPO update runs,
+    the held-out score of the cloned policy is the curve's first point (eval_at_start), and the
+    summary says the limit ended the run."""
+    done = pixelrl(
+        ["train", "gui/ppo", "train.time_limit_minutes=1e-9", "train.output_dir=run",
+         "train.progress=false", "policy.bc_samples=4", "policy.bc_steps=50", "env.num_envs=2",
+         "train.eval_episodes=2", "train.eval_num_envs=1", "env.kwargs.screen_size=[320,240]"],
+        tmp_path, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "behaviour cloning stopped after 0 of 50 steps" in done.stdout + done.stderr
+    assert "ended: train.time_limit_minutes=1e-09 reached" in done.stdout
+    assert "updates 0" in done.stdout
+    rows = (tmp_path / "run" / "eval.csv").read_text().splitlines()
+    assert rows[1].startswith("0,") and len(rows) == 2, rows  # the score after cloning
