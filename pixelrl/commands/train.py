@@ -82,7 +82,12 @@ def run(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as e:  # an env or policy option its constructor refuses
         if is_user_error(e):
             raise
-        raise UsageError(f"cannot build the run from this config: {e} (--debug: where)") from e
+        from pixelrl.commands.args import constructor_error, nearest_option
+
+        hint = nearest_option(str(cfg.env.id), dict(cfg.env.kwargs))  # a misspelled env option
+        raise UsageError(
+            f"cannot build the run from this config: {constructor_error(e)}{hint} (--debug: where)"
+        ) from e
     result = trainer.run()
     if trainer.dist.is_main:
         print_summary(result)

@@ -88,7 +88,7 @@ def test_a_users_own_config_file_still_wins(tmp_path):
 ERRORS = [
     ("train-kwarg-list-typo",
      ["train", "gui/ppo", "env.kwargs.screen_sise=[320,240]", "train.output_dir=run"],
-     "unexpected keyword argument 'screen_sise'"),
+     "unexpected keyword argument 'screen_sise'; did you mean 'screen_size' (for 'screen_sise')?"),
     ("train-variant-typo", ["train", "gui/ppo-cb"], "did you mean gui/ppo-bc"),
     ("train-missing-config", ["train", "gui_agent/configs/ppo_cb.yaml"],
      "config file not found: gui_agent/configs/ppo_cb.yaml"),
