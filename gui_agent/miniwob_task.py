@@ -92,11 +92,13 @@ def make_policy(
         steps = int(cfg.policy.get("bc_steps", 0))
         if steps > 0:
             from pixelrl.gui_agent.pointer_bc import behaviour_clone
+            from pixelrl.rl.budget import Budget
 
+            stop = Budget.from_config(cfg.train).clock()  # the run's time limits bound cloning too
             data = oracle_samples(cfg, int(cfg.policy.get("bc_samples", 3000)), int(cfg.seed))
             behaviour_clone(
                 policy, data, steps, seed=int(cfg.seed), progress=bool(cfg.train.progress),
-                **ppo_task.bc_options(cfg),
+                stop=stop, **ppo_task.bc_options(cfg),
             )  # fmt: skip
             ppo_task.zero_value_head(policy)
     return policy

@@ -171,10 +171,13 @@ def behaviour_clone(
     each_target: float = 0.0,
     callback: Callable[[int, Any, list[float]], None] | None = None,
     every: int = 0,
+    stop: Callable[[], str] | None = None,
 ) -> list[float]:
     """Adam on the negative log-likelihood of the expert samples; returns the loss per step.
     ``callback(step, policy, losses)`` runs after every ``every`` steps, ``losses`` being those
     so far (an evaluation for a learning curve; the policy is back in training mode afterwards).
+    ``stop()``, asked before each step, ends the cloning early when it says why (a time limit:
+    :meth:`pixelrl.rl.budget.Budget.clock`).
 
     The learning rate follows a cosine from ``lr`` down to 0 over ``steps`` (the last steps
     settle the heatmap on the target instead of jittering around it at full rate). ``reading``
@@ -195,7 +198,10 @@ def behaviour_clone(
     policy.train()
     losses: list[float] = []
     n = len(data["action"])
-    for _ in tqdm(range(steps), desc="behaviour cloning", disable=not progress):
+    for step in tqdm(range(steps), desc="behaviour cloning", disable=not progress):
+        if stop is not None and (reason := stop()):
+            tqdm.write(f"behaviour cloning stopped after {step} of {steps} steps: {reason}")
+            break
         idx = gen.choice(n, min(batch_size, n), replace=False)
         obs = {k: torch.as_tensor(data[k][idx]) for k in policy.spec.observation_keys}
         actions = torch.as_tensor(data["action"][idx])

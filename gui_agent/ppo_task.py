@@ -46,6 +46,17 @@ def env_kwargs(cfg, split: str) -> dict[str, Any]:
     return kwargs
 
 
+def _hashable(value: Any) -> Any:
+    """``value`` as the cache key of :func:`_vocabulary`: mappings as sorted item tuples, lists as
+    tuples (an option given as a list, even a misspelled one, then reaches the env, which names
+    it, instead of failing as "unhashable type: 'list'")."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
 @lru_cache(maxsize=32)
 def _vocabulary(env_id: str, kwargs_items: tuple) -> tuple[str, ...]:
     import pixelrl.envs  # noqa: F401  (registers pixelrl/ ids)
@@ -63,7 +74,7 @@ def pointer_spec(cfg) -> PointerSpec:
     submit = bool(options.pop("submit_texts", True))
     if "texts" not in options:
         kwargs = env_kwargs(cfg, "train")
-        vocabulary = _vocabulary(cfg.env.id, tuple(sorted(kwargs.items())))
+        vocabulary = _vocabulary(cfg.env.id, _hashable(kwargs))
         # "word\n" types and presses enter (how the expert submits a field)
         options["texts"] = vocabulary + tuple(v + "\n" for v in vocabulary) * submit
     kinds = options.get("kinds", "auto")
@@ -129,6 +140,9 @@ def _warm_start(cfg, policy, spec: PointerSpec) -> None:
     steps = int(cfg.policy.get("bc_steps", 0))
     if steps > 0:
         from pixelrl.gui_agent.pointer_bc import behaviour_clone, expert_samples
+        from pixelrl.rl.budget import Budget
+
+        stop = Budget.from_config(cfg.train).clock()  # the run's time limits bound cloning too
 
         env = make_env(cfg.env.id, spec, "train", **env_kwargs(cfg, "train"))
         progress = bool(cfg.train.progress)
@@ -138,8 +152,9 @@ def _warm_start(cfg, policy, spec: PointerSpec) -> None:
         )  # fmt: skip
         env.close()
         behaviour_clone(
-            policy, data, steps, seed=int(cfg.seed), progress=progress, **bc_options(cfg)
-        )
+            policy, data, steps, seed=int(cfg.seed), progress=progress, stop=stop,
+            **bc_options(cfg),
+        )  # fmt: skip
         zero_value_head(policy)
 
 

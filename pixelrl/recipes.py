@@ -12,7 +12,14 @@ A recipe is a YAML config, a *task module* and its *kind*, which says what the m
 - ``"text"`` (SFT and GRPO of a vision-language policy) -- the module runs its own loop::
 
       def run_recipe(name, overrides, model, print_config, config) -> dict | None
- Other packages add their recipes with :func:`register_recipe` (e.g. ``gui/...`` from
+
+A *variant* (:func:`register_variant`) is another shipped YAML for a recipe's task: ``gui/ppo-bc``
+runs ``gui_agent/configs/ppo_bc.yaml``, exactly as ``pixelrl train gui_agent/configs/ppo_bc.yaml``
+does (the file's ``recipe:`` key, its *base*, says whose task and loop it runs, and is what the run
+records). Every shipped config is a recipe or a variant, so ``pixelrl train --list`` names them
+all and they load from an installed wheel too.
+
+Other packages add their recipes with :func:`register_recipe` (e.g. ``gui/...`` from
 ``gui_agent``); the table below lists the built-in ones.
 """
 
@@ -52,6 +59,13 @@ class Recipe:
     config: Path  # the recipe's YAML
     task_module: str  # import path of the module with what its kind needs (KINDS)
     kind: str = "ppo"
+    description: str = ""  # one line for `pixelrl train --list`
+    base: str = ""  # a variant's recipe (its YAML's `recipe:` key); "" for a recipe itself
+
+    @property
+    def runs_as(self) -> str:
+        """The recipe name the run records (a variant's base): what the task module knows."""
+        return self.base or self.name
 
     def load_task(self) -> ModuleType:
         from pixelrl.legacy import current_module
@@ -66,14 +80,44 @@ class Recipe:
 RECIPES: dict[str, Recipe] = {}
 
 
-def register_recipe(name: str, config: str | Path, task_module: str, kind: str = "ppo") -> None:
+def _config_path(config: str | Path) -> Path:
+    path = Path(config)
+    return path if path.is_absolute() else package_file(path)
+
+
+def register_recipe(
+    name: str, config: str | Path, task_module: str, kind: str = "ppo", description: str = ""
+) -> None:
     """Add (or replace) recipe ``name`` of ``kind`` (:data:`KINDS`); a relative ``config`` is a
     package file (:func:`package_file`, e.g. ``"gui_agent/configs/ppo.yaml"``)."""
     if kind not in KINDS:
         raise ValueError(f"recipe {name!r}: kind must be one of {sorted(KINDS)}, got {kind!r}")
-    path = Path(config)
-    config_path = path if path.is_absolute() else package_file(path)
-    RECIPES[name] = Recipe(name, config_path, task_module, kind)
+    RECIPES[name] = Recipe(name, _config_path(config), task_module, kind, description)
+
+
+def register_variant(name: str, config: str | Path, base: str, description: str = "") -> None:
+    """Add recipe ``name``: the YAML ``config``, whose ``recipe:`` key is ``base`` (a registered
+    recipe), run with ``base``'s task module and recorded as ``base``."""
+    parent = RECIPES[base]
+    RECIPES[name] = Recipe(
+        name, _config_path(config), parent.task_module, parent.kind, description, base
+    )
+
+
+def config_file(text: str | Path) -> Path | None:
+    """The YAML file that ``pixelrl train TEXT`` names, or None: ``TEXT`` itself where it is a
+    file, else a shipped file named by its repository path (``gui_agent/configs/ppo_bc.yaml``),
+    which so works from any folder and from an installed wheel."""
+    path = Path(text)
+    if path.is_file():
+        return path
+    if path.is_absolute() or path.suffix not in (".yaml", ".yml") or ".." in path.parts:
+        return None
+    try:
+        shipped = package_file(path)
+    except (ImportError, ValueError):  # a first part that is no package name
+        return None
+    return shipped if shipped.is_file() else None
 
 
 def get_recipe(name: str) -> Recipe:
@@ -85,35 +129,80 @@ def get_recipe(name: str) -> Recipe:
     return RECIPES[name]
 
 
-register_recipe("embodied/pointnav", "embodied/configs/pointnav.yaml", "pixelrl.embodied.task")
+# One line each for `pixelrl train --list`: what it trains, and how.
+_EMBODIED, _GUI = "pixelrl.embodied.task", "pixelrl.gui_agent.ppo_task"
+_NAV_VLM, _GUI_VLM = "pixelrl.embodied.vlm_train", "pixelrl.gui_agent.train_vlm"
 register_recipe(
-    "embodied/pointnav-small", "embodied/configs/pointnav_small.yaml", "pixelrl.embodied.task"
-)
+    "embodied/pointnav", "embodied/configs/pointnav.yaml", _EMBODIED,
+    description="PointNav from depth + GPS/compass: imitation, then PPO / DD-PPO",
+)  # fmt: skip
 register_recipe(
-    "embodied/pointnav-rgbd", "embodied/configs/pointnav_rgbd.yaml", "pixelrl.embodied.task"
-)
-register_recipe("embodied/objectnav", "embodied/configs/objectnav.yaml", "pixelrl.embodied.task")
+    "embodied/pointnav-small", "embodied/configs/pointnav_small.yaml", _EMBODIED,
+    description="small PointNav agent, learns in a few CPU minutes (the demo's)",
+)  # fmt: skip
 register_recipe(
-    "embodied/objectnav-small", "embodied/configs/objectnav_small.yaml", "pixelrl.embodied.task"
-)
+    "embodied/pointnav-rgbd", "embodied/configs/pointnav_rgbd.yaml", _EMBODIED,
+    description="PointNav from RGB-D + GPS/compass with PPO",
+)  # fmt: skip
 register_recipe(
-    "embodied/vlm-sft", "embodied/configs/vlm_sft.yaml", "pixelrl.embodied.vlm_train", "text"
-)
+    "embodied/objectnav", "embodied/configs/objectnav.yaml", _EMBODIED,
+    description="ObjectNav from RGB-D (long runs)",
+)  # fmt: skip
 register_recipe(
-    "embodied/vlm-grpo", "embodied/configs/vlm_grpo.yaml", "pixelrl.embodied.vlm_train", "text"
-)
-register_recipe("gui/ppo", "gui_agent/configs/ppo.yaml", "pixelrl.gui_agent.ppo_task")
-register_recipe("gui/miniwob", "gui_agent/configs/miniwob.yaml", "pixelrl.gui_agent.miniwob_task")
-register_recipe("gui/sft", "gui_agent/configs/sft.yaml", "pixelrl.gui_agent.train_vlm", "text")
+    "embodied/objectnav-small", "embodied/configs/objectnav_small.yaml", _EMBODIED,
+    description="ObjectNav in small apartments from RGB: imitation, then PPO",
+)  # fmt: skip
 register_recipe(
-    "gui/grounding-grpo",
-    "gui_agent/configs/grounding_grpo.yaml",
-    "pixelrl.gui_agent.train_vlm",
-    "text",
-)
+    "embodied/vlm-sft", "embodied/configs/vlm_sft.yaml", _NAV_VLM, "text",
+    description="navigation VLM agent, step 1: SFT on the shortest-path follower",
+)  # fmt: skip
 register_recipe(
-    "gui/multiturn-grpo",
-    "gui_agent/configs/multiturn_grpo.yaml",
-    "pixelrl.gui_agent.train_vlm",
-    "text",
-)
+    "embodied/vlm-grpo", "embodied/configs/vlm_grpo.yaml", _NAV_VLM, "text",
+    description="navigation VLM agent, step 2: multi-turn GRPO from the SFT model",
+)  # fmt: skip
+register_recipe(
+    "gui/ppo", "gui_agent/configs/ppo.yaml", _GUI,
+    description="pixel pointer policy on one desktop task: behaviour cloning, then PPO",
+)  # fmt: skip
+register_recipe(
+    "gui/miniwob", "gui_agent/configs/miniwob.yaml", "pixelrl.gui_agent.miniwob_task",
+    description="pointer policy on 12 MiniWoB++ tasks at once: cloning, then PPO",
+)  # fmt: skip
+register_recipe(
+    "gui/sft", "gui_agent/configs/sft.yaml", _GUI_VLM, "text",
+    description="SFT of a vision-language policy on recorded expert episodes",
+)  # fmt: skip
+register_recipe(
+    "gui/grounding-grpo", "gui_agent/configs/grounding_grpo.yaml", _GUI_VLM, "text",
+    description="one-step grounding GRPO: screenshot + instruction -> click",
+)  # fmt: skip
+register_recipe(
+    "gui/multiturn-grpo", "gui_agent/configs/multiturn_grpo.yaml", _GUI_VLM, "text",
+    description="multi-turn GRPO of a vision-language policy on whole tasks",
+)  # fmt: skip
+
+# The other shipped configs (README, docs/results), each by name too.
+register_variant(
+    "gui/ppo-bc", "gui_agent/configs/ppo_bc.yaml", "gui/ppo",
+    description="gui/ppo with a long warm start: 98-100% in ~10 min on 2 cores",
+)  # fmt: skip
+register_variant(
+    "gui/miniwob-wide", "gui_agent/configs/miniwob_wide.yaml", "gui/miniwob",
+    description="gui/miniwob on 32 MiniWoB++ tasks (about an hour of CPU)",
+)  # fmt: skip
+register_variant(
+    "gui/grounding-sft", "gui_agent/configs/sft_grounding.yaml", "gui/sft",
+    description="SFT of a tiny SmolVLM on grounding samples (start of gui/grounding-grpo-sft)",
+)  # fmt: skip
+register_variant(
+    "gui/grounding-grpo-sft", "gui_agent/configs/grpo_grounding.yaml", "gui/grounding-grpo",
+    description="grounding GRPO from gui/grounding-sft's model (init=RUN/model)",
+)  # fmt: skip
+register_variant(
+    "gui/miniwob-vlm-sft", "gui_agent/configs/miniwob_vlm_sft.yaml", "gui/sft",
+    description="vision-language policy cloned from the MiniWoB++ oracle",
+)  # fmt: skip
+register_variant(
+    "gui/miniwob-vlm-grpo", "gui_agent/configs/miniwob_vlm_grpo.yaml", "gui/multiturn-grpo",
+    description="multi-turn GRPO on live MiniWoB++ tasks from gui/miniwob-vlm-sft's model",
+)  # fmt: skip

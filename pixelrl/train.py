@@ -279,11 +279,16 @@ def summarize(episodes: Sequence[dict[str, float]]) -> dict[str, float]:
 
 
 def config_for(recipe_or_yaml: str, overrides: Sequence[str] = ()) -> Config:
-    """The full config of a recipe name (or a YAML file naming one in ``recipe:``) plus overrides."""
-    from pixelrl.recipes import RECIPES, get_recipe
+    """The full config of a recipe name (or a YAML file naming one in ``recipe:``, a variant's
+    included: :mod:`pixelrl.recipes`) plus overrides."""
+    from pixelrl.recipes import RECIPES, config_file, get_recipe
 
     path = Path(recipe_or_yaml)
-    if recipe_or_yaml not in RECIPES and path.suffix in (".yaml", ".yml"):
+    if recipe_or_yaml in RECIPES and RECIPES[recipe_or_yaml].base:  # its YAML names its base
+        path = RECIPES[recipe_or_yaml].config
+    elif recipe_or_yaml not in RECIPES and path.suffix in (".yaml", ".yml"):
+        path = config_file(path) or path  # a shipped file from any folder; else "not found"
+    if path.suffix in (".yaml", ".yml"):
         cfg = load_config(path, overrides, DEFAULTS)
         get_recipe(cfg.recipe)  # the file must name a known recipe
         check_config(cfg)
@@ -382,9 +387,15 @@ class Trainer:
             if cfg.envs.backend == "ray" and self.dist.world_size > 1:
                 join_one_ray_cluster(cfg)
             self.envs = make_vector_envs(self.task, cfg, int(cfg.env.num_envs), rank_seed, "train")
+        self.run_dir = self._run_dir()
+        if self.dist.is_main:  # before the warm start: a GUI recipe's cloning takes minutes
+            print(self.header(), flush=True)
+        tic, cpu_tic = time.perf_counter(), time.process_time()
         self.policy = self.task.make_policy(
             cfg, self.envs.single_observation_space, self.envs.single_action_space
         ).to(self.device)
+        # a recipe's warm start in make_policy (GUI behaviour cloning) is training time too
+        self.warm_start_s = (time.perf_counter() - tic, time.process_time() - cpu_tic)
         broadcast_parameters(self.policy)
         torch.manual_seed(rank_seed)  # but different action samples on each rank
 
@@ -432,7 +443,6 @@ class Trainer:
         elif hasattr(self.policy, "update_normalization"):
             self.policy.update_normalization(self.collector.obs)  # first statistics from reset
 
-        self.run_dir = self._run_dir()
         self.writer = None
         if self.dist.is_main:
             (self.run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
@@ -550,14 +560,19 @@ class Trainer:
             last_eval = self._evaluate_and_log()
             if cfg.checkpoint_interval and self.update == 0:
                 self.save()  # update_0.pt: the policy before any update (a warm start to compare with)
-        train_s = self.history[-1].get("train_minutes", 0.0) * 60 if self.history else 0.0
-        cpu_s = self.history[-1].get("cpu_minutes", 0.0) * 60 if self.history else 0.0
+        if self.history:  # resumed: the time the run trained before
+            train_s = self.history[-1].get("train_minutes", 0.0) * 60
+            cpu_s = self.history[-1].get("cpu_minutes", 0.0) * 60
+        else:
+            train_s, cpu_s = self.warm_start_s
         if self.imitation_cfg.updates > 0 and self.update == 0 and not self.history:
-            train_s, cpu_s = self._imitate(bar)
+            train_s, cpu_s = self._imitate(bar, train_s, cpu_s)
             if self.dist.is_main and cfg.eval_interval:
                 last_eval = self._evaluate_and_log()  # the warm start alone, on held-out scenes
+        ended = f"train.total_frames={int(cfg.total_frames):,} reached"
         while self.update < self.total_updates:
-            if self._over_budget(train_s, cpu_s):
+            if over := self._over_budget(train_s, cpu_s):
+                ended = over
                 break
             tic, cpu_tic = time.perf_counter(), self._cpu_time()
             lr = self.ppo.set_lr(self.update)
@@ -629,23 +644,44 @@ class Trainer:
                 self.writer.close()
         self.envs.close()
         train_row = self.history[-1] if self.history else {}
-        return {"run_dir": str(self.run_dir), "train": train_row, "eval": last_eval}
+        return {
+            "run_dir": str(self.run_dir),
+            "train": train_row,
+            "eval": last_eval,
+            "ended": ended,  # what stopped training: its frames or a time limit
+            "train_minutes": train_s / 60,
+        }
 
-    def _over_budget(self, train_s: float, cpu_s: float) -> bool:
-        """``train.time_limit_minutes`` (wall) or ``train.cpu_limit_minutes`` used up. Any rank
-        over its limit stops all (they agree on the update count)."""
+    def header(self) -> str:
+        """The run in one line: where it writes, on how many ranks, with how many threads."""
+        ranks = self.dist.world_size
+        where = f"{ranks} ranks (torchrun)" if ranks > 1 else "1 process"
+        mode = "async env worker" if self.async_collect else "collect and learn in turn"
+        return (
+            f"{self.cfg.recipe}: {where}, device {self.device}, {self.envs.num_envs} envs a rank, "
+            f"torch threads {self.learn_threads} (collect {self.collect_threads}), {mode}; "
+            f"run folder {self.run_dir}"
+        )
+
+    def _over_budget(self, train_s: float, cpu_s: float) -> str:
+        """Which of ``train.time_limit_minutes`` (wall) and ``train.cpu_limit_minutes`` is used
+        up ("" for none: :class:`~pixelrl.rl.budget.Budget`). Any rank over its limit stops all
+        (they agree on the update count)."""
+        from pixelrl.rl.budget import Budget
         from pixelrl.rl.distributed import all_reduce_sum
 
-        cfg = self.cfg.train
-        wall, cpu = 60 * float(cfg.time_limit_minutes), 60 * float(cfg.cpu_limit_minutes)
-        if wall <= 0 and cpu <= 0:
-            return False  # no limit (the same config on every rank): no collective per update
-        over = (wall > 0 and train_s >= wall) or (cpu > 0 and cpu_s >= cpu)
-        return all_reduce_sum([float(over)])[0] > 0
+        budget = Budget.from_config(self.cfg.train)
+        if not budget.limited:
+            return ""  # no limit (the same config on every rank): no collective per update
+        reason = budget.reason(train_s, cpu_s)
+        if all_reduce_sum([float(bool(reason))])[0] == 0:
+            return ""
+        return reason or "a time limit reached on another rank"
 
-    def _imitate(self, bar) -> tuple[float, float]:
+    def _imitate(self, bar, train_s: float, cpu_s: float) -> tuple[float, float]:
         """The imitation warm start (:mod:`pixelrl.rl.imitation`): the recipe's teacher drives the
-        envs, the policy learns its actions. Returns the wall and CPU seconds it took."""
+        envs, the policy learns its actions. ``train_s`` / ``cpu_s``: the training time so far;
+        returns it with the imitation's added."""
         from pixelrl.rl.distributed import all_reduce_sum
         from pixelrl.rl.imitation import Imitation, TeacherForcing
 
@@ -659,7 +695,6 @@ class Trainer:
         student = self.collector.policy
         if not self.async_collect:  # the worker builds its own teacher (AsyncCollector)
             self.collector.policy = TeacherForcing(self.policy, make_teacher(self.cfg, self.envs))
-        train_s = cpu_s = 0.0
         try:
             for k in range(self.imitation_cfg.updates):
                 if self._over_budget(train_s, cpu_s):  # the budget counts imitation too

@@ -10,13 +10,13 @@ from pixelrl.envs.registry import register
 register(
     "pixelrl/PointNav-v0",
     "pixelrl.envs.nav.env:make_pointnav",
-    "PointNav (habitat-style): RGB-D + pointgoal_with_gps_compass, embedded Embree simulator or backend='habitat'",
+    "PointNav (habitat-style): RGB-D + pointgoal_with_gps_compass, embedded simulator (raster renderer; renderer='embree': ray casting) or backend='habitat'",
     vector_entry_point="pixelrl.envs.nav.vector_env:make_pointnav_vector",
 )
 register(
     "pixelrl/ObjectNav-v0",
     "pixelrl.envs.nav.env:make_objectnav",
-    "ObjectNav (habitat-style): RGB-D + objectgoal/gps/compass, embedded Embree simulator or backend='habitat'",
+    "ObjectNav (habitat-style): RGB-D + objectgoal/gps/compass, embedded simulator (raster renderer; renderer='embree': ray casting) or backend='habitat'",
     vector_entry_point="pixelrl.envs.nav.vector_env:make_objectnav_vector",
 )
 register(

@@ -91,14 +91,18 @@ def make_env(env_id: str, **kwargs: Any):
     try:
         return gymnasium.make(env_id, **kwargs)
     except (TypeError, ValueError) as e:
-        # gymnasium re-raises a constructor's TypeError with its own tail; keep the first line
-        message = str(e).split(" was raised from the environment creator")[0]
-        message += _nearest_option(env_id, kwargs)
+        message = constructor_error(e) + nearest_option(env_id, kwargs)
         shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "no options"
         raise UsageError(f"cannot make {env_id} with {shown}: {message}") from e
 
 
-def _nearest_option(env_id: str, kwargs: dict[str, Any]) -> str:
+def constructor_error(error: Exception) -> str:
+    """An env constructor's error without the tail gymnasium adds when it re-raises a TypeError
+    (" was raised from the environment creator for ... with kwargs (...)")."""
+    return str(error).split(" was raised from the environment creator")[0]
+
+
+def nearest_option(env_id: str, kwargs: dict[str, Any]) -> str:
     """ "; did you mean 'screen_size'?" for an option the env's constructor does not take."""
     import difflib
     import inspect

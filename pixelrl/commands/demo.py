@@ -63,6 +63,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "demo",
         help="the main jobs on the embedded defaults: desktop experts, GUI policy, PointNav",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--parts",
@@ -70,15 +72,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=list(PARTS),
         help=f"comma-separated parts to run, of {', '.join(PARTS)} (default: all)",
     )
-    p.add_argument("--seeds", type=positive_int, default=5,
-                   help="expert episodes per family (default 5)")  # fmt: skip
-    p.add_argument("--size", type=screen_size, default=(1280, 800),
-                   help="expert screen size WxH (default 1280x800)")  # fmt: skip
-    p.add_argument(
+    # Each part's own flags in a group of its own, so --help says which part a flag changes.
+    experts = p.add_argument_group("experts part")
+    experts.add_argument("--seeds", type=positive_int, default=5,
+                         help="expert episodes per family (default 5)")  # fmt: skip
+    experts.add_argument("--size", type=screen_size, default=(1280, 800),
+                         help="expert screen size WxH (default 1280x800)")  # fmt: skip
+    p.add_argument_group("gui part").add_argument(
         "--gui-steps", type=positive_int, default=GUI_STEPS,
         help=f"behaviour-cloning steps of the GUI policy (default {GUI_STEPS})",
     )  # fmt: skip
-    p.add_argument(
+    p.add_argument_group("nav part").add_argument(
         "--nav-frames", type=positive_int, default=NAV_FRAMES,
         help=f"PPO frames of PointNav (default {NAV_FRAMES})",
     )  # fmt: skip

@@ -6,7 +6,12 @@ import argparse
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("envs", help="list registered environments")
+    p = subparsers.add_parser(
+        "envs",
+        help="list registered environments",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--filter", default="", help="only ids containing this text")
     p.set_defaults(func=run)
 

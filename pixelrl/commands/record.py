@@ -35,7 +35,12 @@ AGENTS = ("expert", "random", "checkpoint", "vlm", "human")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("record", help="record episodes (expert, random, checkpoint, human)")
+    p = subparsers.add_parser(
+        "record",
+        help="record episodes (expert, random, checkpoint, human)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--env", type=env_id, required=True,
                    help="env id, e.g. pixelrl/Desktop-ClickButton-v0")  # fmt: skip
     p.add_argument("--agent", nargs="+", default=("expert", None), metavar="AGENT",

@@ -17,7 +17,12 @@ from pixelrl.commands.args import json_object, non_negative_int
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("replay", help="replay recorded episodes and report fidelity")
+    p = subparsers.add_parser(
+        "replay",
+        help="replay recorded episodes and report fidelity",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("dir", help="dataset folder written by `pixelrl record`")
     p.add_argument("--episode", type=non_negative_int, action="append",
                    help="only this episode (repeatable)")  # fmt: skip

@@ -41,20 +41,26 @@ def allowed_origin(text: str) -> str:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("serve", help="an env behind an OpenEnv server (loopback by default)")
+    p = subparsers.add_parser(
+        "serve",
+        help="an env behind an OpenEnv server (loopback by default)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("env", type=env_id, metavar="ENV_ID",
                    help="env id, e.g. pixelrl/Desktop-ClickButton-v0 (`pixelrl envs` lists them)")  # fmt: skip
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; another than loopback needs "
                    "--allow-remote)")  # fmt: skip
-    p.add_argument("--port", type=port_number, default=8000, help="0: a free port (printed)")
+    p.add_argument("--port", type=port_number, default=8000,
+                   help="port to listen on (default %(default)s; 0: a free port, printed)")  # fmt: skip
     p.add_argument("--allow-remote", action="store_true",
                    help="let --host be an address other machines reach (no authentication!)")  # fmt: skip
     p.add_argument("--env-kwargs", type=json_object, default=None, metavar="JSON",
                    help='env options, e.g. \'{"screen_size": [640, 400]}\'')  # fmt: skip
     p.add_argument("--images", choices=("png", "lists"), default="png",
                    help="images as base64 (uint8 as PNG, depth as float32 bytes; exact, small) or "
-                   "nested lists (what OpenEnv's BrowserGym clients read)")  # fmt: skip
+                   "nested lists (what OpenEnv's BrowserGym clients read; default %(default)s)")  # fmt: skip
     p.add_argument("--max-sessions", type=positive_int, default=16,
                    help="envs at once, WebSocket sessions and HTTP resets together; past it a "
                    "client is told the server is busy (default %(default)s)")  # fmt: skip
@@ -68,7 +74,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    "http://lab-box:3000 (repeatable; default: only pages on loopback; clients "
                    "that are not browsers send no origin and are always taken)")  # fmt: skip
     p.add_argument("--log-level", choices=("warning", "info", "debug"), default="warning",
-                   help="uvicorn's log level")  # fmt: skip
+                   help="uvicorn's log level (default %(default)s)")  # fmt: skip
     p.set_defaults(func=run)
 
 

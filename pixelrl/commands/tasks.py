@@ -15,7 +15,12 @@ import os
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("tasks", help="X11 / OSWorld task files: which would run here")
+    p = subparsers.add_parser(
+        "tasks",
+        help="X11 / OSWorld task files: which would run here",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="tasks_command", metavar="ACTION")
     check = sub.add_parser(
         "check",

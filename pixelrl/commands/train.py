@@ -18,20 +18,20 @@ an env worker process that collects the next rollout while the learner updates o
 (the acting policy is one update behind; PPO's ratio uses the stored behaviour log-probs).
 train.async=false collects and learns in turn in one process, reproducible bit for bit.
 torch_threads sets the learner's threads, collect.torch_threads the collecting policy's.
-train.time_limit_minutes=M stops training (imitation included) after M wall minutes,
-train.cpu_limit_minutes=M after M minutes of its CPU time (evaluations excluded in both).
+train.time_limit_minutes=M stops training after M wall minutes, train.cpu_limit_minutes=M after
+M minutes of its CPU time: the whole run, warm starts (behaviour cloning, imitation) included,
+evaluations excluded; the summary says what ended the run.
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "train",
-        help="train a recipe with PPO / DD-PPO",
+        help="train a recipe: PPO / DD-PPO, behaviour cloning, SFT or GRPO (--list: the recipes)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -49,18 +49,19 @@ def run(args: argparse.Namespace) -> int:
     from pixelrl.cli import UsageError, is_user_error
     from pixelrl.config import ConfigError
     from pixelrl.recipes import RECIPES
+    from pixelrl.recipes import config_file as find_config
 
     if args.list or not args.recipe:
-        for name, recipe in sorted(RECIPES.items()):
-            print(f"{name:<28} {recipe.config}")
+        print_recipes(RECIPES)
         return 0 if args.list else 2
     from pixelrl.train import Trainer, config_for
 
     name, config_file = args.recipe, None
-    if name not in RECIPES and Path(name).is_file():  # a YAML file that names its recipe
-        config_file = name
+    if name in RECIPES and RECIPES[name].base:  # a variant: its YAML, run as its base recipe
+        name, config_file = RECIPES[name].base, RECIPES[name].config
+    elif name not in RECIPES and (config_file := find_config(name)):  # a YAML naming its recipe
         try:
-            named = yaml.safe_load(Path(name).read_text())
+            named = yaml.safe_load(config_file.read_text())
         except yaml.YAMLError as e:
             raise ConfigError(f"{name} is not valid YAML: {e}") from None
         name = str(named.get("recipe", "")) if isinstance(named, dict) else ""
@@ -81,11 +82,24 @@ def run(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as e:  # an env or policy option its constructor refuses
         if is_user_error(e):
             raise
-        raise UsageError(f"cannot build the run from this config: {e} (--debug: where)") from e
+        from pixelrl.commands.args import constructor_error, nearest_option
+
+        hint = nearest_option(str(cfg.env.id), dict(cfg.env.kwargs))  # a misspelled env option
+        raise UsageError(
+            f"cannot build the run from this config: {constructor_error(e)}{hint} (--debug: where)"
+        ) from e
     result = trainer.run()
     if trainer.dist.is_main:
         print_summary(result)
     return 0
+
+
+def print_recipes(recipes: dict) -> None:
+    """One line a recipe: its name and what it trains (``--print-config NAME``: its config)."""
+    width = max(map(len, recipes), default=0)
+    for name, recipe in sorted(recipes.items()):
+        print(f"{name:<{width}}  {recipe.description}")
+    print(f"\n{len(recipes)} recipes; `pixelrl train --print-config NAME` shows one's config")
 
 
 def print_summary(result: dict) -> None:
@@ -96,6 +110,8 @@ def print_summary(result: dict) -> None:
     print(
         f"frames {int(train.get('frames', 0)):,}  updates {int(train.get('update', 0))}  fps {train.get('fps', 0):.0f}"
     )
+    if "ended" in result:  # what stopped it: its frames or a time limit
+        print(f"ended: {result['ended']} after {result['train_minutes']:.1f} training minutes")
     print(f"{'measure':<18}{'train (window)':>16}{'eval (held-out)':>18}")
     for name in names:
         t, e = train.get(f"train/{name}"), evaluation.get(name)

@@ -102,19 +102,20 @@ def test_time_limit_stops_training_early_and_is_logged(tmp_path):
         [
             f"train.output_dir={tmp_path}",
             "train.total_frames=100000",
-            "train.time_limit_minutes=1e-9",  # over after the first update
+            "train.time_limit_minutes=1e-9",  # over after building the policy (a warm start)
             "train.final_eval=false",
         ],
     )
     result = Trainer(cfg).run()
-    assert result["train"]["update"] == 1
-    assert result["train"]["train_minutes"] > 0 and result["train"]["cpu_minutes"] > 0
+    assert result["train"] == {}  # no update: the limit bounds the whole run
+    assert result["ended"] == "train.time_limit_minutes=1e-09 reached"
+    assert result["train_minutes"] > 0
 
 
 def test_cpu_limit_stops_training_early(tmp_path):
     base = [f"train.output_dir={tmp_path}", "train.total_frames=100000", "train.final_eval=false"]
     result = Trainer(config_for(RECIPE, base + ["train.cpu_limit_minutes=1e-9"])).run()
-    assert result["train"]["update"] == 1
+    assert result["train"] == {} and result["ended"] == "train.cpu_limit_minutes=1e-09 reached"
     with pytest.raises(ConfigError, match="cpu_limit_minutes"):
         config_for(RECIPE, ["train.cpu_limit_minutes=-1"])
 

@@ -141,6 +141,16 @@ class Parallel:
                     f"with {self.shard}: resume with torchrun --nproc-per-node "
                     f"{meta['world_size']} distributed.shard={meta['shard']}"
                 )
+        if self.is_main:  # the run's header: every text loop builds its Parallel first
+            print(self.header(cfg), flush=True)
+
+    def header(self, cfg: Config) -> str:
+        """The run in one line: on how many ranks, split how, on what, with how many threads."""
+        import torch
+
+        where = f"{self.world_size} ranks (torchrun, {self.shard})" if self.on else "1 process"
+        threads = int(cfg.get("torch_threads") or 0) or torch.get_num_threads()
+        return f"{cfg.recipe}: {where}, device {cfg.device}, torch threads {threads}"
 
     @property
     def is_main(self) -> bool:
