@@ -24,7 +24,7 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint import metadata as dcp_metadata
 from torch.distributed.checkpoint._traverse import set_element
 from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
-from torch.distributed.checkpoint.filesystem import FileSystemReader, _StorageInfo
+from torch.distributed.checkpoint.filesystem import FileSystemReader
 
 from pixelrl.config import ConfigError
 
@@ -92,7 +92,7 @@ class _MetadataUnpickler(pickle.Unpickler):
         elif module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
             return getattr(torch, name)
         elif (module, name) in _OTHER_GLOBALS:
-            return _StorageInfo if name == "_StorageInfo" else super().find_class(module, name)
+            return super().find_class(module, name)
         raise pickle.UnpicklingError(f"{module}.{name} is not checkpoint metadata")
 
 
