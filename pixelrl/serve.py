@@ -68,6 +68,7 @@ from pixelrl.serve_guards import (
     BodyLimit,
     CloseIdleWebSockets,
     QuietDisconnects,
+    RefuseForeignHosts,
     RefuseForeignOrigins,
     SayWhyInvalid,
 )
@@ -479,6 +480,7 @@ def build_app(
     max_sessions: int = 16,
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     allowed_origins: tuple[str, ...] = (),
+    loopback_only: bool = True,
 ):
     """OpenEnv's FastAPI app for ``spec``: ``/ws`` sessions (one env each), ``/reset``,
     ``/step``, ``/state``, ``/schema``, ``/health``; behind the guards of
@@ -486,7 +488,8 @@ def build_app(
 
     At most ``max_sessions`` envs live at once, WebSocket sessions and HTTP requests together
     (past it: :class:`ServerBusy`); a WebSocket silent for ``idle_timeout_s`` is closed; a browser
-    page's request is refused unless the page is on loopback or in ``allowed_origins``."""
+    page's request is refused unless the page is on loopback or in ``allowed_origins``; with
+    ``loopback_only`` (a server that listens on loopback) a ``Host`` other than loopback is too."""
     from fastapi.responses import JSONResponse
     from openenv.core.env_server.http_server import create_fastapi_app
 
@@ -514,7 +517,8 @@ def build_app(
     guarded = CloseIdleWebSockets(SayWhyInvalid(app), idle_timeout_s)
     guarded = QuietDisconnects(guarded)  # outside the idle guard: real departures only
     guarded = BodyLimit(guarded, MAX_REQUEST_BYTES)
-    return RefuseForeignOrigins(guarded, allowed_origins)
+    guarded = RefuseForeignOrigins(guarded, allowed_origins)
+    return RefuseForeignHosts(guarded) if loopback_only else guarded
 
 
 # -- listening ----------------------------------------------------------------------------------

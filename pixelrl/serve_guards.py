@@ -7,6 +7,9 @@ The server (:mod:`pixelrl.serve`) has no authentication, so every request is a s
   403, HTTP and WebSocket handshakes alike. Without this, any site open in a local browser could
   open ``ws://127.0.0.1:8000/ws`` and drive an env (browsers do not apply CORS to WebSockets).
   Clients that are not browsers send no ``Origin`` and pass.
+- :class:`RefuseForeignHosts`: on a loopback server, a request whose ``Host`` header names
+  anything but loopback gets 403. That is DNS rebinding: a page of ``evil.example`` whose name
+  now resolves to 127.0.0.1 is same-origin with the server, so its GETs carry no ``Origin``.
 - :class:`BodyLimit`: an HTTP body over the cap gets 413 before anything parses it, one that is
   not UTF-8 400 (WebSocket messages are capped by the server's ``ws_max_size``).
 - :class:`CloseIdleWebSockets`: a WebSocket that sends nothing for ``timeout_s`` while the server
@@ -96,6 +99,39 @@ class RefuseForeignOrigins:
             if not (is_loopback_origin(value) or value in self.allowed):
                 return text
         return None
+
+
+def is_loopback_host(header: str) -> bool:
+    """A ``Host`` header (``host[:port]``, ``[v6][:port]``) that names loopback, by name only."""
+    try:
+        host = urlsplit("//" + header.strip()).hostname or ""
+    except ValueError:
+        return False
+    return bool(host) and is_loopback_origin(
+        f"http://{host}" if ":" not in host else f"http://[{host}]"
+    )
+
+
+class RefuseForeignHosts:
+    """403 for an HTTP request or WebSocket handshake whose ``Host`` is not loopback by name: for
+    a server that listens on loopback only, where every real client writes a loopback ``Host``."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] in ("http", "websocket"):
+            for name, raw in scope.get("headers", ()):
+                text = raw.decode("latin-1")
+                if name == b"host" and not is_loopback_host(text):
+                    detail = (
+                        f"Host {text[:100]} is not this loopback server's name (a page whose "
+                        "name was made to point here?): use localhost or 127.0.0.1"
+                    )
+                    if scope["type"] == "http":
+                        return await refuse(send, 403, detail)
+                    return await _refuse_handshake(scope, send, detail)
+        return await self.app(scope, receive, send)
 
 
 async def _refuse_handshake(scope, send, detail: str) -> None:

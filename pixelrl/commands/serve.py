@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         max_sessions=args.max_sessions,
         idle_timeout_s=args.idle_timeout,
         allowed_origins=tuple(args.allow_origin),
+        loopback_only=is_loopback(args.host),
     )
     run_server(app, sock, log_level=args.log_level)
     return 0

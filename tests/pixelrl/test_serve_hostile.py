@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -436,3 +437,35 @@ def test_clients_that_leave_are_one_info_line_each_not_a_traceback(tmp_path):
         stop_server(proc)
     log = (tmp_path / "server.log").read_text()
     assert "Traceback" not in log and "ERROR" not in log, log[-3000:]
+
+
+REBOUND = [
+    "evil.example",
+    "evil.example:8000",
+    "127.0.0.1.nip.io",
+    "localhost.evil.example",
+    "[::2]",
+]
+
+
+def test_a_page_whose_name_was_rebound_to_loopback_is_refused(slow_spec):
+    # DNS rebinding: a page of evil.example, its name now resolving to 127.0.0.1, is same-origin
+    # with the server, so its GETs send no Origin; only the Host header tells
+    with serving(slow_spec) as url, http(url) as client:
+        for host in REBOUND:
+            r = client.get("/state", headers={"Host": host})
+            assert r.status_code == 403 and "loopback server" in r.json()["detail"], host
+            assert client.post("/reset", json={}, headers={"Host": host}).status_code == 403
+            port = int(url.rsplit(":", 1)[1])
+            with pytest.raises(InvalidStatus) as refused:  # the page's socket reaches loopback
+                connect(f"ws://{host}/ws", sock=socket.create_connection(("127.0.0.1", port)),
+                        open_timeout=30)  # fmt: skip
+            assert refused.value.response.status_code == 403, host
+        for host in ("localhost:1", "127.0.0.1", "[::1]:8000", "LOCALHOST"):
+            assert client.get("/health", headers={"Host": host}).status_code == 200, host
+        assert SlowEnv.built == 0
+
+
+def test_a_server_open_to_the_network_takes_any_host(slow_spec):
+    with serving(slow_spec, loopback_only=False) as url, http(url) as client:
+        assert client.get("/health", headers={"Host": "lab-box:8000"}).status_code == 200
