@@ -15,7 +15,7 @@ Without ``--agent`` the agent is a tiny Qwen2-VL with random weights (``tiny-qwe
 answers rarely parse, so nearly every turn is an idle step and every episode runs to the step
 limit (``--max-steps``) -- the most turns, and so the most ``generate`` calls, an episode can take.
 ``--threads`` sets torch's threads (on a loaded 2-core machine 1 thread was far faster for the
-tiny model than torch's default of 2: docs/results/README.md).
+tiny model than torch's default of 2: docs/results/vlm_nav.md).
 """
 
 from __future__ import annotations
