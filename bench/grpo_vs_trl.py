@@ -113,11 +113,11 @@ def run(args) -> dict:
     from pixelrl.gui_agent.grounding import grounding_set
     from pixelrl.gui_agent.train_vlm import (
         GROUNDING_REWARDS,
-        _grounding_eval,
         _held_out,
         grounding_grpo_step,
         load_policy,
     )
+    from pixelrl.gui_agent.vlm_grounding import grounding_accuracy
     from pixelrl.rl.grpo import GRPOConfig
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -151,7 +151,7 @@ def run(args) -> dict:
     ref = ours.frozen_copy() if gcfg.kl_coef else None
     ours_opt = torch.optim.AdamW(ours.trainable_parameters(), lr=args.lr, weight_decay=0.0)
     t0 = time.perf_counter()
-    start_eval = _grounding_eval(ours, cfg, items)
+    start_eval = grounding_accuracy(ours, items, int(cfg.grpo.max_new_tokens))
     eval_s = time.perf_counter() - t0
     ours_rows: list[dict] = []
 
@@ -255,8 +255,8 @@ def run(args) -> dict:
 
     trl_policy = _with_model(ours, trainer.model)
     t0 = time.perf_counter()
-    ours_eval = _grounding_eval(ours, cfg, items)
-    trl_eval = _grounding_eval(trl_policy, cfg, items)
+    ours_eval = grounding_accuracy(ours, items, int(cfg.grpo.max_new_tokens))
+    trl_eval = grounding_accuracy(trl_policy, items, int(cfg.grpo.max_new_tokens))
     eval_s += time.perf_counter() - t0
     result = {
         "ours": ours_rows, "trl": trl_rows, "start_eval": start_eval, "ours_eval": ours_eval,

@@ -7,5 +7,8 @@
                           ``objectnav.yaml`` (``pixelrl train embodied/pointnav ...``)
 - ``pixelrl.embodied.agents``     habitat-style ``Agent`` (``reset``, ``act``): trained policy, expert, baselines
 - ``pixelrl.embodied.benchmark``  ``Benchmark(dataset).evaluate(agent)``: Success, SPL, SoftSPL, DistanceToGoal
+- ``pixelrl.embodied.vlm_train``  the ``embodied/vlm-sft`` and ``embodied/vlm-grpo`` recipes (``NavTask``)
+- ``pixelrl.embodied.vlm_spec``   their set-up: each split's env options and scenes, the agent spec
+- ``pixelrl.embodied.vlm_demos``  their demonstrations: the follower's episodes, recorded and read back
 - ``pixelrl.embodied.demo``       train a small PointNav agent for a few minutes, then benchmark it
 """

@@ -47,13 +47,27 @@ from typing import Any
 import numpy as np
 
 from pixelrl.config import Config, ConfigError, check_ranges, load_config
-from pixelrl.embodied.vlm_agent import TASKS, AgentSpec, NavPrompt, VLMNavAgent, goal_text
-from pixelrl.envs.nav.tasks import IDLE, IDLE_INDEX, STOP
+from pixelrl.embodied.vlm_agent import AgentSpec, VLMNavAgent
+from pixelrl.embodied.vlm_demos import record_demonstrations, sft_examples
+from pixelrl.embodied.vlm_spec import (
+    agent_spec,
+    check_model,
+    check_prompt_sensors,
+    check_validation_scenes,
+    codec_for,
+    goal_corpus,
+    make_env,
+    task_of,
+)
+from pixelrl.envs.nav.tasks import IDLE, STOP
 from pixelrl.rl.text import recipe as text
 from pixelrl.rl.text.config import check_text_config, text_defaults
+from pixelrl.rl.text.demos import dataset_roots
+from pixelrl.rl.text.env_group import LocalGroup
+from pixelrl.rl.text.heldout import evaluating, success_row
+from pixelrl.rl.text.replay import FailedStarts
 from pixelrl.rl.text.rollout import TurnResult, play_episodes
 from pixelrl.rl.text.rows import Episode, Example, Prompt
-from pixelrl.stats import wilson_interval
 
 DEFAULTS: dict[str, Any] = text_defaults({
     "model": "tiny-smolvlm",
@@ -91,7 +105,6 @@ DEFAULTS: dict[str, Any] = text_defaults({
 })  # fmt: skip
 REWARD_KINDS = ("measures", "time_decayed")
 VAL_MEASURES = ("success", "spl")
-REPLAY_SIZE = 256  # failed starts remembered for grpo.replay_failed (the oldest go first)
 
 
 # -- set-up -------------------------------------------------------------------------------------
@@ -126,116 +139,6 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
     if isinstance(replay, bool) or not isinstance(replay, int | float) or not 0 <= replay <= 1:
         raise ConfigError(f"grpo.replay_failed must be a number in [0, 1], got {replay!r}")
     return cfg
-
-
-def check_prompt_sensors(cfg: Config) -> None:
-    """:class:`ConfigError` when the prompt draws a frame that no split's env renders
-    (``prompt.depth: true`` without ``depth`` in the sensors: a KeyError at the first turn)."""
-    from pixelrl.envs.nav.config import NavConfig
-
-    if cfg.prompt.depth is not True:
-        return  # not a bool: the agent spec names the key (AgentSpec.validate)
-    for split in ("train", "eval", "val"):
-        sensors = env_kwargs(cfg, split).get("sensors", NavConfig.sensors)
-        if "depth" not in sensors:
-            where = "env.kwargs" if split == "train" else f"env.{split}_kwargs"
-            raise ConfigError(
-                f"prompt.depth: true draws the depth frame, but {where} renders sensors "
-                f"{list(sensors)}; add it: env.kwargs.sensors=[rgb,depth]"
-            )
-
-
-def scene_set(cfg: Config, split: str) -> set:
-    """The scenes ``split``'s episodes are drawn from: mesh paths, or procedural apartment
-    seeds (``scene_seed`` .. ``scene_seed + num_scenes - 1``)."""
-    from pixelrl.envs.nav.config import NavConfig
-
-    kwargs = env_kwargs(cfg, split)
-    if kwargs.get("scenes"):
-        return {str(s) for s in kwargs["scenes"]}
-    seed = int(kwargs.get("scene_seed", NavConfig.scene_seed))
-    return set(range(seed, seed + int(kwargs.get("num_scenes", NavConfig.num_scenes))))
-
-
-def check_validation_scenes(cfg: Config) -> None:
-    """:class:`ConfigError` unless the validation scenes (``env.val_kwargs``) share none with
-    the held-out test scenes (``env.eval_kwargs``) nor with the training ones: a kept model
-    chosen on test scenes would make the held-out figure a selected one."""
-    val = scene_set(cfg, "val")
-    for split, what in (
-        ("eval", "held-out test (env.eval_kwargs)"),
-        ("train", "training (env.kwargs)"),
-    ):
-        shared = val & scene_set(cfg, split)
-        if shared:
-            raise ConfigError(
-                f"env.val_kwargs: validation scenes overlap the {what} scenes "
-                f"({len(shared)} shared, e.g. {sorted(shared, key=str)[0]}); give val_kwargs "
-                "another scene_seed or scenes"
-            )
-
-
-def env_kwargs(cfg: Config, split: str) -> dict[str, Any]:
-    """The env options of ``split`` (checked against NavConfig; eval adds ``eval_kwargs``, val
-    ``val_kwargs``)."""
-    from pixelrl.embodied.task import env_kwargs as nav_kwargs
-
-    return nav_kwargs(cfg, split)
-
-
-def task_of(cfg: Config) -> str:
-    if cfg.env.id not in TASKS:
-        raise ConfigError(f"env.id: {cfg.env.id!r} is not a navigation task ({', '.join(TASKS)})")
-    return TASKS[cfg.env.id]
-
-
-def make_env(cfg: Config, split: str):
-    import gymnasium as gym
-
-    import pixelrl.envs  # noqa: F401  (registers the ids)
-
-    return gym.make(cfg.env.id, **env_kwargs(cfg, split))
-
-
-def agent_spec(cfg: Config) -> AgentSpec:
-    try:
-        prompt = NavPrompt(**cfg.prompt.to_dict())
-        return AgentSpec(
-            task=task_of(cfg), prompt=prompt, env_kwargs=env_kwargs(cfg, "train"),
-            **{k: int(v) for k, v in cfg.agent.to_dict().items()},
-        )  # fmt: skip
-    except TypeError as e:
-        raise ConfigError(f"agent / prompt: {e}") from None
-
-
-def codec_for(spec: AgentSpec, env) -> Any:
-    nav = env.unwrapped.cfg
-    return spec.codec(nav.forward_step, nav.turn_degrees)
-
-
-def goal_corpus(task: str, seed: int = 0, n: int = 400) -> list[str]:
-    """Goal sentences for a tiny tokenizer (so ``degrees`` and category names are one token)."""
-    from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
-
-    rng = np.random.default_rng(seed)
-    texts = []
-    for _ in range(n):
-        obs = {
-            "pointgoal_with_gps_compass": [rng.uniform(0, 10), rng.uniform(-np.pi, np.pi)],
-            "objectgoal": [rng.integers(len(OBJECTNAV_CATEGORIES))],
-        }
-        texts += [goal_text(obs, "pointnav"), goal_text(obs, "objectnav")]
-    return texts
-
-
-def check_model(cfg: Config) -> None:
-    """:class:`ConfigError` for a ``model`` / ``init`` that cannot load, before any work."""
-    from pixelrl.vision.vlm import model_source_problem
-
-    key = "init" if cfg.init else "model"
-    problem = model_source_problem(str(cfg.init or cfg.model))
-    if problem:
-        raise ConfigError(f"{key}: {problem}")
 
 
 # -- playing episodes -----------------------------------------------------------------------------
@@ -276,9 +179,9 @@ def unused_steps(env, info: dict[str, Any], stopped: bool) -> int:
     return int(limit - info["num_steps"])
 
 
-class NavGroup:
-    """Navigation episodes, one in each of ``envs`` (``envs[i].reset(seed=seeds[i])``): the env
-    group of :func:`pixelrl.rl.text.rollout.play_episodes`.
+class NavPlayer:
+    """One navigation episode of an env group (:mod:`pixelrl.rl.text.env_group`): the agent's
+    frames and history, and the shortest-path follower from its start.
 
     A parsed answer's low-level steps run in order until the episode ends; an unparsable one runs
     nothing (``IDLE``: one step of the budget). A turn's reward is the measures ``rewards``
@@ -286,49 +189,34 @@ class NavGroup:
     at the end; or, with ``reward_kind="time_decayed"``, VLN-R1's time-decayed agreement of the
     answer's steps with the shortest-path follower's (plus Success)."""
 
-    screen = None  # navigation answers hold no points
+    def __init__(self, agent: VLMNavAgent, env, obs, info: dict, rewards: dict[str, float],
+                 reward_kind: str, decay: float) -> None:  # fmt: skip
+        self.agent, self.info = agent, info
+        self.rewards, self.reward_kind, self.decay = rewards, reward_kind, decay
+        agent.frames.append(obs)
+        self.follower = env.unwrapped.shortest_path_follower()
 
-    def __init__(self, policy, spec: AgentSpec, envs: list, seeds: list[int],
-                 rewards: dict[str, float] | None = None, reward_kind: str = "measures",
-                 decay: float = 0.8) -> None:  # fmt: skip
-        self.envs, self.n, self.max_new_tokens = envs, len(envs), spec.max_new_tokens
-        self.rewards = rewards or DEFAULTS["grpo"]["rewards"]
-        self.reward_kind, self.decay = reward_kind, decay
-        self.agents = [VLMNavAgent(policy, spec) for _ in envs]  # their frames and history
-        self.infos = []
-        for agent, env, seed in zip(self.agents, envs, seeds):
-            obs, info = env.reset(seed=seed)
-            agent.frames.append(obs)
-            self.infos.append(info)
-        self.followers = [env.unwrapped.shortest_path_follower() for env in envs]
+    def prompt(self) -> Prompt:
+        image, goal, history = self.agent.prompt()
+        return Prompt(image, goal, tuple(history))
 
-    def prompts(self, active: list[int]) -> list[Prompt]:
-        out = []
-        for i in active:
-            image, goal, history = self.agents[i].prompt()
-            out.append(Prompt(image, goal, tuple(history)))
-        return out
-
-    def step(self, completions: dict) -> dict[int, TurnResult]:
-        return {i: self._turn(i, c) for i, c in completions.items()}
-
-    def _turn(self, i: int, completion) -> TurnResult:
-        env, agent, state = self.envs[i], self.agents[i], self.envs[i].unwrapped.state
-        before, steps, matches, done = self.infos[i]["distance_to_goal"], 0, [], False
+    def turn(self, env, completion) -> TurnResult:
+        agent, state = self.agent, env.unwrapped.state
+        before, steps, matches, done = self.info["distance_to_goal"], 0, [], False
         if not completion.parsed:  # nothing is executed; the turn still costs a step
-            _, _, terminated, truncated, self.infos[i] = env.step(IDLE)
+            _, _, terminated, truncated, self.info = env.step(IDLE)
             steps, done = 1, terminated or truncated
         else:
             for action in completion.action:
-                expert = self.followers[i].get_next_action(state.position, state.yaw)
+                expert = self.follower.get_next_action(state.position, state.yaw)
                 matches.append(action == expert)
-                obs, _, terminated, truncated, self.infos[i] = env.step(action)
+                obs, _, terminated, truncated, self.info = env.step(action)
                 agent.executed.append(action)
                 agent.frames.append(obs)
                 steps, done = steps + 1, terminated or truncated
                 if done:
                     break
-        info = self.infos[i]
+        info = self.info
         stopped = bool(agent.executed) and agent.executed[-1] == STOP
         unused = unused_steps(env, info, stopped) if done else 0
         if (
@@ -352,26 +240,27 @@ class NavGroup:
 def play(policy, spec: AgentSpec, envs: list, seeds: list[int], sample: bool, temperature: float = 1.0,
          rewards: dict[str, float] | None = None, reward_kind: str = "measures", decay: float = 0.8,
          ) -> list[Episode]:  # fmt: skip
-    """One episode in each env, all played together (:class:`NavGroup`): one batched
-    ``generate`` per turn for every env still running."""
-    group = NavGroup(policy, spec, envs, seeds, rewards, reward_kind, decay)
+    """One episode in each env, all played together (a :class:`LocalGroup` of
+    :class:`NavPlayer`\\ s): one batched ``generate`` per turn for every env still running."""
+    rewards = rewards or DEFAULTS["grpo"]["rewards"]
+
+    def player(env, obs, info) -> NavPlayer:
+        return NavPlayer(VLMNavAgent(policy, spec), env, obs, info, rewards, reward_kind, decay)
+
+    group = LocalGroup(envs, seeds, player, spec.max_new_tokens)  # answers hold no points
     return play_episodes(policy, group, sample=sample, temperature=temperature)
 
 
 def evaluate(policy, spec: AgentSpec, envs: list, seeds: list[int]) -> dict[str, float]:
     """Greedy episodes from ``seeds`` (held-out starts), ``len(envs)`` at a time."""
-    was_training = policy.model.training
-    policy.model.eval()
     episodes = []
-    for s in range(0, len(seeds), len(envs)):
-        chunk = seeds[s : s + len(envs)]
-        episodes += play(policy, spec, envs[: len(chunk)], chunk, sample=False)
-    policy.model.train(was_training)
-    success = [e.measures["success"] for e in episodes]
-    low, high = wilson_interval(int(sum(success)), len(success))
+    with evaluating(policy):
+        for s in range(0, len(seeds), len(envs)):
+            chunk = seeds[s : s + len(envs)]
+            episodes += play(policy, spec, envs[: len(chunk)], chunk, sample=False)
     parsed = [t.completion.parsed for e in episodes for t in e.turns]
     return {
-        "success": float(np.mean(success)), "ci_low": low, "ci_high": high,
+        **success_row([e.measures["success"] for e in episodes]),
         "spl": float(np.mean([e.measures["spl"] for e in episodes])),
         "format": float(np.mean(parsed)), "turns": float(np.mean([len(e.turns) for e in episodes])),
         "n": len(episodes),
@@ -380,85 +269,6 @@ def evaluate(policy, spec: AgentSpec, envs: list, seeds: list[int]) -> dict[str,
 
 EVAL_SEED_BASE = 1_000_000  # held-out scenes already differ (eval_kwargs); the seeds differ too
 VAL_SEED_BASE = 2_000_000  # validation starts (val_kwargs' scenes)
-
-
-# -- SFT ------------------------------------------------------------------------------------------
-def record_demonstrations(cfg: Config, root: Path) -> Path:
-    """``data.episodes`` follower episodes on training starts, through the recorder (PNG)."""
-    from tqdm import tqdm
-
-    from pixelrl.envs.recording import RecordEpisodes
-
-    env = RecordEpisodes(make_env(cfg, "train"), root, frame_format="png")
-    for seed in tqdm(range(int(cfg.data.episodes)), desc="follower demos",
-                     disable=not cfg.train.progress):  # fmt: skip
-        env.reset(seed=seed)
-        follower = env.unwrapped.shortest_path_follower()
-        done = False
-        while not done:
-            state = env.unwrapped.state
-            action = follower.get_next_action(state.position, state.yaw)
-            _, _, terminated, truncated, _ = env.step(action)
-            done = terminated or truncated
-    env.close()
-    return root
-
-
-def target_run(actions: list[int], t: int, max_repeat: int) -> list[int]:
-    """The follower's next action at step ``t`` repeated while it repeats (at most ``max_repeat``)."""
-    run = [actions[t]]
-    while (
-        len(run) < max_repeat
-        and t + len(run) < len(actions)
-        and actions[t + len(run)] == actions[t]
-    ):
-        run.append(actions[t])
-    return run
-
-
-def sft_examples(
-    roots: list[Path], spec: AgentSpec, codec, inflection_weight: float = 1.0
-) -> list[Example]:
-    """Every step of the recorded episodes as (image, goal text, history) -> the follower's next
-    run of actions, drawn with ``weight`` ``inflection_weight`` where the follower's action
-    differs from its previous one (and at the first step), else 1."""
-    from pixelrl.envs.recording import EpisodeDataset
-
-    examples = []
-    for root in roots:
-        data = EpisodeDataset(root)
-        if data.info.env_id not in TASKS:
-            raise ConfigError(
-                f"data.dataset: {root} records {data.info.env_id}, not a navigation task"
-            )
-        for e in data.episodes:
-            # a recorded idle turn reads back as "idle" (what env.step takes), stored as -1
-            actions = [IDLE_INDEX if a == IDLE else int(a) for a in data.actions(e)]
-            frames = []
-            for t in range(len(actions)):
-                frames.append(data.observation(e, t))
-                history = tuple(spec.prompt.history(actions[:t], codec))
-                prompt = Prompt(
-                    spec.prompt.image(frames), spec.prompt.goal(frames[-1], spec.task), history
-                )
-                weight = inflection_weight if t == 0 or actions[t] != actions[t - 1] else 1.0
-                examples.append(
-                    Example(prompt, codec.render(target_run(actions, t, spec.max_repeat)), weight)
-                )
-    if not examples:
-        raise ConfigError(f"no demonstration steps in {[str(r) for r in roots]}")
-    return examples
-
-
-def _dataset_roots(cfg: Config, run) -> list[Path]:
-    if cfg.data.dataset:
-        root = Path(cfg.data.dataset)
-        if not (root / "meta" / "info.json").is_file():
-            raise ConfigError(f"data.dataset: {root} is not a recorded dataset (no meta/info.json)")
-        return [root]
-    if int(cfg.data.episodes) < 1:
-        raise ConfigError("data.episodes must be >= 1 (or give data.dataset)")
-    return [record_demonstrations(cfg, run.dir / "demos")]
 
 
 # -- the task adapter -----------------------------------------------------------------------------
@@ -480,7 +290,7 @@ class NavTask:
         self.cfg, self.spec = cfg, agent_spec(cfg)
         check_model(cfg)
         self.train_envs: list = []  # multi-turn GRPO: G x starts_per_step envs, kept for the run
-        self.failed: dict[int, None] = {}  # grpo.replay_failed: starts not yet solved, oldest first
+        self.replay = FailedStarts(float(cfg.grpo.replay_failed))  # grpo.replay_failed's starts
 
     def codec(self):
         env = make_env(self.cfg, "train")
@@ -499,28 +309,27 @@ class NavTask:
 
     def evaluator(self):
         """Greedy episodes from ``eval.episodes`` held-out starts (``eval_kwargs``' scenes)."""
-        from pixelrl.rl.text.adapter import Evaluation
-
-        seeds = [EVAL_SEED_BASE + k for k in range(int(self.cfg.eval.episodes))]
-        if not seeds:
-            return Evaluation("success", None)
-        envs = [make_env(self.cfg, "eval") for _ in range(max(1, min(8, len(seeds))))]
-        return Evaluation("success", lambda policy: evaluate(policy, self.spec, envs, seeds))
+        return self._greedy("eval", "success", EVAL_SEED_BASE, int(self.cfg.eval.episodes))
 
     def validator(self):
         """Greedy episodes from ``eval.val_episodes`` starts in ``env.val_kwargs``' scenes:
         training-side apartments the run does not train on (never the held-out ones)."""
+        measure, count = str(self.cfg.eval.val_measure), int(self.cfg.eval.val_episodes)
+        return self._greedy("val", measure, VAL_SEED_BASE, count)
+
+    def _greedy(self, split: str, measure: str, seed_base: int, count: int):
         from pixelrl.rl.text.adapter import Evaluation
 
-        measure = str(self.cfg.eval.val_measure)
-        seeds = [VAL_SEED_BASE + k for k in range(int(self.cfg.eval.val_episodes))]
+        seeds = [seed_base + k for k in range(count)]
         if not seeds:
             return Evaluation(measure, None)
-        envs = [make_env(self.cfg, "val") for _ in range(max(1, min(8, len(seeds))))]
+        envs = [make_env(self.cfg, split) for _ in range(max(1, min(8, len(seeds))))]
         return Evaluation(measure, lambda policy: evaluate(policy, self.spec, envs, seeds))
 
     def examples(self, run, policy) -> list[Example]:
-        roots = _dataset_roots(self.cfg, run)
+        if not self.cfg.data.dataset and int(self.cfg.data.episodes) < 1:
+            raise ConfigError("data.episodes must be >= 1 (or give data.dataset)")
+        roots = dataset_roots(self.cfg, run, lambda demos: [record_demonstrations(self.cfg, demos)])
         weight = float(self.cfg.sft.inflection_weight)
         return sft_examples(roots, self.spec, policy.codec, weight)
 
@@ -534,46 +343,23 @@ class NavTask:
         G, P = gcfg.num_samples, int(self.cfg.grpo.starts_per_step)
         if not self.train_envs:
             self.train_envs = [make_env(self.cfg, "train") for _ in range(G * P)]
-        starts = self._starts(rng, P)
+        starts = self.replay.draw(rng, P)
         seeds = [s for s in starts for _ in range(G)]
         rewards = {k: float(v) for k, v in self.cfg.grpo.rewards.to_dict().items()}
         episodes = play(policy, self.spec, self.train_envs, seeds, sample=True,
                         temperature=gcfg.temperature, rewards=rewards,
                         reward_kind=str(self.cfg.grpo.reward), decay=float(self.cfg.grpo.decay))  # fmt: skip
-        self._remember(starts, episodes, G)
+        groups = [episodes[i * G : (i + 1) * G] for i in range(len(starts))]
+        self.replay.remember(starts, [all(ep.measures["success"] for ep in g) for g in groups])
         return episodes, seeds
-
-    def _starts(self, rng, count: int) -> list[int]:
-        """``count`` training starts: new ones, or with ``grpo.replay_failed``'s chance one whose
-        last group did not all succeed."""
-        replay = float(self.cfg.grpo.replay_failed)
-        fresh = [int(s) for s in rng.integers(0, 2**31 - 1, count)]
-        if not replay:
-            return fresh  # (no more draws: the start stream of a run without replay is unchanged)
-        pool = list(self.failed)
-        return [
-            int(pool[rng.integers(len(pool))]) if pool and rng.random() < replay else s
-            for s in fresh
-        ]
-
-    def _remember(self, starts: list[int], episodes: list[Episode], G: int) -> None:
-        """Keep the starts whose group did not all succeed for replay; forget solved ones."""
-        if not float(self.cfg.grpo.replay_failed):
-            return
-        for i, start in enumerate(starts):
-            self.failed.pop(start, None)
-            if not all(ep.measures["success"] for ep in episodes[i * G : (i + 1) * G]):
-                self.failed[start] = None  # (re-inserted: now the newest)
-        while len(self.failed) > REPLAY_SIZE:
-            self.failed.pop(next(iter(self.failed)))
 
     def state_dict(self) -> dict:
         """The replay pool, oldest first: a checkpoint keeps it, so a resumed run replays the
         same starts."""
-        return {"failed": list(self.failed)}
+        return self.replay.state_dict()
 
     def load_state_dict(self, state: dict) -> None:
-        self.failed = dict.fromkeys(int(s) for s in state["failed"])
+        self.replay.load_state_dict(state)
 
     def step_row(self, episodes: list[Episode]) -> dict[str, float]:
         turns = [t for ep in episodes for t in ep.turns]

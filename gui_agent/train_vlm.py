@@ -44,9 +44,14 @@ from typing import Any
 import numpy as np
 
 from pixelrl.config import Config, ConfigError, load_config
+from pixelrl.gui_agent.vlm_episodes import GUIPlayer, sft_examples
+from pixelrl.gui_agent.vlm_grounding import grounding_accuracy, grounding_examples
 from pixelrl.rl.text import recipe as text
 from pixelrl.rl.text.config import check_text_config, text_defaults
-from pixelrl.rl.text.rollout import TurnResult, play_episodes
+from pixelrl.rl.text.demos import dataset_roots, record_expert, record_expert_on_ray
+from pixelrl.rl.text.env_group import LocalGroup, RayGroup, check_envs, ray_envs
+from pixelrl.rl.text.heldout import evaluating, success_row
+from pixelrl.rl.text.rollout import play_episodes
 from pixelrl.rl.text.rows import Example, Prompt
 
 DEFAULTS: dict[str, Any] = text_defaults({
@@ -258,44 +263,28 @@ def training_screens(cfg: Config, per_family: int):
         env.close()
 
 
-def _grounding_eval(policy, cfg: Config, items) -> dict[str, float]:
-    from pixelrl.gui_agent.agents import VLMAgent
-    from pixelrl.gui_agent.evaluate import evaluate_grounding
-
-    was_training = policy.model.training
-    rows = evaluate_grounding(VLMAgent(policy, int(cfg.grpo.max_new_tokens)), items, progress=False)
-    policy.model.train(was_training)
-    overall = rows[-1]
-    per_family = {r["family"]: r["accuracy"] for r in rows[:-1]} if len(rows) > 1 else {}
-    return {**{k: overall[k] for k in ("accuracy", "ci_low", "ci_high", "n")}, **per_family}
-
-
 def _success_eval(policy, cfg: Config) -> dict[str, float]:
     from pixelrl.gui_agent.agents import VLMAgent
     from pixelrl.gui_agent.evaluate import evaluate_success
-    from pixelrl.stats import wilson_interval
 
-    was_training = policy.model.training
-    agent = VLMAgent(policy, int(cfg.grpo.max_new_tokens))
     out, successes, returns = {}, [], []
-    for name, eid in task_envs(cfg) if cfg.env.tasks else [("", str(cfg.env.id))]:
-        seeds = None
-        if int(cfg.env.max_fields):
-            rng = np.random.default_rng(int(cfg.seed))
-            seeds = task_seeds(cfg, eid, "eval", int(cfg.eval.episodes), rng)
-        overall = evaluate_success(
-            agent, eid, int(cfg.eval.episodes), int(cfg.seed), _env_kwargs(cfg),
-            progress=False, seeds=seeds,
-        )[-1]  # fmt: skip
-        if name:  # several tasks: each one's rate, then all episodes pooled
-            out[name] = overall["success"]
-        successes += [overall["success"]] * int(overall["n"])
-        returns += [overall["return"]] * int(overall["n"])
-    policy.model.train(was_training)
-    n = len(successes)
-    low, high = wilson_interval(round(sum(successes)), n)
-    return {"success": float(np.mean(successes)), "ci_low": low, "ci_high": high,
-            "return": float(np.mean(returns)), "n": n, **out}  # fmt: skip
+    with evaluating(policy):
+        agent = VLMAgent(policy, int(cfg.grpo.max_new_tokens))
+        for name, eid in task_envs(cfg) if cfg.env.tasks else [("", str(cfg.env.id))]:
+            seeds = None
+            if int(cfg.env.max_fields):
+                rng = np.random.default_rng(int(cfg.seed))
+                seeds = task_seeds(cfg, eid, "eval", int(cfg.eval.episodes), rng)
+            overall = evaluate_success(
+                agent, eid, int(cfg.eval.episodes), int(cfg.seed), _env_kwargs(cfg),
+                progress=False, seeds=seeds,
+            )[-1]  # fmt: skip
+            if name:  # several tasks: each one's rate, then all episodes pooled
+                out[name] = overall["success"]
+            successes += [overall["success"]] * int(overall["n"])
+            returns += [overall["return"]] * int(overall["n"])
+    return {**success_row(successes), "return": float(np.mean(returns)), "n": len(successes),
+            **out}  # fmt: skip
 
 
 def _held_out(cfg: Config):
@@ -311,7 +300,6 @@ def _held_out(cfg: Config):
 def record_expert_episodes(cfg: Config, root: Path) -> Path:
     """Record ``data.episodes`` expert episodes of ``env.families`` (training seeds) into ``root``."""
     import gymnasium as gym
-    from tqdm import tqdm
 
     import pixelrl.envs  # noqa: F401
     from pixelrl.envs.recording import RecordEpisodes
@@ -322,229 +310,56 @@ def record_expert_episodes(cfg: Config, root: Path) -> Path:
         # even seeds (training), from 20,000·fi up, that env.max_fields allows
         seeds = task_seeds(cfg, eid, "train", per_family, start=20_000 * fi)
         if cfg.envs.backend == "ray":
-            _record_expert_on_ray(cfg, eid, seeds, root / family)
+            record_expert_on_ray(cfg, eid, _env_kwargs(cfg), seeds, root / family)
             continue
         env = RecordEpisodes(gym.make(eid, **_env_kwargs(cfg)), root / family)
-        for seed in tqdm(seeds, desc=f"expert {family}", disable=not cfg.train.progress):
-            obs, info = env.reset(seed=seed)
-            done = False
-            while not done:
-                obs, _, terminated, truncated, info = env.step(env.unwrapped.expert_action())
-                done = terminated or truncated
-        env.close()
+        record_expert(env, seeds, lambda env: env.unwrapped.expert_action, f"expert {family}",
+                      cfg.train.progress)  # fmt: skip
     return root
 
 
-def _record_expert_on_ray(cfg: Config, env_id: str, seeds: list[int], root: Path) -> None:
-    """The expert's episodes of ``seeds`` played in ``envs.num_workers`` Ray workers (0: 2) and
-    recorded here into the one dataset at ``root`` (:mod:`pixelrl.envs.recording.remote`)."""
-    from tqdm import tqdm
-
-    from pixelrl.envs.recording.remote import expert_actions, record_in_ray
-    from pixelrl.train import ray_options
-
-    opts = cfg.envs
-    with tqdm(
-        total=len(seeds), desc=f"expert {root.name} (ray)", disable=not cfg.train.progress
-    ) as bar:
-        record_in_ray(
-            env_id,
-            _env_kwargs(cfg),
-            seeds,
-            root,
-            expert_actions,
-            num_workers=int(opts.num_workers) or 2,
-            per_worker=int(opts.per_worker),
-            progress=lambda k: bar.update(k - bar.n),
-            **ray_options(opts),
-        )
-
-
-def sft_examples(roots: list[Path], policy) -> list[Example]:
-    """Every step of the recorded episodes: (screenshot, instruction, history) -> action text."""
-    from pixelrl.envs.recording import EpisodeDataset
-    from pixelrl.envs.recording.codec import action_as_gui
-
-    examples = []
-    for root in roots:
-        data = EpisodeDataset(root)
-        screen = data.screen_size
-        for e in data.episodes:
-            rows = data.steps(e)
-            history: list[str] = []
-            for t, text_ in enumerate(rows["action"]):
-                action = action_as_gui(str(text_), screen)
-                if action is None:
-                    continue
-                target = policy.action_text(action, screen)
-                instruction = str(rows["instruction"].iloc[t])
-                examples.append(
-                    Example(Prompt(data.frame(e, t), instruction, tuple(history)), target)
-                )
-                history.append(target)
-    if not examples:
-        raise ValueError(f"no usable steps in {[str(r) for r in roots]}")
-    return examples
-
-
-def grounding_examples(cfg: Config, policy) -> list[Example]:
-    """SFT examples that point at every uniquely named element (``Click the "Stop" button.``) of
-    ``data.grounding_screens`` training screens per family: many instructions per screen, so
-    the model must read the instruction to know where to click."""
-    from pixelrl.envs.grounding import grounding_samples
-    from pixelrl.envs.gui import bbox_center
-    from pixelrl.envs.gui_action import Action
-
-    screen = _screen(cfg)
-    examples = []
-    for _, obs, info in training_screens(cfg, int(cfg.data.grounding_screens)):
-        for sample in grounding_samples(info["a11y"], screen):
-            target = policy.action_text(Action.click(*bbox_center(sample.bbox)), screen)
-            examples.append(Example(Prompt(obs["screenshot"], sample.instruction), target))
-    return examples
-
-
-def _dataset_roots(cfg: Config, run) -> list[Path]:
-    if cfg.data.dataset:
-        root = Path(cfg.data.dataset)
-        if not root.exists():
-            raise ConfigError(f"data.dataset: no such folder {root}")
-        subs = [p for p in sorted(root.iterdir()) if (p / "meta" / "info.json").is_file()]
-        return subs or [root]
-    if not int(cfg.data.episodes):  # grounding samples only (data.grounding_screens)
-        return []
-    record_expert_episodes(cfg, run.dir / "demos")
-    return [run.dir / "demos" / name for name, _ in task_envs(cfg)]
+def _record(cfg: Config, demos: Path) -> list[Path]:
+    """The expert's episodes recorded into ``demos``, one dataset a task."""
+    record_expert_episodes(cfg, demos)
+    return [demos / name for name, _ in task_envs(cfg)]
 
 
 # -- multi-turn episodes ------------------------------------------------------------------------
-class LocalGroup:
-    """``envs`` (in this process) all reset with ``seed``: the env group of
-    :func:`pixelrl.rl.text.rollout.play_episodes`. A refused action is played as a ``wait``."""
-
-    def __init__(self, policy, envs: list, seed: int, max_new_tokens: int) -> None:
-        self.policy, self.envs, self.n = policy, envs, len(envs)
-        self.screen = tuple(envs[0].unwrapped.screen_size)
-        self.max_new_tokens = max_new_tokens
-        self.obs = [e.reset(seed=seed)[0] for e in envs]
-        self.histories: list[list[str]] = [[] for _ in envs]
-
-    def prompts(self, active: list[int]) -> list[Prompt]:
-        return [Prompt(self.obs[i]["screenshot"], self.obs[i]["instruction"],
-                       tuple(self.histories[i])) for i in active]  # fmt: skip
-
-    def _played(self, i: int, action, result) -> TurnResult:
-        obs, reward, terminated, truncated, info = result
-        self.histories[i].append(self.policy.action_text(action, self.screen))
-        self.obs[i] = obs
-        done = bool(terminated or truncated)
-        return TurnResult(float(reward), done, bool(info.get("success", False)))
-
-    def step(self, completions: dict) -> dict[int, TurnResult | None]:
-        from pixelrl.envs.gui_action import Action, ActionError
-
-        out: dict[int, TurnResult | None] = {}
-        for i, completion in completions.items():
-            action = completion.action  # unparsable text -> wait (parsed False)
-            try:
-                result = self.envs[i].step(action)
-            except ActionError:
-                action = Action.wait()
-                result = self.envs[i].step(action)
-            out[i] = self._played(i, action, result)
-        return out
-
-
-class RayGroup(LocalGroup):
-    """The same group in a ``RayVectorEnv`` (:func:`group_envs`): every env stepped each turn
-    (an episode already over plays ``wait`` in its next one, and is not recorded); an env whose
-    worker failed (``info["env_fault"]``) drops out."""
-
-    def __init__(self, policy, envs, seed: int, max_new_tokens: int) -> None:
-        from pixelrl.envs.recording.wrapper import item_at
-
-        self.policy, self.vector, self.n = policy, envs, envs.num_envs
-        self.screen = tuple(envs.get_attr("screen_size")[0])
-        self.max_new_tokens = max_new_tokens
-        batch, _ = envs.reset(seed=[seed] * self.n)
-        self.obs = [item_at(batch, i) for i in range(self.n)]
-        self.histories = [[] for _ in range(self.n)]
-
-    def step(self, completions: dict) -> dict[int, TurnResult | None]:
-        from pixelrl.envs.gui_action import Action
-        from pixelrl.envs.recording.wrapper import info_at, item_at
-
-        actions = [Action.wait()] * self.n
-        for i, completion in completions.items():
-            actions[i] = completion.action  # unparsable text -> wait (parsed False)
-        batch, rewards, terminated, truncated, infos = self.vector.step(actions)
-        out: dict[int, TurnResult | None] = {}
-        for i in completions:
-            info = info_at(infos, i)
-            info = info.get("final_info", info)  # at an episode's end: its last step's
-            if info.get("env_fault"):
-                out[i] = None
-                continue
-            action = Action.wait() if "action_error" in info else actions[i]
-            result = (item_at(batch, i), rewards[i], terminated[i], truncated[i], info)
-            out[i] = self._played(i, action, result)
-        return out
-
-
 def play_group(policy, cfg: Config, seed: int, group_size: int, gcfg, env_id: str | None = None,
                envs=None) -> list:  # fmt: skip
     """``group_size`` episodes of ``env_id`` (default ``env.id``) from the same seed, sampled
     and played together (:func:`pixelrl.rl.text.rollout.play_episodes`). ``envs``: a
     ``RayVectorEnv`` of ``group_size`` such envs (:func:`group_envs`) instead of envs made here;
     an episode whose worker failed is left out."""
-    if envs is not None:
-        group = RayGroup(policy, envs, seed, gcfg.max_new_tokens)
-        return play_episodes(policy, group, sample=True, temperature=gcfg.temperature)
     import gymnasium as gym
 
     import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.gui_action import Action
 
+    def player(screen):
+        return lambda env, obs, info: GUIPlayer(policy, screen, obs)
+
+    if envs is not None:
+        screen = tuple(envs.get_attr("screen_size")[0])
+        group = RayGroup(envs, seed, player(screen), Action.wait(), gcfg.max_new_tokens, screen)
+        return play_episodes(policy, group, sample=True, temperature=gcfg.temperature)
     env_list = [gym.make(env_id or cfg.env.id, **_env_kwargs(cfg)) for _ in range(group_size)]
     try:
-        group = LocalGroup(policy, env_list, seed, gcfg.max_new_tokens)
+        screen = tuple(env_list[0].unwrapped.screen_size)
+        group = LocalGroup(env_list, [seed] * group_size, player(screen), gcfg.max_new_tokens,
+                           screen)  # fmt: skip
         return play_episodes(policy, group, sample=True, temperature=gcfg.temperature)
     finally:
         for e in env_list:
             e.close()
 
 
-def _check_envs(cfg: Config, group_size: int | None = None) -> None:
-    """``envs`` settings no run can use, before any run folder or model exists."""
-    if cfg.envs.backend not in ("sync", "ray"):
-        raise ConfigError(f"envs.backend must be sync or ray, got {cfg.envs.backend!r}")
-    per_worker = int(cfg.envs.per_worker)
-    if per_worker < 1 or int(cfg.envs.num_workers) < 0:
-        raise ConfigError("envs.per_worker must be >= 1 and envs.num_workers >= 0")
-    if cfg.envs.backend == "ray" and group_size and group_size % per_worker:
-        raise ConfigError(
-            f"envs.per_worker={per_worker} must divide grpo.num_samples={group_size} "
-            "(a group's envs fill whole workers)"
-        )
-
-
 def group_envs(cfg: Config, env_id: str, group_size: int):
     """``group_size`` envs of ``env_id`` in Ray actors (``envs.per_worker`` each), for
     :func:`play_group`; a refused action is played as a ``wait``, as in this process."""
     from pixelrl.envs.gui_action import Action
-    from pixelrl.envs.remote import RayVectorEnv
-    from pixelrl.train import ray_options
 
-    _check_envs(cfg, group_size)
-    per_worker = int(cfg.envs.per_worker)
-    return RayVectorEnv(
-        env_id,
-        group_size // per_worker,
-        per_worker,
-        kwargs=_env_kwargs(cfg),
-        min_envs=group_size,  # a group is all of them
-        refused_action=Action.wait(),
-        **ray_options(cfg.envs),
-    )
+    return ray_envs(cfg, env_id, _env_kwargs(cfg), group_size, Action.wait())
 
 
 # -- the task adapter ---------------------------------------------------------------------------
@@ -557,7 +372,7 @@ class GUITask:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         group = int(cfg.grpo.num_samples) if cfg.recipe == "gui/multiturn-grpo" else None
-        _check_envs(cfg, group)  # before any run folder or model
+        check_envs(cfg, group)  # before any run folder or model
         if cfg.recipe == "gui/grounding-grpo" and cfg.grpo.reward not in GROUNDING_REWARDS:
             raise ConfigError(
                 f"grpo.reward: {cfg.grpo.reward!r}; known: {', '.join(GROUNDING_REWARDS)}"
@@ -586,7 +401,8 @@ class GUITask:
         items = _held_out(self.cfg)
         if items is None:
             return Evaluation("success", lambda policy: _success_eval(policy, self.cfg))
-        return Evaluation("accuracy", lambda policy: _grounding_eval(policy, self.cfg, items))
+        tokens = int(self.cfg.grpo.max_new_tokens)
+        return Evaluation("accuracy", lambda policy: grounding_accuracy(policy, items, tokens))
 
     def validator(self):
         """None yet: GUI runs keep their last model (no validation set)."""
@@ -595,10 +411,11 @@ class GUITask:
         return Evaluation("success", None)
 
     def examples(self, run, policy) -> list[Example]:
-        roots = _dataset_roots(self.cfg, run)
+        roots = dataset_roots(self.cfg, run, functools.partial(_record, self.cfg))
         examples = sft_examples(roots, policy) if roots else []
         if int(self.cfg.data.grounding_screens):
-            examples += grounding_examples(self.cfg, policy)
+            screens = training_screens(self.cfg, int(self.cfg.data.grounding_screens))
+            examples += grounding_examples(screens, policy, _screen(self.cfg))
         if not examples:
             raise ConfigError(
                 "gui/sft has nothing to learn from: data.episodes and data.grounding_screens are 0"

@@ -182,13 +182,14 @@ def test_a_stop_short_of_the_goal_pays_the_slack_of_its_unused_steps():
 def test_validation_scenes_are_neither_the_held_out_nor_the_training_ones():
     from pixelrl.config import ConfigError
     from pixelrl.embodied import vlm_train as vt
+    from pixelrl.embodied.vlm_spec import scene_set
     from pixelrl.recipes import get_recipe
 
     for name in ("embodied/vlm-sft", "embodied/vlm-grpo"):
         cfg = vt.config_for(get_recipe(name).config)
-        val = vt.scene_set(cfg, "val")
+        val = scene_set(cfg, "val")
         assert len(val) == 8 and int(cfg.eval.val_episodes) > 0
-        assert not val & vt.scene_set(cfg, "eval") and not val & vt.scene_set(cfg, "train")
+        assert not val & scene_set(cfg, "eval") and not val & scene_set(cfg, "train")
         env = vt.make_env(cfg, "val")
         assert env.unwrapped.cfg.scene_seed == 32 and env.unwrapped.cfg.num_scenes == 8
         env.close()
@@ -317,25 +318,21 @@ def test_a_resumed_grpo_run_replays_the_same_starts_and_keeps_the_same_best_mode
 def test_replay_draws_again_the_starts_whose_group_failed():
     from pixelrl.embodied.vlm_train import NavTask, config_for
     from pixelrl.recipes import get_recipe
-    from pixelrl.rl.text.rows import Episode
 
     recipe = get_recipe("embodied/vlm-grpo").config
-
-    def group(*successes):
-        return [Episode(measures={"success": float(s)}) for s in successes]
-
     task = NavTask(config_for(recipe, ["grpo.replay_failed=1", "init="]))
-    task._remember([11, 12, 13], group(1, 1) + group(1, 0) + group(0, 0), G=2)
-    assert list(task.failed) == [12, 13]  # 11 was solved by its whole group
+    replay = task.replay
+    replay.remember([11, 12, 13], [True, False, False])
+    assert list(replay.failed) == [12, 13]  # 11 was solved by its whole group
     rng = np.random.default_rng(0)
-    assert set(task._starts(rng, 8)) == {12, 13}  # replay 1: every start is a failed one
-    task._remember([12], group(1, 1), G=2)  # solved now: forgotten
-    assert list(task.failed) == [13]
+    assert set(replay.draw(rng, 8)) == {12, 13}  # replay 1: every start is a failed one
+    replay.remember([12], [True])  # solved now: forgotten
+    assert list(replay.failed) == [13]
     # without replay the starts are the fresh draws alone, as before the option existed
-    plain = NavTask(config_for(recipe, ["grpo.replay_failed=0", "init="]))
+    plain = NavTask(config_for(recipe, ["grpo.replay_failed=0", "init="])).replay
     plain.failed = {13: None}
     fresh = np.random.default_rng(0).integers(0, 2**31 - 1, 4).tolist()
-    assert plain._starts(np.random.default_rng(0), 4) == fresh
+    assert plain.draw(np.random.default_rng(0), 4) == fresh
 
 
 def test_bench_nav_record_and_view_take_the_vlm_agent(sft_run, tmp_path, capsys):

@@ -217,12 +217,8 @@ def test_desktop_tokenizer_and_dense_grounding_examples():
     pointing inside the box of the element its instruction names."""
     from pixelrl.envs.grounding import grounding_samples
     from pixelrl.envs.gui_action import parse_action
-    from pixelrl.gui_agent.train_vlm import (
-        config_for,
-        grounding_examples,
-        load_policy,
-        training_screens,
-    )
+    from pixelrl.gui_agent.train_vlm import config_for, load_policy, training_screens
+    from pixelrl.gui_agent.vlm_grounding import grounding_examples
     from pixelrl.recipes import get_recipe
 
     overrides = ["model=tiny-smolvlm", "env.families=[click-button,choose-radio]",
@@ -237,7 +233,7 @@ def test_desktop_tokenizer_and_dense_grounding_examples():
     assert len(policy.tokenizer.tokenize(obs["instruction"])) < len(
         plain.tokenizer.tokenize(obs["instruction"])
     )
-    examples = grounding_examples(cfg, policy)
+    examples = grounding_examples(training_screens(cfg, 2), policy, SCREEN)
     screens = list(training_screens(cfg, 2))
     samples = [s for _, _, info in screens for s in grounding_samples(info["a11y"], SCREEN)]
     assert len(examples) == len(samples)

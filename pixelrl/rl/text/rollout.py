@@ -1,8 +1,8 @@
 """The one rollout loop of text policies: a group of episodes played together, one batched
 ``generate`` a turn for every episode still running.
 
-A domain gives an *env group* (in-process envs, or a Ray vector env) that knows its episodes'
-prompts and how an answer plays out::
+A domain gives an *env group* (in-process envs, or a Ray vector env: :mod:`.env_group`, with the
+domain's player per episode) that knows its episodes' prompts and how an answer plays out::
 
     group.n                        # episodes in the group
     group.screen                   # the screen answers' points lie on (None: no points)

@@ -1,0 +1,44 @@
+"""Grounding data of the GUI text-policy recipes (:mod:`pixelrl.gui_agent.train_vlm`): SFT examples
+that click every uniquely named element of a screen, and held-out grounding accuracy.
+
+Both read screens and their accessibility trees (``info["a11y"]``); which screens (the training
+seeds of ``env.families``, the held-out grounding set) is the recipe's choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pixelrl.rl.text.heldout import evaluating
+from pixelrl.rl.text.rows import Example, Prompt
+
+
+def grounding_examples(screens: Iterable[tuple[Any, dict, dict]], policy,
+                       screen: tuple[int, int]) -> list[Example]:  # fmt: skip
+    """SFT examples that point at every uniquely named element (``Click the "Stop" button.``) of
+    each ``(family, obs, info)`` of ``screens``: many instructions per screen, so the model must
+    read the instruction to know where to click."""
+    from pixelrl.envs.grounding import grounding_samples
+    from pixelrl.envs.gui import bbox_center
+    from pixelrl.envs.gui_action import Action
+
+    examples = []
+    for _, obs, info in screens:
+        for sample in grounding_samples(info["a11y"], screen):
+            target = policy.action_text(Action.click(*bbox_center(sample.bbox)), screen)
+            examples.append(Example(Prompt(obs["screenshot"], sample.instruction), target))
+    return examples
+
+
+def grounding_accuracy(policy, items, max_new_tokens: int) -> dict[str, float]:
+    """Greedy clicks on the grounding ``items``: accuracy with its 95% interval and ``n``, then
+    each family's accuracy when there are several."""
+    from pixelrl.gui_agent.agents import VLMAgent
+    from pixelrl.gui_agent.evaluate import evaluate_grounding
+
+    with evaluating(policy):
+        rows = evaluate_grounding(VLMAgent(policy, max_new_tokens), items, progress=False)
+    overall = rows[-1]
+    per_family = {r["family"]: r["accuracy"] for r in rows[:-1]} if len(rows) > 1 else {}
+    return {**{k: overall[k] for k in ("accuracy", "ci_low", "ci_high", "n")}, **per_family}
