@@ -607,8 +607,7 @@ class NavTask:
         turns = [t for ep in episodes for t in ep.turns]
         return {
             "reward": float(np.mean([ep.ret for ep in episodes])),
-            "success": float(np.mean([ep.measures["success"] for ep in episodes])),
-            "spl": float(np.mean([ep.measures["spl"] for ep in episodes])),
+            **{m: float(np.mean([ep.measures[m] for ep in episodes])) for m in SCORES},
             "format": float(np.mean([t.completion.parsed for t in turns])), "turns": len(turns),
         }  # fmt: skip
 
