@@ -41,17 +41,16 @@ trainer's.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pixelrl.config import Config, ConfigError, check_ranges, load_config
+from pixelrl.embodied.rewards import TurnOutcome, turn_reward, unused_steps
 from pixelrl.embodied.vlm_agent import TASKS, AgentSpec, NavPrompt, VLMNavAgent, goal_text
-from pixelrl.envs.nav.measures import HEADLINE, SCORES, SPL, NumSteps, Success
+from pixelrl.envs.nav.measures import HEADLINE, SCORES, NumSteps
 from pixelrl.envs.nav.tasks import IDLE, IDLE_INDEX, STOP
-from pixelrl.rl.rewards import Reward, RewardTerm
 from pixelrl.rl.text import recipe as text
 from pixelrl.rl.text.config import check_text_config, text_defaults
 from pixelrl.rl.text.rollout import TurnResult, play_episodes
@@ -246,70 +245,6 @@ def check_model(cfg: Config) -> None:
 MEASURES = (*HEADLINE, NumSteps.name)
 
 
-@dataclass(frozen=True)
-class TurnOutcome:
-    """What a navigation turn's reward terms read (:func:`nav_reward_terms`)."""
-
-    before: float  # DistanceToGoal before the turn
-    info: dict[str, Any]  # the env's info after it
-    steps: int  # the low-level steps it ran
-    parsed: bool  # whether the answer parsed
-    done: bool  # whether the episode ended
-    unused: int = 0  # the steps of the budget a stop short of the goal left (unused_steps)
-    agreement: float = 0.0  # time_decayed: the answer's steps' agreement with the expert
-
-
-def _progress(turn: TurnOutcome) -> float:
-    """Metres of geodesic distance gained over the turn (0 where either end is unreachable)."""
-    after = turn.info["distance_to_goal"]
-    return turn.before - after if np.isfinite(turn.before) and np.isfinite(after) else 0.0
-
-
-def _at_end(measure: str):
-    """A measure's value when the episode ended, else 0."""
-    return lambda turn: turn.info[measure] if turn.done else 0.0
-
-
-def nav_reward_terms(weights: dict[str, float], kind: str = "measures") -> tuple[RewardTerm, ...]:
-    """A turn's reward terms, weighted by ``weights`` (``grpo.rewards``): ``slack`` a low-level
-    step, ``format`` off when the answer did not parse, ``progress`` a metre of geodesic distance
-    gained, and at the episode's end ``early_stop`` x the slack of each step a stop short of the
-    goal left unused (so stopping at once scores no better than walking to the step limit), then
-    ``success`` and ``spl``. ``kind="time_decayed"`` (VLN-R1): the answer's agreement with the
-    expert instead of slack, format, progress and SPL."""
-    early_stop = RewardTerm("early_stop", lambda t: max(0, t.unused) if t.done else 0,
-                            weights.get("early_stop", 0.0) * weights["slack"])  # fmt: skip
-    success = RewardTerm(Success.name, _at_end(Success.name), weights["success"])
-    if kind == "time_decayed":
-        return (RewardTerm("agreement", lambda t: t.agreement), early_stop, success)
-    return (
-        RewardTerm("slack", lambda t: t.steps, weights["slack"]),
-        RewardTerm("format", lambda t: -float(not t.parsed), weights["format"]),
-        RewardTerm("progress", _progress, weights["progress"]),
-        early_stop,
-        success,
-        RewardTerm(SPL.name, _at_end(SPL.name), weights["spl"]),
-    )
-
-
-def measure_reward(rewards: dict[str, float], before: float, info: dict[str, Any], steps: int,
-                   parsed: bool, done: bool, unused: int = 0) -> float:  # fmt: skip
-    """A turn's reward, the sum of :func:`nav_reward_terms` weighted by ``rewards``. The
-    multi-turn trainer and the TRL environment (:mod:`pixelrl.embodied.trl_env`) both score
-    turns with it."""
-    turn = TurnOutcome(before, info, steps, parsed, done, unused)
-    return float(Reward(nav_reward_terms(rewards))(turn))
-
-
-def unused_steps(env, info: dict[str, Any], stopped: bool) -> int:
-    """The steps of the episode's budget left when the agent ``stopped`` short of the goal (0 when
-    it did not stop, or stopped at the goal)."""
-    if not stopped or info["success"]:
-        return 0
-    limit = (env.spec and env.spec.max_episode_steps) or env.unwrapped.cfg.max_episode_steps
-    return int(limit - info["num_steps"])
-
-
 class NavGroup:
     """Navigation episodes, one in each of ``envs`` (``envs[i].reset(seed=seeds[i])``): the env
     group of :func:`pixelrl.rl.text.rollout.play_episodes`.
@@ -370,7 +305,7 @@ class NavGroup:
             weights = self.decay ** np.arange(len(matches))
             agreement = float(np.dot(weights, matches) / weights.sum())
         turn = TurnOutcome(before, info, steps, completion.parsed, done, unused, agreement)
-        reward = Reward(nav_reward_terms(self.rewards, self.reward_kind))(turn)
+        reward = turn_reward(self.rewards, turn, self.reward_kind)
         if not done:
             return TurnResult(float(reward), False)
         measures = {k: float(info[k]) for k in MEASURES}

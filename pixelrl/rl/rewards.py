@@ -5,8 +5,8 @@ its value the weighted sum of theirs, added in the terms' order from 0 (so a com
 ``a + b + 0.5 * c`` gives the same floats as its terms ``a``, ``b`` and ``c`` weighted 1, 1 and
 0.5). :func:`weighted_sum` returns each term's value beside the total, for logs. Both domains
 compose their rewards this way: GUI grounding (click-in-box, Gaussian point, format:
-``gui_agent.train_vlm.GROUNDING_REWARDS``) and navigation turns (progress, slack, format,
-Success, SPL: ``embodied.vlm_train.nav_reward_terms``).
+``gui_agent.grounding_rewards``) and navigation turns (progress, slack, format,
+Success, SPL: ``embodied.rewards``).
 """
 
 from __future__ import annotations

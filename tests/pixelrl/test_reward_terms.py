@@ -34,7 +34,8 @@ def written_out(rewards, before, info, steps, parsed, done, unused):
 
 
 def test_navigation_turn_reward_is_the_same_float():
-    from pixelrl.embodied.vlm_train import DEFAULTS, measure_reward
+    from pixelrl.embodied.rewards import measure_reward
+    from pixelrl.embodied.vlm_train import DEFAULTS
 
     weights = [
         dict(DEFAULTS["grpo"]["rewards"]),
@@ -54,7 +55,7 @@ def test_navigation_turn_reward_is_the_same_float():
 
 
 def test_time_decayed_terms():
-    from pixelrl.embodied.vlm_train import TurnOutcome, nav_reward_terms
+    from pixelrl.embodied.rewards import TurnOutcome, nav_reward_terms
 
     w = {"progress": 1.0, "slack": -0.01, "success": 2.5, "spl": 1.0, "format": 0.1,
          "early_stop": 1.0}  # fmt: skip
@@ -67,7 +68,7 @@ def test_time_decayed_terms():
 
 def test_grounding_click_gaussian_is_the_same_array():
     from pixelrl.envs.gui_action import Action, to_uitars
-    from pixelrl.gui_agent.train_vlm import GROUNDING_REWARDS, click_gaussian_reward
+    from pixelrl.gui_agent.grounding_rewards import GROUNDING_REWARDS, click_gaussian_reward
     from pixelrl.vision import rewards as vr
 
     screen = (160, 120)
