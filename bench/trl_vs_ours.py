@@ -13,7 +13,7 @@ optimizer step a GRPO step, one torch thread, fp32.
 Not equal, by construction: TRL's prompt carries the tools' JSON schemas (a few hundred tokens
 more a turn), a TRL rollout ends at the first answer without a tool call while ours plays every
 answer (an unparsable one is a no-op step with a format penalty), and the rewards are the same
-measures (:func:`pixelrl.embodied.vlm_train.measure_reward`) but ours adds that format term.
+measures (:func:`pixelrl.embodied.rewards.measure_reward`) but ours adds that format term.
 Both start from random weights: a model from config writes neither language at first, so the
 curves show what each trainer makes of that in a few steps, and the seconds what a step costs.
 

@@ -26,7 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROW = ("success", "spl", "softspl", "distance_to_goal", "path_length", "collisions", "num_steps")
+from pixelrl.envs.nav.measures import HEADLINE, extra_measures
+
+ROW = (*HEADLINE, *extra_measures())  # every registered measure, the table's first
 # small PointNav episodes: 1-room apartments, 1-3 m geodesics
 APARTMENT = {"rooms": [1, 2], "clutter": 0.0}
 RULES = {"min_geodesic": 1.0, "max_geodesic": 3.0, "min_ratio": 1.0}

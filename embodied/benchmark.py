@@ -39,8 +39,12 @@ from typing import Any
 
 import numpy as np
 
-MEASURES = ("success", "spl", "softspl", "distance_to_goal")
-EXTRA = ("path_length", "collisions", "num_steps")
+from pixelrl.envs.nav.measures import HEADLINE, bounds, extra_measures, habitat_key
+
+# The measures the table shows (their means and intervals), then the rest the CSV and means hold:
+# the registry's (pixelrl.envs.nav.measures), so a new measure is counted here without a change.
+MEASURES = HEADLINE
+EXTRA = extra_measures()
 # env options that choose where episodes come from: a benchmark always uses its dataset (whose
 # procedural scene ids carry their generator options, ``apartment`` included).
 EPISODE_SOURCE_OPTIONS = (
@@ -81,13 +85,10 @@ TASK_EVIDENCE = {
 }
 
 
-# The values a measure can take: confidence intervals are cut to them.
-BOUNDS = {"success": (0.0, 1.0), "spl": (0.0, 1.0), "softspl": (0.0, 1.0)}
-
-
 def interval(measure: str, mean: float, half: float) -> tuple[float, float]:
-    """The 95% interval ``mean ± half``, cut to the measure's range (never below 0)."""
-    lo, hi = BOUNDS.get(measure, (0.0, math.inf))
+    """The 95% interval ``mean ± half``, cut to the measure's range (its registered bounds;
+    never below 0)."""
+    lo, hi = bounds(measure)
     return max(lo, mean - half), min(hi, mean + half)
 
 
@@ -314,8 +315,10 @@ class Benchmark:
         }
         row["start_geodesic"] = float(state.start_distance)
         row.update({m: float(info[m]) for m in MEASURES + EXTRA if m in info})
-        if "softspl" in row:
-            row["soft_spl"] = row["softspl"]  # habitat's name, in the CSV beside ours
+        # habitat's key (soft_spl), in the CSV beside ours where they differ
+        row.update(
+            {habitat_key(m): row[m] for m in MEASURES + EXTRA if m in row and habitat_key(m) != m}
+        )
         if reason is None:
             bad = [m for m in MEASURES + EXTRA if m in row and not np.isfinite(row[m])]
             reason = f"{', '.join(bad)} not finite at the end" if bad else None

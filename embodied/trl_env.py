@@ -4,7 +4,7 @@ The tools are habitat's actions, with a repeat count as the navigation VLM agent
 (``move_forward(3)``); a tool answers with the new RGB frame and the goal in words
 (:func:`pixelrl.embodied.vlm_agent.goal_text`: "The goal is 3.2 m away, 40 degrees to your
 left."). Each tool call is one *turn* and is scored as our multi-turn trainer scores a turn
-(:func:`pixelrl.embodied.vlm_train.measure_reward`: geodesic progress, slack, and Success and
+(:func:`pixelrl.embodied.rewards.measure_reward`: geodesic progress, slack, and Success and
 SPL at the end, weighted by the navigation recipe's ``grpo.rewards``); ``get_reward`` is their
 sum. A malformed tool call never reaches the env (TRL answers it with an error), so the trainer's
 format penalty has no counterpart here.
@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from pixelrl.embodied.rewards import measure_reward, unused_steps
 from pixelrl.embodied.vlm_agent import TASKS, goal_text
-from pixelrl.embodied.vlm_train import DEFAULTS, measure_reward, unused_steps
+from pixelrl.embodied.vlm_train import DEFAULTS
 from pixelrl.envs.nav.tasks import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 from pixelrl.trl_env import NAV_PROMPT, ToolEnvironment, ToolError, whole_number
 

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from pixelrl.config import Config, ConfigError, check_ranges, load_config
+from pixelrl.embodied.rewards import TurnOutcome, turn_reward, unused_steps
 from pixelrl.embodied.vlm_agent import AgentSpec, VLMNavAgent
 from pixelrl.embodied.vlm_demos import record_demonstrations, sft_examples
 from pixelrl.embodied.vlm_spec import (
@@ -59,6 +60,7 @@ from pixelrl.embodied.vlm_spec import (
     make_env,
     task_of,
 )
+from pixelrl.envs.nav.measures import HEADLINE, SCORES, NumSteps
 from pixelrl.envs.nav.tasks import IDLE, STOP
 from pixelrl.rl.text import recipe as text
 from pixelrl.rl.text.config import check_text_config, text_defaults
@@ -104,7 +106,7 @@ DEFAULTS: dict[str, Any] = text_defaults({
     "eval": {"interval": 10, "episodes": 40, "val_episodes": 0, "val_measure": "success"},
 })  # fmt: skip
 REWARD_KINDS = ("measures", "time_decayed")
-VAL_MEASURES = ("success", "spl")
+VAL_MEASURES = SCORES
 
 
 # -- set-up -------------------------------------------------------------------------------------
@@ -142,41 +144,8 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
 
 
 # -- playing episodes -----------------------------------------------------------------------------
-MEASURES = ("success", "spl", "softspl", "distance_to_goal", "num_steps")
-
-
-def measure_reward(rewards: dict[str, float], before: float, info: dict[str, Any], steps: int,
-                   parsed: bool, done: bool, unused: int = 0) -> float:  # fmt: skip
-    """A turn's reward from the navigation measures, weighted by ``rewards`` (``grpo.rewards``):
-    ``slack`` a low-level step, ``format`` off when the answer did not parse, ``progress`` a
-    metre of geodesic distance gained since ``before``, and at the episode's end ``early_stop``
-    x the slack of the ``unused`` steps a stop short of the goal left (:func:`unused_steps`), then
-    ``success`` and ``spl``. The multi-turn trainer and the TRL environment
-    (:mod:`pixelrl.embodied.trl_env`) both score turns with it."""
-    reward = rewards["slack"] * steps - rewards["format"] * (not parsed)
-    after = info["distance_to_goal"]
-    if np.isfinite(before) and np.isfinite(after):
-        reward += rewards["progress"] * (before - after)
-    if done:
-        reward += early_stop_penalty(rewards, unused)
-        reward += rewards["success"] * info["success"]
-        reward += rewards["spl"] * info["spl"]
-    return float(reward)
-
-
-def early_stop_penalty(rewards: dict[str, float], unused: int) -> float:
-    """``early_stop`` x the slack of the steps a stop short of the goal did not take: stopping at
-    once then scores no better than walking to the step limit."""
-    return rewards.get("early_stop", 0.0) * rewards["slack"] * max(0, unused)
-
-
-def unused_steps(env, info: dict[str, Any], stopped: bool) -> int:
-    """The steps of the episode's budget left when the agent ``stopped`` short of the goal (0 when
-    it did not stop, or stopped at the goal)."""
-    if not stopped or info["success"]:
-        return 0
-    limit = (env.spec and env.spec.max_episode_steps) or env.unwrapped.cfg.max_episode_steps
-    return int(limit - info["num_steps"])
+# An episode's measures kept with it (Episode.measures): the headline ones and its length.
+MEASURES = (*HEADLINE, NumSteps.name)
 
 
 class NavPlayer:
@@ -219,18 +188,12 @@ class NavPlayer:
         info = self.info
         stopped = bool(agent.executed) and agent.executed[-1] == STOP
         unused = unused_steps(env, info, stopped) if done else 0
-        if (
-            self.reward_kind == "time_decayed"
-        ):  # VLN-R1: the answer's steps that agree with the expert
+        agreement = 0.0  # time_decayed (VLN-R1): the answer's steps that agree with the expert
+        if self.reward_kind == "time_decayed" and matches:
             weights = self.decay ** np.arange(len(matches))
-            reward = float(np.dot(weights, matches) / weights.sum()) if matches else 0.0
-            if done:
-                reward += early_stop_penalty(self.rewards, unused)
-                reward += self.rewards["success"] * info["success"]
-        else:
-            reward = measure_reward(
-                self.rewards, before, info, steps, completion.parsed, done, unused
-            )
+            agreement = float(np.dot(weights, matches) / weights.sum())
+        turn = TurnOutcome(before, info, steps, completion.parsed, done, unused, agreement)
+        reward = turn_reward(self.rewards, turn, self.reward_kind)
         if not done:
             return TurnResult(float(reward), False)
         measures = {k: float(info[k]) for k in MEASURES}
@@ -365,8 +328,7 @@ class NavTask:
         turns = [t for ep in episodes for t in ep.turns]
         return {
             "reward": float(np.mean([ep.ret for ep in episodes])),
-            "success": float(np.mean([ep.measures["success"] for ep in episodes])),
-            "spl": float(np.mean([ep.measures["spl"] for ep in episodes])),
+            **{m: float(np.mean([ep.measures[m] for ep in episodes])) for m in SCORES},
             "format": float(np.mean([t.completion.parsed for t in turns])), "turns": len(turns),
         }  # fmt: skip
 

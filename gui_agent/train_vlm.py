@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from pixelrl.config import Config, ConfigError, load_config
+from pixelrl.gui_agent.grounding_rewards import GROUNDING_REWARDS
 from pixelrl.gui_agent.vlm_episodes import GUIPlayer, sft_examples
 from pixelrl.gui_agent.vlm_grounding import grounding_accuracy, grounding_examples
 from pixelrl.rl.text import recipe as text
@@ -111,46 +112,6 @@ DEFAULTS: dict[str, Any] = text_defaults({
         "resources_per_worker": {},
     },
 })  # fmt: skip
-
-
-# -- rewards ------------------------------------------------------------------------------------
-def click_gaussian_reward(texts, boxes, screen_size, sigma_scale: float = 0.5) -> np.ndarray:
-    """``r = R_in_box + R_gauss + 0.5 · R_format`` ∈ [0, 2.5]: click-in-box, the GUI-G² Gaussian
-    point reward (σ = ``sigma_scale`` × box size; ½ in GUI-G², larger gives a denser signal to a
-    model that rarely lands near the box yet) and the format reward, all from
-    :mod:`pixelrl.vision.rewards`."""
-    from pixelrl.vision.rewards import (
-        format_reward,
-        gaussian_point_reward,
-        parse_points,
-        point_in_box,
-    )
-
-    points = parse_points(texts, screen_size)
-    return (
-        point_in_box(points, boxes)
-        + gaussian_point_reward(points, boxes, sigma_scale)
-        + 0.5 * format_reward(texts, screen_size)
-    )
-
-
-def _recipe(name: str):
-    def fn(texts, boxes, screen_size, sigma_scale: float = 0.5):
-        import pixelrl.vision.rewards as R
-
-        extra = {"sigma_scale": sigma_scale} if name == "gui_g2_reward" else {}
-        return getattr(R, name)(texts, boxes, screen_size=screen_size, **extra)
-
-    return fn
-
-
-GROUNDING_REWARDS = {
-    "click_gaussian": click_gaussian_reward,
-    "ui_r1": _recipe("ui_r1_reward"),
-    "gui_r1": _recipe("gui_r1_reward"),
-    "se_gui": _recipe("se_gui_reward"),
-    "gui_g2": _recipe("gui_g2_reward"),
-}
 
 
 # -- set-up -------------------------------------------------------------------------------------

@@ -62,6 +62,7 @@ from typing import Annotated, Any, Literal
 import gymnasium
 import numpy as np
 
+from pixelrl.envs.nav.measures import habitat_keys
 from pixelrl.seeds import checked_seed
 from pixelrl.serve_guards import (
     DEFAULT_IDLE_TIMEOUT_S,
@@ -73,16 +74,8 @@ from pixelrl.serve_guards import (
     SayWhyInvalid,
 )
 
-VERIFIABLE = (
-    "success",
-    "spl",
-    "soft_spl",
-    "distance_to_goal",
-    "path_length",
-    "collisions",
-    "num_steps",
-    "env_fault",
-)
+# The navigation measures under habitat's keys (soft_spl), then whether the env faulted.
+VERIFIABLE = (*habitat_keys(), "env_fault")
 IMAGE_ENCODINGS = ("png", "lists")
 MAX_REQUEST_BYTES = 1 << 20  # an action is a few hundred bytes; text actions hold <= 8192 chars
 RESERVED = ("done", "reward", "metadata", "terminated", "truncated", "info")

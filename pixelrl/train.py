@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from pixelrl.config import Config, ConfigError, check_ranges, dump_config, load_config
+from pixelrl.envs.nav.measures import HEADLINE, SCORES
 from pixelrl.rl.imitation import ImitationConfig
 from pixelrl.rl.ppo import PPOConfig
 
@@ -254,8 +255,8 @@ def uses_async_collection(cfg: Config) -> bool:
     return bool(cfg.train["async"]) and cfg.envs.backend == "sync" and cfg.device == "cpu"
 
 
-# Measures shown in the progress bar and plotted, matched loosely against episode info keys.
-MEASURES = ("success", "spl", "softspl", "distance_to_goal")
+# Measures averaged over the episode window, matched loosely against episode info keys.
+MEASURES = HEADLINE
 
 
 def measure_key(name: str) -> str:
@@ -730,11 +731,7 @@ class Trainer:
                     "fps": frames / seconds,
                     "collect_fps": frames / max(collect_s, 1e-9),  # async: the wait for it
                     **{f"imitation/{key}": v for key, v in losses.items()},
-                    **{
-                        f"imitation/teacher_{m}": teacher[m]
-                        for m in ("success", "spl")
-                        if m in teacher
-                    },
+                    **{f"imitation/teacher_{m}": teacher[m] for m in SCORES if m in teacher},
                 }
                 self.history.append(row)
                 bar.update(frames)
@@ -793,7 +790,7 @@ class Trainer:
         parts = [f"fps={row['fps']:.0f}"]
         if row.get("envs/faults"):
             parts.append(f"faults={row['envs/faults']:.0f}")
-        for name in ("success", "spl", "return"):
+        for name in (*SCORES, "return"):
             if f"train/{name}" in row:
                 parts.append(f"{name}={row[f'train/{name}']:.2f}")
         return " ".join(parts)
@@ -824,9 +821,7 @@ class Trainer:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        names = [
-            n for n in ("success", "spl", "return") if any(f"train/{n}" in r for r in self.history)
-        ]
+        names = [n for n in (*SCORES, "return") if any(f"train/{n}" in r for r in self.history)]
         fig, axes = plt.subplots(
             1, max(1, len(names)), figsize=(5 * max(1, len(names)), 3.6), squeeze=False
         )

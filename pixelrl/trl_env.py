@@ -27,7 +27,7 @@ GUI and navigation env that shape::
   seed outside 0..2**63-1.
 - **The reward is ours.** ``get_reward`` is the episode's return as our own multi-turn trainer
   counts it: the GUI env's reward (its task checker), or the navigation measures composed by
-  :func:`pixelrl.embodied.vlm_train.measure_reward` (geodesic progress, slack, Success, SPL).
+  :func:`pixelrl.embodied.rewards.measure_reward` (geodesic progress, slack, Success, SPL).
   Nothing here adds reward or rollout logic of its own (DESIGN: other engines are adapters).
 
 A dict of factories (``{"click": environment_factory(...), "nav": ...}``) runs several tasks in

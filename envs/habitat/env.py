@@ -6,8 +6,9 @@ The same :class:`~pixelrl.envs.nav.config.NavConfig` builds a ``habitat_sim.Conf
 move_forward / turn_left / turn_right with our step and angle). Geodesics come from habitat's
 navmesh (``pathfinder.find_path`` on a ``MultiGoalShortestPath``), collisions from the
 ``collided`` that ``Simulator.step`` returns; observations are mapped to ours (RGBA -> RGB, depth
-HxW -> HxWx1 clipped like ours, semantic -> int32) and the task sensors and measures are computed with the
-same conventions as the embedded env (:mod:`pixelrl.envs.nav.geometry`). Episodes come from the same
+HxW -> HxWx1 clipped like ours, semantic -> int32), the task sensors are computed with the same
+conventions as the embedded env (:mod:`pixelrl.envs.nav.geometry`) and the measures by the same
+code (:mod:`pixelrl.envs.nav.measures`). Episodes come from the same
 habitat ``.json.gz`` files, or are sampled on the navmesh with the same rules.
 """
 
@@ -35,6 +36,7 @@ from pixelrl.envs.nav.geometry import (
     quaternion_to_yaw,
     yaw_to_quaternion,
 )
+from pixelrl.envs.nav.measures import EpisodeProgress, Success, measure_episode
 from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
 
 HABITAT_INSTALL_HINT = (
@@ -258,7 +260,7 @@ class HabitatNavEnv(gym.Env):
         self.path_length += float(np.linalg.norm(self.position - before))  # 3D, as habitat
         previous = self.distance
         self.distance = self.geodesic_distance(self.position, self.goal_points)
-        success = self.called_stop and self.distance < self.cfg.success_radius
+        success = Success.reached(self.called_stop, self.distance, self.cfg.success_radius)
         reward = (
             self.cfg.slack_reward
             + (previous - self.distance)
@@ -294,18 +296,8 @@ class HabitatNavEnv(gym.Env):
         return obs
 
     def _info(self) -> dict[str, Any]:
-        start, p = self.start_distance, self.path_length
-        success = float(self.called_stop and self.distance < self.cfg.success_radius)
-        ratio = start / max(start, p) if start > 0 else 1.0
         return {
-            "distance_to_goal": self.distance,
-            "success": success,
-            "spl": success * ratio,
-            "soft_spl": max(0.0, 1 - self.distance / start) * ratio if start > 0 else success,
-            "softspl": max(0.0, 1 - self.distance / start) * ratio if start > 0 else success,
-            "path_length": p,
-            "collisions": float(self.collisions),
-            "num_steps": float(self.steps),
+            **measure_episode(EpisodeProgress.of(self, self.distance)),  # the embedded env's code
             "episode_id": self.episode.episode_id,
             "scene_id": self.episode.scene_id,
         }

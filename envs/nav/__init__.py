@@ -17,7 +17,8 @@ Map of the package (one idea per module):
 - ``geometry``    habitat's conventions: y up, quaternions ``[x, y, z, w]``, polar goals
 - ``dataset``     episodes: generation with habitat's rules, habitat ``.json.gz`` read/write
 - ``instructions`` InstructNav: route instructions from an apartment's rooms, doors and objects
-- ``tasks``       PointNav, ObjectNav, InstructNav: observations, measures (Success, SPL, ...), reward
+- ``measures``    the measure registry (Success, SPL, SoftSPL, DistanceToGoal, ...): one class each
+- ``tasks``       PointNav, ObjectNav, InstructNav: the agent's state, observations, reward
 - ``sim``         ``NavSim``: scenes + renderer + N agents, the batched core of the envs;
                   ``generate_dataset`` writes a habitat episode file
 - ``env``         ``NavEnv`` (``pixelrl/PointNav-v0``, ``pixelrl/ObjectNav-v0``, ``pixelrl/InstructNav-v0``)

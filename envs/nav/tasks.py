@@ -2,12 +2,10 @@
 reward. InstructNav's goal is a point (beside the described object) with ObjectNav's gps and
 compass; its goal sensor is the ``instruction`` text.
 
-Measures (habitat's definitions): DistanceToGoal = geodesic distance to the nearest goal (view
-point for ObjectNav); Success = ``stop`` called with DistanceToGoal < success distance;
-SPL = S * l / max(l, p) with l the start's geodesic distance and p the path length walked;
-SoftSPL = max(0, 1 - d_T / l) * l / max(l, p); the distances are the exact geodesic (habitat's
-navmesh one) -- at the episode's end: under cheap episode rules (``geodesic="grid"``) l is the
-grid geodesic until then -- path length p is in 3D. Reward: -(change in the grid's geodesic distance) + slack
+Measures: :mod:`pixelrl.envs.nav.measures` (habitat's Success, SPL, SoftSPL, DistanceToGoal,
+...), computed from this state's distances: the exact geodesic (habitat's navmesh one) -- at the
+episode's end: under cheap episode rules (``geodesic="grid"``) l is the grid geodesic until then
+-- path length p is in 3D. Reward: -(change in the grid's geodesic distance) + slack
 (-0.01) + 2.5 on success. Actions: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right.
 """
 
@@ -28,6 +26,7 @@ from pixelrl.envs.nav.geometry import (
     quaternion_to_yaw,
 )
 from pixelrl.envs.nav.instructions import instruction_observation
+from pixelrl.envs.nav.measures import EpisodeProgress, Success, measure_episode
 from pixelrl.envs.nav.navgrid import NavGrid
 from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
 
@@ -229,32 +228,15 @@ class NavEpisodeState:
 
     @property
     def success(self) -> bool:
-        return self.called_stop and self.measured < self.cfg.success_radius
+        return Success.reached(self.called_stop, self.measured, self.cfg.success_radius)
+
+    def progress(self) -> EpisodeProgress:
+        """The episode so far, as the measures read it (DistanceToGoal: ``measured``)."""
+        return EpisodeProgress.of(self, self.measured)
 
     def measures(self) -> dict[str, float]:
-        """habitat's measures under its names (``soft_spl``; ``softspl`` is kept as an alias).
-
-        l = 0 (an episode that starts on its goal, which habitat's generator never makes and
-        whose SPL habitat would divide by zero): the ratio l / max(l, p) counts as 1 and
-        SoftSPL as Success-at-the-start; ``Benchmark`` leaves such episodes out of its means."""
-        start, p = self.start_distance, self.path_length
-        success = float(self.success)
-        ratio = start / max(start, p) if start > 0 else 1.0
-        soft = (
-            max(0.0, 1.0 - self.measured / start)
-            if start > 0
-            else float(self.measured < self.cfg.success_radius)
-        )
-        return {
-            "distance_to_goal": float(self.measured),
-            "success": success,
-            "spl": success * ratio,
-            "soft_spl": soft * ratio,
-            "softspl": soft * ratio,
-            "path_length": float(p),
-            "collisions": float(self.collisions),
-            "num_steps": float(self.steps),
-        }
+        """habitat's measures under its names (:mod:`pixelrl.envs.nav.measures`)."""
+        return measure_episode(self.progress())
 
     def task_observations(self) -> dict[str, np.ndarray | str]:
         if self.cfg.task == "pointnav":

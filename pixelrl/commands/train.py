@@ -105,7 +105,9 @@ def print_recipes(recipes: dict) -> None:
 def print_summary(result: dict) -> None:
     """The last training window and evaluation as one table."""
     train, evaluation = result.get("train", {}), result.get("eval", {})
-    names = ["success", "spl", "softspl", "distance_to_goal", "return", "length", "episodes"]
+    from pixelrl.envs.nav.measures import HEADLINE
+
+    names = [*HEADLINE, "return", "length", "episodes"]
     print(f"\nrun folder: {result['run_dir']}")
     print(
         f"frames {int(train.get('frames', 0)):,}  updates {int(train.get('update', 0))}  fps {train.get('fps', 0):.0f}"

@@ -11,7 +11,7 @@ import torch
 
 from pixelrl.envs.gui_action import Action
 from pixelrl.gui_agent.grounding import grounding_set
-from pixelrl.gui_agent.train_vlm import click_gaussian_reward
+from pixelrl.gui_agent.grounding_rewards import click_gaussian_reward
 from pixelrl.recipes import package_file
 
 SCREEN = (320, 240)

@@ -15,8 +15,9 @@ import pytest
 pytest.importorskip("trl")
 
 import pixelrl.envs  # noqa: E402,F401
+from pixelrl.embodied.rewards import measure_reward, unused_steps  # noqa: E402
 from pixelrl.embodied.trl_env import NavEnvironment  # noqa: E402
-from pixelrl.embodied.vlm_train import DEFAULTS, measure_reward, unused_steps  # noqa: E402
+from pixelrl.embodied.vlm_train import DEFAULTS  # noqa: E402
 from pixelrl.envs.gui_action import Action  # noqa: E402
 from pixelrl.trl_env import (  # noqa: E402
     GUIEnvironment,
