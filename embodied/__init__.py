@@ -8,4 +8,6 @@
 - ``pixelrl.embodied.agents``     habitat-style ``Agent`` (``reset``, ``act``): trained policy, expert, baselines
 - ``pixelrl.embodied.benchmark``  ``Benchmark(dataset).evaluate(agent)``: Success, SPL, SoftSPL, DistanceToGoal
 - ``pixelrl.embodied.demo``       train a small PointNav agent for a few minutes, then benchmark it
+- ``pixelrl.embodied.cli``        ``pixelrl bench nav`` and ``pixelrl record --agent vlm``
+- ``pixelrl.embodied.registration``  what this domain offers the spine, by name (``pixelrl.registry``)
 """
