@@ -33,7 +33,7 @@ from pathlib import Path
 from types import ModuleType
 
 from pixelrl.legacy import current_module
-from pixelrl.registry import load_domains
+from pixelrl.registry import ENTRY_POINT_GROUP, load_domains
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 
@@ -160,5 +160,10 @@ def get_recipe(name: str) -> Recipe:
     if name not in RECIPES:
         near = difflib.get_close_matches(name, RECIPES, n=3, cutoff=0.3)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
-        raise KeyError(f"unknown recipe {name!r}{hint} (known: {', '.join(sorted(RECIPES))})")
+        # none at all: the domains' entry points are missing (a checkout installed before them)
+        known = ", ".join(sorted(RECIPES)) or (
+            f"none: no domain is installed (entry points {ENTRY_POINT_GROUP!r}; in a checkout, "
+            "pip install -e .)"
+        )
+        raise KeyError(f"unknown recipe {name!r}{hint} (known: {known})")
     return RECIPES[name]

@@ -87,7 +87,7 @@ def target(kind: str, name: str) -> str:
         hint = f"; did you mean {near[0]!r}?" if near else ""
         known = (
             ", ".join(entries)
-            or f"none: is a domain installed (entry points {ENTRY_POINT_GROUP!r})?"
+            or f"none: no domain is installed (entry points {ENTRY_POINT_GROUP!r}; in a checkout, pip install -e .)"
         )
         raise UnknownName(f"no {kind} named {name!r}{hint} (known: {known})")
     return entries[name]
