@@ -14,4 +14,5 @@ Modules, one idea each:
 - ``agents``: ``act(screenshot, instruction) -> Action`` for pointer checkpoints and VLMs.
 - ``evaluate``: success per family with 95% CI, ScreenSpot-style grounding accuracy.
 - ``demo``: train, evaluate, curve and GIF (the ``make demo`` job).
+- ``cli``: ``pixelrl eval``; ``registration``: what this domain offers the spine, by name.
 """

@@ -1,4 +1,5 @@
-"""The ``pixelrl`` command line: one sub-command per module in ``pixelrl/commands``.
+"""The ``pixelrl`` command line: one sub-command per module in ``pixelrl/commands``, and the
+verbs the domains register (``eval``: :mod:`pixelrl.registry`, kind ``"command"``).
 
 Each command module exposes ``add_parser(subparsers)``, which adds its parser and sets
 ``func`` (called with the parsed arguments, returning an exit code). Command modules import
@@ -15,10 +16,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-# Order here is the order in `pixelrl --help`.
+from pixelrl import registry
+
+# Order here is the order in `pixelrl --help`: a verb of pixelrl/commands, or one a domain
+# registers (then found by name); the domains' other verbs follow, in registration order.
 COMMANDS = [
     "envs",
     "train",
@@ -35,19 +40,20 @@ COMMANDS = [
 ]
 
 # The library's error types for bad input (by qualified name, so nothing is imported for them):
-# raised from a command, each is a user mistake, reported in one line.
+# raised from a command, each is a user mistake, reported in one line. The domains add theirs
+# (kind "user_error" in pixelrl.registry).
 USER_ERRORS = frozenset(
     {
         "pixelrl.cli.UsageError",
         "pixelrl.config.ConfigError",
-        "pixelrl.checkpoint.CheckpointError",
+        "pixelrl.registry.UnknownName",
+        "pixelrl.vision.model_source.CheckpointError",
         "pixelrl.envs.gui_action.ActionError",
         "pixelrl.envs.recording.format.DatasetError",
         "pixelrl.envs.nav.dataset.EpisodeFileError",
         "pixelrl.envs.nav.mesh_io.SceneFileError",
         "pixelrl.envs.x11.tasks.TaskError",
         "pixelrl.envs.x11.sandbox.SandboxError",
-        "pixelrl.embodied.vlm_agent.AgentFileError",
         "pixelrl.vision.reader.ReaderError",
     }
 )
@@ -59,7 +65,23 @@ class UsageError(Exception):
 
 
 def is_user_error(error: BaseException) -> bool:
-    return any(f"{c.__module__}.{c.__qualname__}" in USER_ERRORS for c in type(error).__mro__)
+    names = USER_ERRORS | {
+        registry.target("user_error", n).replace(":", ".") for n in registry.names("user_error")
+    }
+    return any(f"{c.__module__}.{c.__qualname__}" in names for c in type(error).__mro__)
+
+
+def command_parsers() -> list[Callable[[argparse._SubParsersAction], None]]:
+    """Each verb's ``add_parser``, in the order of ``pixelrl --help`` (a domain's verb only
+    where that domain is installed)."""
+    domains = registry.names("command")
+    parsers = []
+    for name in COMMANDS + [n for n in domains if n not in COMMANDS]:
+        if name in domains:
+            parsers.append(registry.resolve("command", name))
+        elif importlib.util.find_spec(f"pixelrl.commands.{name}"):
+            parsers.append(importlib.import_module(f"pixelrl.commands.{name}").add_parser)
+    return parsers
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,8 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show the traceback of a user mistake too"
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        importlib.import_module(f"pixelrl.commands.{name}").add_parser(subparsers)
+    for add_parser in command_parsers():
+        add_parser(subparsers)
     for sub in subparsers.choices.values():  # the name in error lines ("pixelrl record")
         sub.set_defaults(prog=sub.prog)
     return parser

@@ -19,8 +19,9 @@ does (the file's ``recipe:`` key, its *base*, says whose task and loop it runs, 
 records). Every shipped config is a recipe or a variant, so ``pixelrl train --list`` names them
 all and they load from an installed wheel too.
 
-Other packages add their recipes with :func:`register_recipe` (e.g. ``gui/...`` from
-``gui_agent``); the table below lists the built-in ones.
+The domains add their recipes with :func:`register_recipe` from their registration modules
+(:mod:`pixelrl.registry`: the spine names no domain); :data:`RECIPES` loads them the first time it
+is read, so ``pixelrl train --list`` names every installed domain's recipes.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+
+from pixelrl.legacy import current_module
+from pixelrl.registry import ENTRY_POINT_GROUP, load_domains
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 
@@ -68,8 +72,6 @@ class Recipe:
         return self.base or self.name
 
     def load_task(self) -> ModuleType:
-        from pixelrl.legacy import current_module
-
         module = importlib.import_module(current_module(self.task_module))
         for fn in KINDS[self.kind]:
             if not callable(getattr(module, fn, None)):
@@ -77,7 +79,40 @@ class Recipe:
         return module
 
 
-RECIPES: dict[str, Recipe] = {}
+class _Recipes(dict):
+    """The recipes by name; reading it first loads the domains' registrations
+    (:func:`pixelrl.registry.load_domains`), so every installed domain's recipes are in it."""
+
+    def _loaded(self) -> _Recipes:
+        load_domains()
+        return self
+
+    def __getitem__(self, name: str) -> Recipe:
+        return dict.__getitem__(self._loaded(), name)
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self._loaded(), name)
+
+    def __iter__(self):
+        return dict.__iter__(self._loaded())
+
+    def __len__(self) -> int:
+        return dict.__len__(self._loaded())
+
+    def get(self, name: str, default=None):
+        return dict.get(self._loaded(), name, default)
+
+    def keys(self):
+        return dict.keys(self._loaded())
+
+    def values(self):
+        return dict.values(self._loaded())
+
+    def items(self):
+        return dict.items(self._loaded())
+
+
+RECIPES: dict[str, Recipe] = _Recipes()
 
 
 def _config_path(config: str | Path) -> Path:
@@ -125,84 +160,10 @@ def get_recipe(name: str) -> Recipe:
     if name not in RECIPES:
         near = difflib.get_close_matches(name, RECIPES, n=3, cutoff=0.3)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
-        raise KeyError(f"unknown recipe {name!r}{hint} (known: {', '.join(sorted(RECIPES))})")
+        # none at all: the domains' entry points are missing (a checkout installed before them)
+        known = ", ".join(sorted(RECIPES)) or (
+            f"none: no domain is installed (entry points {ENTRY_POINT_GROUP!r}; in a checkout, "
+            "pip install -e .)"
+        )
+        raise KeyError(f"unknown recipe {name!r}{hint} (known: {known})")
     return RECIPES[name]
-
-
-# One line each for `pixelrl train --list`: what it trains, and how.
-_EMBODIED, _GUI = "pixelrl.embodied.task", "pixelrl.gui_agent.ppo_task"
-_NAV_VLM, _GUI_VLM = "pixelrl.embodied.vlm_train", "pixelrl.gui_agent.train_vlm"
-register_recipe(
-    "embodied/pointnav", "embodied/configs/pointnav.yaml", _EMBODIED,
-    description="PointNav from depth + GPS/compass: imitation, then PPO / DD-PPO",
-)  # fmt: skip
-register_recipe(
-    "embodied/pointnav-small", "embodied/configs/pointnav_small.yaml", _EMBODIED,
-    description="small PointNav agent, learns in a few CPU minutes (the demo's)",
-)  # fmt: skip
-register_recipe(
-    "embodied/pointnav-rgbd", "embodied/configs/pointnav_rgbd.yaml", _EMBODIED,
-    description="PointNav from RGB-D + GPS/compass with PPO",
-)  # fmt: skip
-register_recipe(
-    "embodied/objectnav", "embodied/configs/objectnav.yaml", _EMBODIED,
-    description="ObjectNav from RGB-D (long runs)",
-)  # fmt: skip
-register_recipe(
-    "embodied/objectnav-small", "embodied/configs/objectnav_small.yaml", _EMBODIED,
-    description="ObjectNav in small apartments from RGB: imitation, then PPO",
-)  # fmt: skip
-register_recipe(
-    "embodied/vlm-sft", "embodied/configs/vlm_sft.yaml", _NAV_VLM, "text",
-    description="navigation VLM agent, step 1: SFT on the shortest-path follower",
-)  # fmt: skip
-register_recipe(
-    "embodied/vlm-grpo", "embodied/configs/vlm_grpo.yaml", _NAV_VLM, "text",
-    description="navigation VLM agent, step 2: multi-turn GRPO from the SFT model",
-)  # fmt: skip
-register_recipe(
-    "gui/ppo", "gui_agent/configs/ppo.yaml", _GUI,
-    description="pixel pointer policy on one desktop task: behaviour cloning, then PPO",
-)  # fmt: skip
-register_recipe(
-    "gui/miniwob", "gui_agent/configs/miniwob.yaml", "pixelrl.gui_agent.miniwob_task",
-    description="pointer policy on 12 MiniWoB++ tasks at once: cloning, then PPO",
-)  # fmt: skip
-register_recipe(
-    "gui/sft", "gui_agent/configs/sft.yaml", _GUI_VLM, "text",
-    description="SFT of a vision-language policy on recorded expert episodes",
-)  # fmt: skip
-register_recipe(
-    "gui/grounding-grpo", "gui_agent/configs/grounding_grpo.yaml", _GUI_VLM, "text",
-    description="one-step grounding GRPO: screenshot + instruction -> click",
-)  # fmt: skip
-register_recipe(
-    "gui/multiturn-grpo", "gui_agent/configs/multiturn_grpo.yaml", _GUI_VLM, "text",
-    description="multi-turn GRPO of a vision-language policy on whole tasks",
-)  # fmt: skip
-
-# The other shipped configs (README, docs/results), each by name too.
-register_variant(
-    "gui/ppo-bc", "gui_agent/configs/ppo_bc.yaml", "gui/ppo",
-    description="gui/ppo with a long warm start: 98-100% in ~10 min on 2 cores",
-)  # fmt: skip
-register_variant(
-    "gui/miniwob-wide", "gui_agent/configs/miniwob_wide.yaml", "gui/miniwob",
-    description="gui/miniwob on 32 MiniWoB++ tasks (about an hour of CPU)",
-)  # fmt: skip
-register_variant(
-    "gui/grounding-sft", "gui_agent/configs/sft_grounding.yaml", "gui/sft",
-    description="SFT of a tiny SmolVLM on grounding samples (start of gui/grounding-grpo-sft)",
-)  # fmt: skip
-register_variant(
-    "gui/grounding-grpo-sft", "gui_agent/configs/grpo_grounding.yaml", "gui/grounding-grpo",
-    description="grounding GRPO from gui/grounding-sft's model (init=RUN/model)",
-)  # fmt: skip
-register_variant(
-    "gui/miniwob-vlm-sft", "gui_agent/configs/miniwob_vlm_sft.yaml", "gui/sft",
-    description="vision-language policy cloned from the MiniWoB++ oracle",
-)  # fmt: skip
-register_variant(
-    "gui/miniwob-vlm-grpo", "gui_agent/configs/miniwob_vlm_grpo.yaml", "gui/multiturn-grpo",
-    description="multi-turn GRPO on live MiniWoB++ tasks from gui/miniwob-vlm-sft's model",
-)  # fmt: skip

@@ -42,6 +42,10 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+import pixelrl.envs  # noqa: F401  (registers the ids)
+from pixelrl import registry
+from pixelrl.envs.gui_action import MAX_SCROLL, Action, ActionError
+from pixelrl.envs.registry import unknown_env_message
 from pixelrl.seeds import checked_seed
 
 # The words before the task's own (the row's prompt); the tools' schemas follow in the system turn.
@@ -80,8 +84,6 @@ class ToolEnvironment:
     PROMPT = ""
 
     def __init__(self, env_id: str, **env_kwargs: Any) -> None:
-        import pixelrl.envs  # noqa: F401  (registers the ids)
-
         self.env_id = env_id
         self.env = gymnasium.make(env_id, **env_kwargs)
         self._return = 0.0
@@ -163,8 +165,6 @@ class GUIEnvironment(ToolEnvironment):
         return self._obs["screenshot"]
 
     def _act(self, make: Callable[[], Any]) -> list[dict[str, Any]]:
-        from pixelrl.envs.gui_action import ActionError
-
         try:
             action = make()
         except (ActionError, TypeError) as e:
@@ -181,8 +181,6 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        from pixelrl.envs.gui_action import Action
-
         return self._act(lambda: Action.click(x, y))
 
     def double_click(self, x: int, y: int) -> list:
@@ -195,8 +193,6 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        from pixelrl.envs.gui_action import Action
-
         return self._act(lambda: Action.double_click(x, y))
 
     def right_click(self, x: int, y: int) -> list:
@@ -209,8 +205,6 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        from pixelrl.envs.gui_action import Action
-
         return self._act(lambda: Action.right_click(x, y))
 
     def drag(self, x: int, y: int, to_x: int, to_y: int) -> list:
@@ -225,8 +219,6 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        from pixelrl.envs.gui_action import Action
-
         return self._act(lambda: Action.drag(x, y, to_x, to_y))
 
     def scroll(self, x: int, y: int, clicks: int) -> list:
@@ -240,8 +232,6 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        from pixelrl.envs.gui_action import MAX_SCROLL, Action
-
         # checked here: Action.scroll takes int(clicks), which turns 2.5 into 2 and NaN into a
         # ValueError the trainer would not survive
         clicks = whole_number(clicks, "clicks", -MAX_SCROLL, MAX_SCROLL)
@@ -256,8 +246,6 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        from pixelrl.envs.gui_action import Action
-
         return self._act(lambda: Action.type_text(text))
 
     def hotkey(self, keys: str) -> list:
@@ -269,8 +257,6 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        from pixelrl.envs.gui_action import Action
-
         names = [k.strip() for k in str(keys).split("+")]
         if not all(names):
             raise ToolError(f"keys must be key names joined by '+', got {keys!r}")
@@ -282,16 +268,11 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The last screenshot and the outcome.
         """
-        from pixelrl.envs.gui_action import Action
-
         return self._act(Action.done)
 
 
 def env_kind(env_id: str) -> str:
     """``"gui"`` or ``"nav"``: which TRL environment wraps ``env_id`` (by where it is built)."""
-    import pixelrl.envs  # noqa: F401  (registers the ids)
-    from pixelrl.envs.registry import unknown_env_message
-
     if not isinstance(env_id, str) or env_id not in gymnasium.registry:
         raise ToolError(unknown_env_message(str(env_id)) or f"unknown env {env_id!r}")
     entry = str(gymnasium.registry[env_id].entry_point)
@@ -299,12 +280,12 @@ def env_kind(env_id: str) -> str:
 
 
 def environment_class(env_id: str) -> type[ToolEnvironment]:
-    if env_kind(env_id) == "nav":
-        # the navigation reward and goal words are the navigation agent's (pixelrl.embodied)
-        from pixelrl.embodied.trl_env import NavEnvironment
-
-        return NavEnvironment
-    return GUIEnvironment
+    kind = env_kind(env_id)
+    if kind == "gui":
+        return GUIEnvironment
+    # the navigation reward and goal words are the navigation domain's: it registers its class
+    # (pixelrl.registry, kind "trl_env"), the spine imports no domain
+    return registry.resolve("trl_env", kind)
 
 
 def environment_factory(env_id: str, **env_kwargs: Any) -> Callable[[], ToolEnvironment]:

@@ -47,6 +47,12 @@ from typing import Any
 import numpy as np
 
 from pixelrl.vision.action_codec import ActionCodec
+from pixelrl.vision.model_source import (
+    CheckpointError,
+    check_hub_model,
+    is_hub_id,
+    missing_path_message,
+)
 from pixelrl.vision.tiny_vlm import FAMILIES, build_tiny_vlm
 
 __all__ = ["FAMILIES", "Completion", "VLMPolicy", "load_vlm", "tiny_corpus"]
@@ -610,8 +616,6 @@ def model_source_problem(name_or_path: str) -> str | None:
     """None if :func:`load_vlm` can try ``name_or_path`` without going to the network for a
     name that cannot exist: a known ``tiny-<family>``, a model folder, or a hub id ``org/name``
     (offline: one already in the cache). Else one line saying what is wrong."""
-    from pixelrl.checkpoint import CheckpointError, check_hub_model, is_hub_id, missing_path_message
-
     text = str(name_or_path)
     if text.startswith("tiny-"):
         family = text[len("tiny-") :].replace("-", "_").replace(".", "_")

@@ -13,6 +13,8 @@ import json
 import math
 from typing import Any
 
+from pixelrl.cli import UsageError
+
 
 def _number(text: str, kind: type, minimum: float, inclusive: bool) -> int | float:
     """``kind(text)``, finite and ``>= minimum`` (``> minimum`` unless ``inclusive``)."""
@@ -86,7 +88,6 @@ def make_env(env_id: str, **kwargs: Any):
     import gymnasium
 
     import pixelrl.envs  # noqa: F401  (registers the ids)
-    from pixelrl.cli import UsageError
 
     try:
         return gymnasium.make(env_id, **kwargs)

@@ -18,8 +18,11 @@ from __future__ import annotations
 import argparse
 import time
 
+from pixelrl import registry
 from pixelrl.commands.args import positive_int
 
+# Each part's function is its domain's, found by the part's name (pixelrl.registry, kind "demo";
+# gui_agent and embodied register them): the spine imports no domain.
 PARTS = ("experts", "gui", "nav")
 HEADINGS = {
     "experts": "desktop experts: the scripted expert on every emulated-desktop family",
@@ -108,7 +111,8 @@ class NavJob:
         self.out = out
         out.mkdir(parents=True, exist_ok=True)
         (out / "measures.json").unlink(missing_ok=True)  # a previous run's
-        command = command or [sys.executable, "-m", "pixelrl.embodied.demo", "--out", str(out),
+        module = registry.target("demo", "nav").partition(":")[0]  # it runs as a script too
+        command = command or [sys.executable, "-m", module, "--out", str(out),
                               "--frames", str(frames)]  # fmt: skip
         self.start = time.perf_counter()
         self.end: float | None = None
@@ -193,8 +197,7 @@ def _run_parts(args, parts, size, out, summary, number, nav) -> bool:
     ok = True
 
     if "experts" in parts:
-        from pixelrl.gui_agent.demo import experts_demo
-
+        experts_demo = registry.resolve("demo", "experts")
         heading(next(number), len(parts), "experts")
         start, cpu = time.perf_counter(), time.process_time()
         rows = experts_demo(out, args.seeds, size)
@@ -214,8 +217,7 @@ def _run_parts(args, parts, size, out, summary, number, nav) -> bool:
         )
 
     if "gui" in parts:
-        from pixelrl.gui_agent.demo import pointer_bc_demo
-
+        pointer_bc_demo = registry.resolve("demo", "gui")
         heading(next(number), len(parts), "gui")
         start, cpu = time.perf_counter(), time.process_time()
         result = pointer_bc_demo(out / "gui", steps=args.gui_steps, eval_episodes=100)
@@ -232,8 +234,7 @@ def _run_parts(args, parts, size, out, summary, number, nav) -> bool:
         )
 
     if "nav" in parts:
-        from pixelrl.embodied.demo import pointnav_demo
-
+        pointnav_demo = registry.resolve("demo", "nav")
         heading(next(number), len(parts), "nav")
         if nav is not None:
             measures = nav.finish()

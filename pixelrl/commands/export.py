@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 
+from pixelrl.cli import UsageError
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("export", help="export recorded episodes to another format (LeRobot)")
@@ -36,7 +38,6 @@ def run_lerobot(args: argparse.Namespace) -> int:
     import warnings
     from pathlib import Path
 
-    from pixelrl.cli import UsageError
     from pixelrl.envs.recording.dataset import EpisodeDataset
     from pixelrl.envs.recording.interop import export_lerobot
 

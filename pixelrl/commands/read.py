@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 
+from pixelrl.cli import UsageError
 from pixelrl.commands.args import positive_float
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -58,7 +59,6 @@ def load_image(path: str):
     import numpy as np
     from PIL import Image, UnidentifiedImageError
 
-    from pixelrl.cli import UsageError
     from pixelrl.vision.reader import MAX_PIXELS, MAX_SIDE
 
     if not os.path.exists(path):

@@ -23,15 +23,24 @@ from __future__ import annotations
 
 import argparse
 
+from pixelrl import registry
+from pixelrl.checkpoint import load_checkpoint
+from pixelrl.cli import UsageError
 from pixelrl.commands.args import (
     agent_action,
     env_id,
     json_object,
+    make_env,
     positive_float,
     positive_int,
 )
+from pixelrl.recipes import get_recipe
 
-AGENTS = ("expert", "random", "checkpoint", "vlm", "human")
+
+def file_agents() -> list[str]:
+    """Agents a domain plays from a folder (``vlm``: :mod:`pixelrl.registry`, kind
+    ``"record_agent"``)."""
+    return registry.names("record_agent")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -43,8 +52,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--env", type=env_id, required=True,
                    help="env id, e.g. pixelrl/Desktop-ClickButton-v0")  # fmt: skip
+    agents = ("expert", "random", "checkpoint", *file_agents(), "human")
     p.add_argument("--agent", nargs="+", default=("expert", None), metavar="AGENT",
-                   action=agent_action(AGENTS, ("checkpoint", "vlm")),
+                   action=agent_action(agents, ("checkpoint", *file_agents())),
                    help="expert | random | checkpoint PATH | vlm FOLDER (a navigation VLM "
                    "agent; its answers go in each step's info as agent_text) | human")  # fmt: skip
     p.add_argument("--episodes", type=positive_int, default=10,
@@ -71,9 +81,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from pixelrl.checkpoint import load_checkpoint
-    from pixelrl.cli import UsageError
-    from pixelrl.commands.args import make_env
     from pixelrl.envs.recording.env_options import replay_kwargs
     from pixelrl.envs.recording.wrapper import RecordEpisodes
 
@@ -88,18 +95,11 @@ def run(args: argparse.Namespace) -> int:
             # only the options that shape an episode, never a display or a path
             env_kwargs = replay_kwargs(args.env, dict(trained_on.get("kwargs") or {}), None,
                                        str(path), source="a checkpoint")  # fmt: skip
-    elif kind == "vlm":
-        from pixelrl.embodied.vlm_agent import TASKS, read_spec
-
-        spec = read_spec(path)  # AgentFileError: one line
-        if TASKS.get(args.env) != spec.task:
-            trained = [k for k, v in TASKS.items() if v == spec.task]
-            raise UsageError(
-                f"--agent vlm: {path} is a {spec.task} agent; record it in {trained[0]}, "
-                f"not {args.env}"
-            )
+    elif kind in file_agents():
+        # the agent file's options (an agent of another task: one line)
+        trained_with = registry.resolve("record_agent", kind).env_kwargs(path, args.env)
         if env_kwargs is None:  # the observations it learned on (as a checkpoint's, above)
-            env_kwargs = replay_kwargs(args.env, dict(spec.env_kwargs), None, str(path),
+            env_kwargs = replay_kwargs(args.env, trained_with, None, str(path),
                                        source="an agent file")  # fmt: skip
     env = make_env(args.env, **(env_kwargs or {}))
     if args.ray_workers:
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, RuntimeError) as e:
         env.close()
         raise UsageError(f"--agent {kind}: {e}") from None
-    if kind == "vlm":
+    if kind in file_agents():
         env = _with_agent_text(env, agent)
     try:
         env = RecordEpisodes(env, args.out, frame_format=args.frames, resume=args.resume)
@@ -147,7 +147,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _record_in_ray(env, kind: str, env_kwargs: dict, args: argparse.Namespace) -> int:
     """``--ray-workers``: the expert or random agent's episodes played in Ray workers."""
-    from pixelrl.cli import UsageError
     from pixelrl.envs.recording.remote import expert_actions, random_actions, record_in_ray
 
     try:
@@ -231,13 +230,8 @@ class _Agent:
 
 
 def _make_agent(kind: str, env, checkpoint: dict | None, seed: int, path: str | None = None):
-    if kind == "vlm":
-        from pixelrl.embodied.vlm_agent import load_agent
-
-        nav = getattr(env.unwrapped, "cfg", None)
-        if not hasattr(nav, "forward_step"):
-            raise ValueError(f"a navigation VLM agent acts in navigation envs, not {env.spec.id}")
-        return load_agent(path, nav.forward_step, nav.turn_degrees)  # greedy answers
+    if kind in file_agents():
+        return registry.resolve("record_agent", kind).make(path, env)
     if kind == "expert":
         expert = _expert_for(env)
         if expert is None:
@@ -258,7 +252,6 @@ def _checkpoint_agent(checkpoint: dict, env, seed: int) -> _Agent:
     from gymnasium import spaces
 
     from pixelrl.config import Config
-    from pixelrl.recipes import get_recipe
 
     cfg = Config(checkpoint["config"])
     try:

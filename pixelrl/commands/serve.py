@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import argparse
 
-from pixelrl.commands.args import env_id, json_object, positive_float, positive_int
+from pixelrl.cli import UsageError
+from pixelrl.commands.args import env_id, json_object, make_env, positive_float, positive_int
 from pixelrl.serve_guards import DEFAULT_IDLE_TIMEOUT_S, origin
 
 
@@ -80,9 +81,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import errno
-
-    from pixelrl.cli import UsageError
-    from pixelrl.commands.args import make_env
 
     try:
         import openenv.core  # noqa: F401

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from pixelrl.cli import UsageError
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -33,8 +35,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pixelrl.cli import UsageError
-
     if getattr(args, "tasks_command", None) != "check":
         raise UsageError("say what to do: `pixelrl tasks check FOLDER`")
     if not os.path.isdir(args.folder):

@@ -27,6 +27,11 @@ from __future__ import annotations
 
 import argparse
 
+from pixelrl.cli import UsageError, is_user_error
+from pixelrl.commands.args import constructor_error, nearest_option
+from pixelrl.recipes import RECIPES
+from pixelrl.recipes import config_file as find_config
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -46,10 +51,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import yaml
 
-    from pixelrl.cli import UsageError, is_user_error
     from pixelrl.config import ConfigError
-    from pixelrl.recipes import RECIPES
-    from pixelrl.recipes import config_file as find_config
 
     if args.list or not args.recipe:
         print_recipes(RECIPES)
@@ -82,8 +84,6 @@ def run(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as e:  # an env or policy option its constructor refuses
         if is_user_error(e):
             raise
-        from pixelrl.commands.args import constructor_error, nearest_option
-
         hint = nearest_option(str(cfg.env.id), dict(cfg.env.kwargs))  # a misspelled env option
         raise UsageError(
             f"cannot build the run from this config: {constructor_error(e)}{hint} (--debug: where)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from pixelrl.cli import UsageError
 from pixelrl.commands.args import non_negative_int, positive_float, positive_int
 
 
@@ -29,7 +30,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pixelrl.cli import UsageError
     from pixelrl.envs.recording.view import RenderTooLarge, view_episode
 
     try:

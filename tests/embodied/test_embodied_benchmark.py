@@ -137,8 +137,8 @@ def test_confidence_intervals_stay_in_the_measures_range():
 
 
 def test_cli_agent_kinds_match_the_benchmarks():
-    from pixelrl.commands import bench as command
     from pixelrl.embodied import benchmark
+    from pixelrl.embodied import cli as command
 
     assert command.AGENTS == benchmark.AGENT_KINDS
     assert command.PATH_AGENTS == benchmark.PATH_KINDS

@@ -299,25 +299,6 @@ def test_tiny_tokenizers_spell_numbers_digit_by_digit(policy):
     assert [t for t in tokens if t.isdigit()] == list("385907")
 
 
-def test_the_vlm_module_loads_no_domain():
-    """vision knows no GUI and no navigation: importing the policy wrapper (and building a tiny
-    model with a codec of its own) loads none of their modules."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys\n"
-        "import pixelrl.vision.vlm, pixelrl.vision.tiny_vlm, pixelrl.vision.action_codec\n"
-        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('pixelrl.'))))\n"
-    )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    loaded = run.stdout.split()
-    assert "pixelrl.vision.vlm" in loaded
-    domain = [m for m in loaded if m.startswith(("pixelrl.envs", "pixelrl.gui_agent",
-                                                  "pixelrl.embodied"))]  # fmt: skip
-    assert domain == [], domain
-
-
 class WordCodec:
     """A toy action language: one of three words (a codec needs no GUI, no env)."""
 
