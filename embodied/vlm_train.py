@@ -48,6 +48,7 @@ import numpy as np
 
 from pixelrl.config import Config, ConfigError, check_ranges, load_config
 from pixelrl.embodied.vlm_agent import TASKS, AgentSpec, NavPrompt, VLMNavAgent, goal_text
+from pixelrl.envs import task_family
 from pixelrl.envs.nav.tasks import IDLE, IDLE_INDEX, STOP
 from pixelrl.rl.text import recipe as text
 from pixelrl.rl.text.config import check_text_config, text_defaults
@@ -378,8 +379,10 @@ def evaluate(policy, spec: AgentSpec, envs: list, seeds: list[int]) -> dict[str,
     }  # fmt: skip
 
 
-EVAL_SEED_BASE = 1_000_000  # held-out scenes already differ (eval_kwargs); the seeds differ too
-VAL_SEED_BASE = 2_000_000  # validation starts (val_kwargs' scenes)
+# The navigation family's seed split: held-out scenes already differ (eval_kwargs), the seeds
+# differ too; validation starts are on val_kwargs' scenes.
+NAV_SEEDS = task_family("navigation").seeds
+EVAL_SEED_BASE, VAL_SEED_BASE = NAV_SEEDS.seed("eval", 0), NAV_SEEDS.seed("val", 0)
 
 
 # -- SFT ------------------------------------------------------------------------------------------
@@ -390,7 +393,7 @@ def record_demonstrations(cfg: Config, root: Path) -> Path:
     from pixelrl.envs.recording import RecordEpisodes
 
     env = RecordEpisodes(make_env(cfg, "train"), root, frame_format="png")
-    for seed in tqdm(range(int(cfg.data.episodes)), desc="follower demos",
+    for seed in tqdm(NAV_SEEDS.seeds("train", int(cfg.data.episodes)), desc="follower demos",
                      disable=not cfg.train.progress):  # fmt: skip
         env.reset(seed=seed)
         follower = env.unwrapped.shortest_path_follower()
@@ -469,7 +472,7 @@ class NavTask:
     GROUPS_PER_STEP = "grpo.starts_per_step"  # multi-turn groups a step plays (split over ranks)
 
     def __init__(self, cfg: Config) -> None:
-        if cfg.recipe == "embodied/vlm-grpo":
+        if self.RECIPES.get(cfg.recipe) == "multiturn":  # the rewards of GRPO's episodes
             if cfg.grpo.reward not in REWARD_KINDS:
                 raise ConfigError(
                     f"grpo.reward: {cfg.grpo.reward!r}; known: {', '.join(REWARD_KINDS)}"
@@ -501,7 +504,7 @@ class NavTask:
         """Greedy episodes from ``eval.episodes`` held-out starts (``eval_kwargs``' scenes)."""
         from pixelrl.rl.text.adapter import Evaluation
 
-        seeds = [EVAL_SEED_BASE + k for k in range(int(self.cfg.eval.episodes))]
+        seeds = NAV_SEEDS.seeds("eval", int(self.cfg.eval.episodes))
         if not seeds:
             return Evaluation("success", None)
         envs = [make_env(self.cfg, "eval") for _ in range(max(1, min(8, len(seeds))))]
@@ -513,7 +516,7 @@ class NavTask:
         from pixelrl.rl.text.adapter import Evaluation
 
         measure = str(self.cfg.eval.val_measure)
-        seeds = [VAL_SEED_BASE + k for k in range(int(self.cfg.eval.val_episodes))]
+        seeds = NAV_SEEDS.seeds("val", int(self.cfg.eval.val_episodes))
         if not seeds:
             return Evaluation(measure, None)
         envs = [make_env(self.cfg, "val") for _ in range(max(1, min(8, len(seeds))))]
