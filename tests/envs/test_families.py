@@ -102,6 +102,21 @@ def test_the_miniwob_expert_is_the_oracle_and_plays_click_test():
         env.close()
 
 
+@pytest.mark.skipif(
+    shutil.which("Xvfb") is None, reason="needs Xvfb: scripts/install_system_deps.sh"
+)
+def test_the_x11_expert_plays_the_task_files_solution():
+    family = task_family("x11")
+    assert family.expert_plays("TkCounterThree")
+    env = gym.make(family.env_id("TkCounterThree"))
+    try:
+        expert = expert_of(env)
+        assert _play(env, expert, 0)[family.success_key]
+        assert expert.solution == list(env.unwrapped.task.solution)
+    finally:
+        env.close()
+
+
 def test_an_env_of_no_family_has_no_expert():
     from pixelrl.envs.desktop.env import DesktopEnv
 
