@@ -10,6 +10,7 @@ from pathlib import Path
 from pixelrl.config import Config, ConfigError
 from pixelrl.embodied.vlm_agent import TASKS, AgentSpec
 from pixelrl.embodied.vlm_spec import make_env
+from pixelrl.envs import task_family
 from pixelrl.envs.nav.tasks import IDLE, IDLE_INDEX
 from pixelrl.rl.text.demos import load_examples, record_expert
 from pixelrl.rl.text.rows import Example, Prompt
@@ -20,8 +21,8 @@ def record_demonstrations(cfg: Config, root: Path) -> Path:
     from pixelrl.envs.recording import RecordEpisodes
 
     env = RecordEpisodes(make_env(cfg, "train"), root, frame_format="png")
-    record_expert(env, range(int(cfg.data.episodes)), _follower, "follower demos",
-                  cfg.train.progress)  # fmt: skip
+    seeds = task_family("navigation").seeds.seeds("train", int(cfg.data.episodes))
+    record_expert(env, seeds, _follower, "follower demos", cfg.train.progress)
     return root
 
 

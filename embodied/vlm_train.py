@@ -60,6 +60,7 @@ from pixelrl.embodied.vlm_spec import (
     make_env,
     task_of,
 )
+from pixelrl.envs import task_family
 from pixelrl.envs.nav.measures import HEADLINE, SCORES, NumSteps
 from pixelrl.envs.nav.tasks import IDLE, STOP
 from pixelrl.rl.text import recipe as text
@@ -230,8 +231,10 @@ def evaluate(policy, spec: AgentSpec, envs: list, seeds: list[int]) -> dict[str,
     }  # fmt: skip
 
 
-EVAL_SEED_BASE = 1_000_000  # held-out scenes already differ (eval_kwargs); the seeds differ too
-VAL_SEED_BASE = 2_000_000  # validation starts (val_kwargs' scenes)
+# The navigation family's seed split: held-out scenes already differ (eval_kwargs), the seeds
+# differ too; validation starts are on val_kwargs' scenes.
+NAV_SEEDS = task_family("navigation").seeds
+EVAL_SEED_BASE, VAL_SEED_BASE = NAV_SEEDS.seed("eval", 0), NAV_SEEDS.seed("val", 0)
 
 
 # -- the task adapter -----------------------------------------------------------------------------
@@ -242,7 +245,7 @@ class NavTask:
     GROUPS_PER_STEP = "grpo.starts_per_step"  # multi-turn groups a step plays (split over ranks)
 
     def __init__(self, cfg: Config) -> None:
-        if cfg.recipe == "embodied/vlm-grpo":
+        if self.RECIPES.get(cfg.recipe) == "multiturn":  # the rewards of GRPO's episodes
             if cfg.grpo.reward not in REWARD_KINDS:
                 raise ConfigError(
                     f"grpo.reward: {cfg.grpo.reward!r}; known: {', '.join(REWARD_KINDS)}"
@@ -272,18 +275,18 @@ class NavTask:
 
     def evaluator(self):
         """Greedy episodes from ``eval.episodes`` held-out starts (``eval_kwargs``' scenes)."""
-        return self._greedy("eval", "success", EVAL_SEED_BASE, int(self.cfg.eval.episodes))
+        return self._greedy("eval", "success", int(self.cfg.eval.episodes))
 
     def validator(self):
         """Greedy episodes from ``eval.val_episodes`` starts in ``env.val_kwargs``' scenes:
         training-side apartments the run does not train on (never the held-out ones)."""
         measure, count = str(self.cfg.eval.val_measure), int(self.cfg.eval.val_episodes)
-        return self._greedy("val", measure, VAL_SEED_BASE, count)
+        return self._greedy("val", measure, count)
 
-    def _greedy(self, split: str, measure: str, seed_base: int, count: int):
+    def _greedy(self, split: str, measure: str, count: int):
         from pixelrl.rl.text.adapter import Evaluation
 
-        seeds = [seed_base + k for k in range(count)]
+        seeds = NAV_SEEDS.seeds(split, count)
         if not seeds:
             return Evaluation(measure, None)
         envs = [make_env(self.cfg, split) for _ in range(max(1, min(8, len(seeds))))]

@@ -31,7 +31,7 @@ class PointerAgent:
         self.last_heatmap: np.ndarray | None = None
         self.screen_size: tuple[int, int] | None = None  # the desktop size it trained on
         self.env_id: str | None = None
-        self.tasks: list[str] = []  # a gui/miniwob policy's MiniWoB++ tasks (env.tasks)
+        self.tasks: list[str] = []  # a gui/miniwob policy's tasks (env.tasks of env.family)
         self.fields: list[str] = []  # the episode's task fields, for {field:N} texts
         self.read_maps: list = []  # spec.reader: one ReadMaps a batch slot (PointerEnv's)
 

@@ -54,10 +54,10 @@ def record_gif(
     import gymnasium as gym
     from PIL import Image
 
-    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.families import seeds_of
     from pixelrl.gui_agent.evaluate import run_episode
 
-    env = gym.make(env_id, **(env_kwargs or {}))
+    env, held_out = gym.make(env_id, **(env_kwargs or {})), seeds_of(env_id)
     frames: list[np.ndarray] = []
     for k in range(episodes):
         after: list[np.ndarray] = []
@@ -69,7 +69,7 @@ def record_gif(
             frames.append(annotate(obs["screenshot"], action, caption))
             after.append(next_obs["screenshot"])
 
-        result = run_episode(env, agent, 2 * (seed + k) + 1, on_step)
+        result = run_episode(env, agent, held_out.seed("eval", seed + k), on_step)
         outcome = "success" if result["success"] else "failed"
         frames.append(annotate(after[-1], None, f"ep {k + 1}: {outcome}"))
     env.close()
@@ -99,6 +99,7 @@ def experts_demo(
     from PIL import Image
     from tqdm import tqdm
 
+    from pixelrl.envs import task_family
     from pixelrl.envs.desktop import FAMILIES
     from pixelrl.envs.desktop.env import DesktopEnv
     from pixelrl.envs.gui import bbox_center
@@ -110,13 +111,15 @@ def experts_demo(
     with tqdm(total=len(FAMILIES) * seeds, desc="expert episodes", unit="ep") as bar:
         for family in FAMILIES:
             env = DesktopEnv(family, screen_size=screen_size)
+            expert = task_family("desktop").expert_for(env)
             wins, lengths = 0, []
             for seed in range(seeds):
                 obs, info = env.reset(seed=seed)
+                expert.reset()
                 shots, done, steps = [], False, 0
                 instruction = obs["instruction"]
                 while not done:
-                    action = env.expert_action()
+                    action = expert.act()
                     if seed == 0:
                         shot = Image.fromarray(obs["screenshot"])
                         draw_gui_action(shot, action, "")

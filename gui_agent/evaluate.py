@@ -1,7 +1,7 @@
 """Evaluation of GUI agents: task success per family (95% CI) and ScreenSpot-style grounding.
 
-- :func:`evaluate_success` plays ``episodes`` held-out episodes (odd seeds, see
-  :class:`pixelrl.gui_agent.pointer_env.SplitSeeds`) of a desktop env and reports, per task family, the
+- :func:`evaluate_success` plays ``episodes`` held-out episodes (the held-out
+  seeds of the env's task family, odd for GUI ones: :mod:`pixelrl.envs.families`) of a desktop env and reports, per task family, the
   success rate with its Wilson 95% interval. A VLM agent plays ``batch_size`` episodes together
   (:func:`play_episodes`: one batched ``generate`` per step, the same results for greedy answers).
 - :func:`evaluate_grounding` asks the agent for one action on each item of a grounding set
@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from pixelrl.envs.families import seeds_of
 from pixelrl.stats import wilson_interval
 
 # Episodes a VLM agent plays together by default (evaluate_success, pixelrl eval --batch).
@@ -84,9 +85,8 @@ def evaluate_success(
     """Success rate per family over ``episodes`` held-out episodes (module doc); ``seeds``
     names the episodes' seeds instead (one episode each; ``episodes`` and ``seed`` unused).
     ``batch_size``: episodes a VLM agent plays together (:func:`play_episodes`)."""
-    if seeds is None:  # odd: held out from training
-        rng = np.random.default_rng(seed)
-        seeds = [2 * int(rng.integers(0, 2**30)) + 1 for _ in range(episodes)]
+    if seeds is None:  # the family's held-out split (GUI: odd seeds)
+        seeds = seeds_of(env_id).seeds("eval", episodes, np.random.default_rng(seed))
     results = play_episodes(agent, env_id, seeds, env_kwargs, progress, batch_size)
     counts: dict[str, list[float]] = defaultdict(list)
     returns: dict[str, list[float]] = defaultdict(list)

@@ -40,21 +40,20 @@ def grounding_set(
     start: int = 0,
     split: str = "eval",
 ) -> list[GroundingItem]:
-    """``count`` items, families taken in turn, from seeds ``2k + 1`` (``split="eval"``) or
-    ``2k`` (``"train"``) for k = start, start+1, ...; screens whose expert does not click first
-    are skipped."""
-    import pixelrl.envs  # noqa: F401
+    """``count`` items, families taken in turn, from the desktop family's ``k``-th seed of
+    ``split`` (``"eval"``: ``2k + 1``, ``"train"``: ``2k``) for k = start, start+1, ...;
+    screens whose expert does not click first are skipped."""
+    from pixelrl.envs import task_family
     from pixelrl.envs.desktop import DesktopEnv, expert_action
 
-    if split not in ("train", "eval"):
-        raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
-    parity = 1 if split == "eval" else 0
+    seeds = task_family("desktop").seeds
+    seeds.seed(split, start)  # an unknown split is a ValueError before any env is made
     env_of = {f: DesktopEnv(f, screen_size=tuple(screen_size)) for f in families}
     items: list[GroundingItem] = []
     k = start
     while len(items) < count:
         family = families[(k - start) % len(families)]
-        seed = 2 * k + parity
+        seed = seeds.seed(split, k)
         k += 1
         obs, info = env_of[family].reset(seed=seed)
         if info["target_bbox"] is None or expert_action(info).kind != "click":

@@ -1,17 +1,20 @@
-"""The ``gui/miniwob`` recipe's task module: one pixel pointer policy on several MiniWoB++ tasks.
+"""The ``gui/miniwob`` recipe's task module: one pixel pointer policy on several tasks of a GUI
+task family (MiniWoB++'s in the shipped configs).
 
 The same policy, spec and PPO as ``gui/ppo`` (:mod:`pixelrl.gui_agent.ppo_task`); what differs:
 
-- ``env.tasks`` lists the MiniWoB++ tasks (``click-button``, ``login-user``...); vector slot
-  ``i`` runs ``pixelrl/MiniWoB-<tasks[i mod n]>-v0`` in its own headless Chromium, so a rollout
-  mixes every task and the instruction says which one an episode is. Each slot draws training
-  (even) or held-out (odd) episode seeds (:class:`~pixelrl.gui_agent.pointer_env.SplitSeeds`).
+- ``env.family`` names the family and ``env.tasks`` its tasks (``miniwob``: ``click-button``,
+  ``login-user``...); vector slot ``i`` runs the family's env of ``tasks[i mod n]``
+  (``pixelrl/MiniWoB-<task>-v0``, each in its own headless Chromium), so a rollout mixes every
+  task and the instruction says which one an episode is. Each slot draws training (even) or
+  held-out (odd) episode seeds of the family's split
+  (:class:`~pixelrl.gui_agent.pointer_env.SplitSeeds`).
 - what ``type`` writes is the episode's task fields (``policy.texts: ["{field:0}", ...]``, see
   :mod:`pixelrl.gui_agent.pointer_env`): names and passwords are drawn fresh every episode.
-- the warm start clones the MiniWoB++ oracle (:mod:`pixelrl.envs.web.oracle`):
+- the warm start clones the family's expert (MiniWoB++'s oracle, :mod:`pixelrl.envs.web.oracle`):
   ``policy.bc_samples`` expert steps split evenly over the tasks, on training seeds, each
   task's episodes written through the demonstration recorder to ``policy.bc_demos/<task>``
-  (a dataset ``pixelrl view`` / ``pixelrl replay`` read) when that is set. A task the oracle
+  (a dataset ``pixelrl view`` / ``pixelrl replay`` read) when that is set. A task the expert
   cannot play is refused before any browser starts.
 """
 
@@ -19,59 +22,34 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from pixelrl.config import ConfigError
+from pixelrl.env_family import family_tasks
 from pixelrl.gui_agent import ppo_task
-from pixelrl.gui_agent.pointer_env import PointerEnv, PointerSpec, SplitSeeds
+from pixelrl.gui_agent.pointer_env import PointerEnv, SplitSeeds
 
-USES_ENV_TASKS = True  # the trainer refuses env.tasks for recipes without this flag
+PLAYS_FAMILY = True  # the trainer refuses env.family / env.tasks for recipes without this flag
 
 # ppo_task's spec reads the env's vocabulary when ``texts`` is unset; here texts are task fields
 pointer_spec = ppo_task.pointer_spec
 
 
-def env_id(task: str) -> str:
-    return f"pixelrl/MiniWoB-{task}-v0"
-
-
 def tasks_of(cfg, need_oracle: bool = False) -> list[str]:
-    """``env.tasks``, checked: each a registered MiniWoB++ task (and one the oracle plays, when
-    ``need_oracle``); :class:`ConfigError` names the first that is not."""
-    import pixelrl.envs  # noqa: F401  (registers the ids)
-    from pixelrl.envs.registry import unknown_env_message
-    from pixelrl.envs.web.oracle import SUPPORTED_TASKS
-
-    tasks = [str(t) for t in (cfg.env.get("tasks") or [])]
-    if not tasks:
-        raise ConfigError("env.tasks: list the MiniWoB++ tasks to train on, e.g. [click-button]")
-    for task in tasks:
-        problem = unknown_env_message(env_id(task))
-        if problem:
-            raise ConfigError(f"env.tasks: {task!r}: {problem}")
-        if need_oracle and task not in SUPPORTED_TASKS:
-            raise ConfigError(
-                f"env.tasks: the MiniWoB++ oracle cannot play {task!r}, so it has no "
-                f"demonstrations to clone (it plays {', '.join(SUPPORTED_TASKS)}); "
-                "drop it or set policy.bc_steps=0"
-            )
-    return tasks
-
-
-def make_env(task: str, spec: PointerSpec, split: str = "train", **kwargs: Any) -> PointerEnv:
-    """One wrapped MiniWoB++ env (what each vector slot holds)."""
-    return ppo_task.make_env(env_id(task), spec, split, **kwargs)
+    """``env.tasks``, checked against ``env.family`` (and the family's expert, when
+    ``need_oracle``): :func:`pixelrl.env_family.family_tasks`."""
+    return family_tasks(cfg, "policy.bc_steps=0" if need_oracle else "")[1]
 
 
 def make_env_fns(cfg, num_envs: int, split: str) -> list[Callable[[], PointerEnv]]:
     """Picklable factories, slot ``i`` on task ``i mod len(env.tasks)``."""
-    tasks = tasks_of(cfg, need_oracle=False)
+    family, tasks = family_tasks(cfg)
+    ids = [family.env_id(task) for task in tasks]
     spec, kwargs = pointer_spec(cfg), ppo_task.env_kwargs(cfg, split)
     return [
-        partial(make_env, tasks[i % len(tasks)], spec, split, **kwargs) for i in range(num_envs)
+        partial(ppo_task.make_env, ids[i % len(ids)], spec, split, **kwargs)
+        for i in range(num_envs)
     ]
 
 
@@ -112,12 +90,12 @@ def oracle_samples(cfg, count: int, seed: int) -> dict[str, np.ndarray]:
 
     from pixelrl.gui_agent.pointer_bc import expert_samples
 
-    tasks = tasks_of(cfg, need_oracle=True)
+    family, tasks = family_tasks(cfg, "policy.bc_steps=0")
     spec, kwargs = pointer_spec(cfg), ppo_task.env_kwargs(cfg, "train")
     demos = cfg.policy.get("bc_demos")
     parts = []
     for i, task in enumerate(tasks):
-        inner = gym.make(env_id(task), **kwargs)
+        inner = gym.make(family.env_id(task), **kwargs)
         if demos:
             from pixelrl.envs.recording import RecordEpisodes
 

@@ -41,14 +41,17 @@ def expert_samples(
     (:func:`box_points`)."""
     from tqdm import tqdm
 
+    from pixelrl.envs.families import expert_of
     from pixelrl.gui_agent.pointer_env import encode_action
 
     observed: dict[str, list] = {key: [] for key in env.pointer_spec.observation_keys}
     actions, masks, read_ids, read_cells = [], [], [], []
     obs, info = env.reset(seed=seed)
+    scripted = expert_of(env)  # the env's task family's expert
+    scripted.reset()
     bar = tqdm(total=count, desc="expert samples", disable=not progress)
     while len(actions) < count:
-        expert = env.unwrapped.expert_action()
+        expert = scripted.act()
         sample = encode_action(expert, env.pointer_spec, env.image_map, env.fields)
         if sample is not None:
             for key, rows in observed.items():
@@ -65,6 +68,7 @@ def expert_samples(
         obs, _, terminated, truncated, info = env.step_action(expert)
         if terminated or truncated:
             obs, info = env.reset()
+            scripted.reset()
     bar.close()
     return {**{key: np.stack(rows) for key, rows in observed.items()},
             "action": np.stack(actions), "point_mask": np.stack(masks),

@@ -40,6 +40,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from pixelrl.envs.families import seeds_of
 from pixelrl.envs.gui_action import Action, ActionError, normalize_key
 
 DEFAULT_KINDS = ("click", "type", "key")
@@ -360,8 +361,9 @@ class PointerEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
 
 class SplitSeeds(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """Draws every episode's seed from one half of the seed range, so training and held-out
-    evaluation never share a task layout: ``"train"`` seeds are even, ``"eval"`` seeds odd.
+    """Draws every episode's seed from one split of the env's task family
+    (:class:`~pixelrl.envs.families.SeedSplit`; GUI families: ``"train"`` seeds even, ``"eval"``
+    seeds odd), so training and held-out evaluation never share a task layout.
 
     ``reset(seed=s)`` restarts the draw from ``s``; each reset's seed is in ``info["episode_seed"]``.
     """
@@ -369,14 +371,16 @@ class SplitSeeds(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, split: str) -> None:
         gym.utils.RecordConstructorArgs.__init__(self, split=split)
         gym.Wrapper.__init__(self, env)
-        if split not in ("train", "eval"):
-            raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
-        self.parity = 0 if split == "train" else 1
+        self.split, self.seeds = (
+            split,
+            seeds_of(env.unwrapped.spec.id if env.unwrapped.spec else ""),
+        )
+        self.seeds.seed(split, 0)  # an unknown split is a ValueError here, not at reset
         self._rng = np.random.default_rng()
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        episode_seed = 2 * int(self._rng.integers(0, 2**30)) + self.parity
+        episode_seed = self.seeds.draw(self.split, self._rng)
         obs, info = self.env.reset(seed=episode_seed, options=options)
         return obs, {**info, "episode_seed": episode_seed}

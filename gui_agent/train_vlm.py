@@ -23,9 +23,9 @@ to ``train.output_dir``: ``model/`` (``save_pretrained`` of model and processor)
 Evaluation: grounding accuracy (ScreenSpot) on the held-out grounding set for the one-step
 recipes, task success on held-out seeds for the multi-turn one (``eval.*``).
 
-MiniWoB++ (issue 26's second recipe): ``env.tasks`` names MiniWoB++ tasks instead of desktop
-families (``env.id`` and ``env.families`` are then unused, ``env.kwargs`` holds the MiniWoB env's
-options). ``gui/sft`` clones the MiniWoB++ oracle's episodes of every task (or ``data.dataset``,
+A task family's tasks (issue 26's second recipe: ``env.family: miniwob``, ``env.tasks`` its
+MiniWoB++ tasks) instead of desktop families (``env.id`` and ``env.families`` are then unused,
+``env.kwargs`` holds the family env's options). ``gui/sft`` clones the MiniWoB++ oracle's episodes of every task (or ``data.dataset``,
 e.g. the ``gui/miniwob`` recipe's ``policy.bc_demos`` folder), ``gui/multiturn-grpo`` plays its
 groups on the tasks in turn, and success is evaluated per task on held-out seeds
 (``gui_agent/configs/miniwob_vlm_sft.yaml``, ``miniwob_vlm_grpo.yaml``).
@@ -44,6 +44,8 @@ from typing import Any
 import numpy as np
 
 from pixelrl.config import Config, ConfigError, load_config
+from pixelrl.env_family import family_tasks, names_family
+from pixelrl.envs import task_family
 from pixelrl.gui_agent.grounding_rewards import GROUNDING_REWARDS
 from pixelrl.gui_agent.vlm_episodes import GUIPlayer, sft_examples
 from pixelrl.gui_agent.vlm_grounding import grounding_accuracy, grounding_examples
@@ -72,8 +74,10 @@ DEFAULTS: dict[str, Any] = text_defaults({
         "max_steps": 0,  # 0: the env's default
         "reward": "shaped",
         "max_fields": 0,  # fill-form: only layouts with at most this many fields (0: any)
-        # MiniWoB++ task names: the recipe runs on pixelrl/MiniWoB-<task>-v0 instead of env.id /
-        # env.families, with env.kwargs as their options (screen_size and reward do not apply)
+        # a task family (pixelrl.envs.families) and its tasks: the recipe runs on the family's
+        # env of each task (miniwob: pixelrl/MiniWoB-<task>-v0) instead of env.id / env.families,
+        # with env.kwargs as their options (screen_size and reward do not apply)
+        "family": "",
         "tasks": [],
         "kwargs": {},
     },
@@ -120,8 +124,8 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
     check_text_config(cfg)
     if int(cfg.prompt.screen_words) < 1:
         raise ConfigError(f"prompt.screen_words must be >= 1, got {cfg.prompt.screen_words}")
-    if cfg.env.tasks:
-        task_envs(cfg)  # an unknown MiniWoB++ task is a ConfigError before any run folder
+    if names_family(cfg):
+        task_envs(cfg)  # an unknown family or task is a ConfigError before any run folder
     return cfg
 
 
@@ -149,7 +153,7 @@ def _screen(cfg: Config) -> tuple[int, int]:
 
 
 def _env_kwargs(cfg: Config) -> dict[str, Any]:
-    if cfg.env.tasks:  # MiniWoB++: its own options; the screen is the task's
+    if names_family(cfg):  # a family's tasks: their own options; the screen is the task's
         kwargs = cfg.env.kwargs.to_dict() if hasattr(cfg.env.kwargs, "to_dict") else {}
     else:
         kwargs = {"screen_size": _screen(cfg), "reward": cfg.env.reward}
@@ -159,34 +163,32 @@ def _env_kwargs(cfg: Config) -> dict[str, Any]:
 
 
 def task_envs(cfg: Config) -> list[tuple[str, str]]:
-    """(name, env id) of each task the recipe plays: ``env.tasks`` (MiniWoB++, checked against
-    the registry) or the desktop's ``env.families``."""
-    if cfg.env.tasks:
-        from pixelrl.gui_agent.miniwob_task import env_id, tasks_of
-
-        return [(task, env_id(task)) for task in tasks_of(cfg)]
-    from pixelrl.envs.desktop.registration import env_id
-
-    return [(family, env_id(family)) for family in cfg.env.families]
+    """(name, env id) of each task the recipe plays: ``env.family``'s ``env.tasks`` (checked
+    against the registry) or the desktop's ``env.families``."""
+    if names_family(cfg):
+        family, tasks = family_tasks(cfg)
+        return [(task, family.env_id(task)) for task in tasks]
+    desktop = task_family("desktop")
+    return [(name, desktop.env_id(name)) for name in cfg.env.families]
 
 
 def _play_ids(cfg: Config) -> list[str]:
     """The env ids episodes are played on: each of ``env.tasks``, else ``env.id``."""
-    return [eid for _, eid in task_envs(cfg)] if cfg.env.tasks else [str(cfg.env.id)]
+    return [eid for _, eid in task_envs(cfg)] if names_family(cfg) else [str(cfg.env.id)]
 
 
 def task_seeds(
     cfg: Config, env_id: str, split: str, count: int, rng=None, start: int = 0
 ) -> list[int]:
-    """``count`` seeds of ``split`` (even: train, odd: eval) for ``env_id``: random ones from
-    ``rng`` (counting up from the even ``start`` without it), keeping only layouts that
-    ``env.max_fields`` allows — an easier fill-form (fewer fields) with the same train/eval
-    split of seeds."""
+    """``count`` seeds of ``split`` of ``env_id``'s family (GUI: even train, odd eval): random
+    ones from ``rng`` (counting up from ``start``, a seed of the family's training split, without
+    it), keeping only layouts that ``env.max_fields`` allows — an easier fill-form (fewer
+    fields) with the same train/eval split of seeds."""
     import gymnasium as gym
 
-    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.families import seeds_of
 
-    parity = {"train": 0, "eval": 1}[split]
+    split_seeds = seeds_of(env_id)
     limit = int(cfg.env.max_fields)
     probe = gym.make(env_id, **_env_kwargs(cfg)) if limit else None
     seeds: list[int] = []
@@ -197,7 +199,8 @@ def task_seeds(
             raise ConfigError(
                 f"env.max_fields={limit}: no {env_id} layout in {k} seeds has so few fields"
             )
-        seed = 2 * (int(rng.integers(0, 2**30)) if rng is not None else k) + parity + start
+        seed = split_seeds.draw(split, rng) if rng is not None else split_seeds.seed(split, k)
+        seed += start
         k += 1
         if probe is not None:
             fields = probe.reset(seed=seed)[1]["task"].get("fields", {})
@@ -231,7 +234,7 @@ def _success_eval(policy, cfg: Config) -> dict[str, float]:
     out, successes, returns = {}, [], []
     with evaluating(policy):
         agent = VLMAgent(policy, int(cfg.grpo.max_new_tokens))
-        for name, eid in task_envs(cfg) if cfg.env.tasks else [("", str(cfg.env.id))]:
+        for name, eid in task_envs(cfg) if names_family(cfg) else [("", str(cfg.env.id))]:
             seeds = None
             if int(cfg.env.max_fields):
                 rng = np.random.default_rng(int(cfg.seed))
@@ -250,8 +253,9 @@ def _success_eval(policy, cfg: Config) -> dict[str, float]:
 
 def _held_out(cfg: Config):
     """The held-out grounding set for one-step recipes (None for the multi-turn one)."""
-    if cfg.recipe == "gui/multiturn-grpo" or not int(cfg.eval.grounding_items) or cfg.env.tasks:
-        return None  # MiniWoB++ (env.tasks): task success; the grounding set is the desktop's
+    one_step = GUITask.RECIPES.get(cfg.recipe) != "multiturn"
+    if not one_step or not int(cfg.eval.grounding_items) or names_family(cfg):
+        return None  # a family's tasks: task success; the grounding set is the desktop's
     from pixelrl.gui_agent.grounding import grounding_set
 
     return grounding_set(int(cfg.eval.grounding_items), tuple(cfg.env.families), _screen(cfg))
@@ -262,19 +266,19 @@ def record_expert_episodes(cfg: Config, root: Path) -> Path:
     """Record ``data.episodes`` expert episodes of ``env.families`` (training seeds) into ``root``."""
     import gymnasium as gym
 
-    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.families import expert_of
     from pixelrl.envs.recording import RecordEpisodes
 
     tasks = task_envs(cfg)
     per_family = -(-int(cfg.data.episodes) // len(tasks))
     for fi, (family, eid) in enumerate(tasks):
-        # even seeds (training), from 20,000·fi up, that env.max_fields allows
+        # training seeds, from 20,000·fi up, that env.max_fields allows
         seeds = task_seeds(cfg, eid, "train", per_family, start=20_000 * fi)
         if cfg.envs.backend == "ray":
             record_expert_on_ray(cfg, eid, _env_kwargs(cfg), seeds, root / family)
             continue
         env = RecordEpisodes(gym.make(eid, **_env_kwargs(cfg)), root / family)
-        record_expert(env, seeds, lambda env: env.unwrapped.expert_action, f"expert {family}",
+        record_expert(env, seeds, lambda env: expert_of(env).act, f"expert {family}",
                       cfg.train.progress)  # fmt: skip
     return root
 
@@ -332,9 +336,10 @@ class GUITask:
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
-        group = int(cfg.grpo.num_samples) if cfg.recipe == "gui/multiturn-grpo" else None
+        loop = self.RECIPES.get(cfg.recipe)  # the text trainer's loop: sft, grpo or multiturn
+        group = int(cfg.grpo.num_samples) if loop == "multiturn" else None
         check_envs(cfg, group)  # before any run folder or model
-        if cfg.recipe == "gui/grounding-grpo" and cfg.grpo.reward not in GROUNDING_REWARDS:
+        if loop == "grpo" and cfg.grpo.reward not in GROUNDING_REWARDS:
             raise ConfigError(
                 f"grpo.reward: {cfg.grpo.reward!r}; known: {', '.join(GROUNDING_REWARDS)}"
             )

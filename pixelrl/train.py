@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from pixelrl.config import Config, ConfigError, check_ranges, dump_config, load_config
+from pixelrl.env_family import names_family
 from pixelrl.envs.nav.measures import HEADLINE, SCORES
 from pixelrl.rl.imitation import ImitationConfig
 from pixelrl.rl.ppo import PPOConfig
@@ -53,7 +54,9 @@ DEFAULTS: dict[str, Any] = {
         "num_envs": 8,
         "kwargs": {},  # passed to the env (training scenes)
         "eval_kwargs": {},  # overrides of kwargs for evaluation (held-out scenes)
-        "tasks": [],  # a multi-task recipe's tasks (gui/miniwob: MiniWoB++ task names)
+        # a multi-task recipe's task family and its tasks (gui/miniwob: miniwob, [click-button, ...])
+        "family": "",
+        "tasks": [],
     },
     # Where the envs run: in this process (sync) or in Ray actors (ray: pixelrl.envs.remote), one
     # actor per `per_worker` envs; `num_workers: 0` takes env.num_envs (train.eval_num_envs for
@@ -364,10 +367,10 @@ class Trainer:
                 f"with `pixelrl train {cfg.recipe}`"
             )
         self.task = recipe.load_task()
-        if cfg.env.get("tasks") and not getattr(self.task, "USES_ENV_TASKS", False):
+        if names_family(cfg) and not getattr(self.task, "PLAYS_FAMILY", False):
             raise ConfigError(
                 f"env.tasks: recipe {cfg.recipe!r} trains on one env (env.id) and would ignore "
-                "env.tasks; it is for multi-task recipes such as gui/miniwob"
+                "env.tasks and env.family; they are for multi-task recipes such as gui/miniwob"
             )
         self.async_collect = uses_async_collection(cfg)
         if self.async_collect:

@@ -1,6 +1,14 @@
-"""Registers ``pixelrl/Desktop-<Family>-v0`` for every task family and ``pixelrl/Desktop-Mixed-v0``."""
+"""Registers ``pixelrl/Desktop-<Family>-v0`` for every task family and ``pixelrl/Desktop-Mixed-v0``,
+and the ``desktop`` :class:`~pixelrl.envs.families.TaskFamily` whose tasks they are."""
 
 from pixelrl.envs.desktop.tasks import FAMILIES, camel
+from pixelrl.envs.families import (
+    GUI_PRIVILEGED,
+    PARITY,
+    ExpertActionMethod,
+    TaskFamily,
+    register_family,
+)
 from pixelrl.envs.registry import register
 
 ENTRY_POINT = "pixelrl.envs.desktop.env:DesktopEnv"
@@ -23,4 +31,17 @@ register(
     ENTRY_POINT,
     f"emulated desktop: a random one of the {len(FAMILIES)} task families each episode",
     kwargs={"family": "mixed"},
+)
+
+
+register_family(
+    TaskFamily(
+        name="desktop",
+        description="the emulated desktop's task kinds (click-button, fill-form, ...)",
+        env_id=env_id,
+        tasks=(*FAMILIES, "mixed"),
+        seeds=PARITY,
+        expert=ExpertActionMethod,
+        privileged=GUI_PRIVILEGED,
+    )
 )

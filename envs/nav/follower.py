@@ -122,3 +122,21 @@ class ShortestPathFollower:
             beyond = np.flatnonzero(along >= self.forward_step)
             best = int(beyond[0]) if len(beyond) else len(path) - 1
         return path[best]
+
+
+class FollowerExpert:
+    """The navigation family's expert: the env's shortest-path follower
+    (``env.unwrapped.shortest_path_follower()``) on each episode, from the agent's true pose."""
+
+    def __init__(self, env) -> None:
+        self.env = env.unwrapped
+        self.follower: ShortestPathFollower | None = None
+
+    def reset(self) -> None:
+        self.follower = self.env.shortest_path_follower()
+
+    def act(self) -> int:
+        if self.follower is None:
+            self.reset()
+        state = self.env.state
+        return int(self.follower.get_next_action(state.position, state.yaw))

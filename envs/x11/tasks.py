@@ -544,3 +544,21 @@ def check(func: str, result: str | None, expected: Any, evaluator: dict[str, Any
             return False
         return isinstance(data, dict) and all(data.get(k) == v for k, v in expected.items())
     raise TaskError(f"unknown checker {func!r}")
+
+
+class SolutionExpert:
+    """The x11 family's expert: the task file's ``solution`` (action text), a step a call from
+    each reset, its last step repeated once spent."""
+
+    def __init__(self, env: Any) -> None:
+        self.solution: list[str] = list(env.unwrapped.task.solution)
+        if not self.solution:
+            raise ValueError(f"task {env.unwrapped.task.id!r} has no solution to play")
+        self.k = 0
+
+    def reset(self) -> None:
+        self.k = 0
+
+    def act(self) -> str:
+        self.k += 1
+        return self.solution[min(self.k - 1, len(self.solution) - 1)]
