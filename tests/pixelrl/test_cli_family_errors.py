@@ -1,8 +1,9 @@
 """The ``env.family`` key's mistakes on the command line (issue 52): one line ``pixelrl train:
 error: ...`` naming the key and its replacement, exit status 2, no traceback, nothing written.
 
-``env.tasks`` used to mean MiniWoB++ task names; a config with tasks and no family (today's
-``env.id: miniwob`` + ``env.tasks``) now says to add ``env.family=miniwob``.
+``env.tasks`` used to mean MiniWoB++ task names; a config with tasks and no family now says to
+add ``env.family=miniwob``. One saved before the key (``env.id: miniwob`` beside ``env.tasks``)
+reads ``env.id`` as the family, so old runs still evaluate and resume.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import pytest
 
 # (id, argv after `pixelrl train`, text the error line must hold)
 CASES = [
-    ("tasks-without-family", ["gui/miniwob", "env.family=", "env.id=miniwob", "env.tasks=[click-tab]"],
+    ("tasks-without-family", ["gui/miniwob", "env.family=", "env.id=pixelrl/MiniWoB-click-tab-v0",
+                              "env.tasks=[click-tab]"],
      "env.tasks: name the task family they belong to with env.family (env.family=miniwob"),
     ("text-tasks-without-family", ["gui/miniwob-vlm-sft", "env.family="],
      "env.tasks: name the task family they belong to with env.family (env.family=miniwob"),
@@ -54,3 +56,12 @@ def test_a_family_mistake_is_one_error_line_and_exit_2(case, results):
     last = r["err"].strip().splitlines()[-1]
     assert last.startswith("pixelrl train: error: ") and expected in last, last
     assert r["left"] == [], f"the failed command wrote {r['left']}"
+
+
+def test_a_config_saved_before_env_family_reads_env_id_as_the_family():
+    from pixelrl.config import Config
+    from pixelrl.env_family import family_tasks
+
+    old = Config({"env": {"id": "miniwob", "tasks": ["click-test"]}})  # a run folder of before
+    family, tasks = family_tasks(old)
+    assert (family.name, tasks) == ("miniwob", ["click-test"])
