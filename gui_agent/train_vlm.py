@@ -341,7 +341,7 @@ def _record_expert_on_ray(cfg: Config, env_id: str, seeds: list[int], root: Path
     from tqdm import tqdm
 
     from pixelrl.envs.recording.remote import expert_actions, record_in_ray
-    from pixelrl.train import ray_options
+    from pixelrl.rl.vector_envs import ray_options
 
     opts = cfg.envs
     with tqdm(
@@ -532,7 +532,7 @@ def group_envs(cfg: Config, env_id: str, group_size: int):
     :func:`play_group`; a refused action is played as a ``wait``, as in this process."""
     from pixelrl.envs.gui_action import Action
     from pixelrl.envs.remote import RayVectorEnv
-    from pixelrl.train import ray_options
+    from pixelrl.rl.vector_envs import ray_options
 
     _check_envs(cfg, group_size)
     per_worker = int(cfg.envs.per_worker)
