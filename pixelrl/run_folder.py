@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from pixelrl.config import Config, dump_config
+from pixelrl.recipes import get_recipe
 
 
 def cpu_seconds() -> float:
@@ -233,8 +234,6 @@ def recipe_config(
     ``config`` that names it) under ``overrides`` and ``--model``. With ``print_config`` it is
     printed and None returned."""
     import yaml
-
-    from pixelrl.recipes import get_recipe
 
     overrides = list(overrides) + ([f"model={model}"] if model else [])
     cfg = config_for(config or get_recipe(name).config, overrides)

@@ -1,18 +1,24 @@
-"""The PPO / DD-PPO trainer behind ``pixelrl train RECIPE [key=value ...]``.
+"""The PPO / DD-PPO trainer behind ``pixelrl train RECIPE [key=value ...]``: its config schema
+(:data:`DEFAULTS`, :func:`config_for`) and :class:`Trainer`.
 
-One loop, the same on one CPU and under ``torchrun`` on many GPUs::
+One step loop (:meth:`Trainer._steps`), the same on one CPU and under ``torchrun`` on many GPUs,
+runs both phases: the imitation warm start (``imitation.updates``, the recipe's teacher drives)
+and PPO::
 
-    envs, policy  <- the recipe's task module (pixelrl.recipes)
-    for update in range(total_updates):
-        lr decays linearly
-        rollout = collector.collect()          # T steps x N envs (DD-PPO: stragglers stop early)
-        ppo.compute_advantages(storage, ...)   # GAE
-        ppo.update(storage)                    # gradients averaged over ranks
-        policy.update_normalization(...)       # input statistics, identical on every rank
-        log (progress bar, TensorBoard), evaluate on held-out scenes, checkpoint
+    envs, policy  <- the recipe's task module (pixelrl.recipes), envs where envs.backend says
+                     (pixelrl.rl.vector_envs)
+    for each update of imitation, then of PPO:
+        stop if the time budget is used up        # pixelrl.rl.budget
+        rollout = collector.collect()             # T steps x N envs (DD-PPO: stragglers stop early)
+        ppo.compute_advantages(storage, ...)      # GAE (imitation: the critic's returns)
+        imitation.update(storage) | ppo.update(storage)  # the phase's own; gradients averaged
+                                                  # over ranks; PPO's lr decays linearly
+        policy.update_normalization(...)          # input statistics, identical on every rank
+        log (history row, progress bar, TensorBoard); PPO: evaluate on held-out scenes, checkpoint
 
 A run folder (``train.output_dir``) gets ``config.yaml``, ``tb/`` (TensorBoard), ``checkpoints/``
-(``update_N.pt`` and ``latest.pt``), ``history.csv``, ``eval.csv`` and ``learning_curve.png``.
+(``update_N.pt`` and ``latest.pt``), ``history.csv``, ``eval.csv`` and ``learning_curve.png``
+(the last three and ``config.yaml`` written by :class:`pixelrl.run_folder.Run`).
 Resume with ``train.resume=RUN_DIR_OR_CHECKPOINT``: the policy, optimizer, normalisers, counters,
 LR schedule position and random generators continue from the checkpoint (the envs start fresh
 episodes).
@@ -30,10 +36,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
+from tqdm import tqdm
+
+import pixelrl.envs  # noqa: F401  (registers the ids check_config looks up)
+from pixelrl.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
 from pixelrl.config import Config, ConfigError, check_ranges, load_config
+from pixelrl.envs.registry import unknown_env_message
+from pixelrl.recipes import RECIPES, config_file, get_recipe
 from pixelrl.rl.allocator import keep_freed_memory
-from pixelrl.rl.imitation import ImitationConfig
-from pixelrl.rl.ppo import PPOConfig
+from pixelrl.rl.async_collect import AsyncCollector, CollectOptions
+from pixelrl.rl.budget import Budget
+from pixelrl.rl.collect import RolloutCollector, run_episodes
+from pixelrl.rl.distributed import (
+    RolloutTracker,
+    all_gather_objects,
+    all_reduce_sum,
+    broadcast_parameters,
+    init_distributed,
+)
+from pixelrl.rl.imitation import Imitation, ImitationConfig, TeacherForcing
+from pixelrl.rl.normalize import RewardNormalizer
+from pixelrl.rl.ppo import PPO, PPOConfig
+from pixelrl.rl.storage import RolloutStorage
 from pixelrl.rl.vector_envs import (
     TrainEnvsSpec,
     join_one_ray_cluster,
@@ -126,8 +152,6 @@ NON_NEGATIVE = (
 def check_config(cfg: Config) -> None:
     """:class:`ConfigError` for a value no run can use: a count or rate out of range, an env id
     that is not registered (with the nearest ones)."""
-    import pixelrl.envs  # noqa: F401  (registers the ids)
-    from pixelrl.envs.registry import unknown_env_message
 
     check_ranges(cfg, POSITIVE, NON_NEGATIVE)
     if cfg.envs.backend not in ("sync", "ray"):
@@ -175,7 +199,6 @@ def summarize(episodes: Sequence[dict[str, float]]) -> dict[str, float]:
 def config_for(recipe_or_yaml: str, overrides: Sequence[str] = ()) -> Config:
     """The full config of a recipe name (or a YAML file naming one in ``recipe:``, a variant's
     included: :mod:`pixelrl.recipes`) plus overrides."""
-    from pixelrl.recipes import RECIPES, config_file, get_recipe
 
     path = Path(recipe_or_yaml)
     if recipe_or_yaml in RECIPES and RECIPES[recipe_or_yaml].base:  # its YAML names its base
@@ -208,17 +231,6 @@ class Trainer:
     """Owns the envs, policy, PPO, storage and the run folder; :meth:`run` trains."""
 
     def __init__(self, cfg: Config):
-        import numpy as np
-        import torch
-
-        from pixelrl.checkpoint import load_checkpoint
-        from pixelrl.recipes import get_recipe
-        from pixelrl.rl.collect import RolloutCollector
-        from pixelrl.rl.distributed import RolloutTracker, broadcast_parameters, init_distributed
-        from pixelrl.rl.normalize import RewardNormalizer
-        from pixelrl.rl.ppo import PPO
-        from pixelrl.rl.storage import RolloutStorage
-
         self.cfg = cfg
         self.dist = init_distributed(cfg.distributed.backend)
         self.checkpoint = load_checkpoint(cfg.train.resume) if cfg.train.resume else None
@@ -252,8 +264,6 @@ class Trainer:
             )
         self.async_collect = uses_async_collection(cfg)
         if self.async_collect:
-            from pixelrl.rl.async_collect import AsyncCollector, CollectOptions
-
             self.collector = AsyncCollector(
                 TrainEnvsSpec(recipe, cfg.to_dict(), rank_seed),
                 CollectOptions(
@@ -351,16 +361,11 @@ class Trainer:
         if out:
             return Path(out)
         if self.cfg.train.resume:  # continue in the folder the checkpoint came from
-            from pixelrl.checkpoint import resolve_checkpoint
-
             ckpt = resolve_checkpoint(self.cfg.train.resume)
             return ckpt.parent.parent if ckpt.parent.name == "checkpoints" else ckpt.parent
         return Path(Run.default_folder(self.cfg))
 
     def _restore(self, ckpt: dict[str, Any]) -> None:
-        import numpy as np
-        import torch
-
         self.policy.load_state_dict(ckpt["policy"])
         self.ppo.load_state_dict(ckpt["ppo"])
         if self.reward_normalizer is not None and ckpt.get("reward_normalizer"):
@@ -376,11 +381,6 @@ class Trainer:
 
     def save(self) -> Path | None:
         """Write ``checkpoints/update_N.pt`` (rank 0 only) and point ``latest.pt`` at it."""
-        import numpy as np
-        import torch
-
-        from pixelrl.checkpoint import save_checkpoint
-
         if not self.dist.is_main:
             return None
         payload = {
@@ -405,10 +405,6 @@ class Trainer:
     def evaluate(self, num_episodes: int | None = None) -> dict[str, float]:
         """Play ``train.eval_episodes`` episodes on the eval split (held-out scenes); with
         ``train.progress`` a bar counts them (main rank)."""
-        from tqdm import tqdm
-
-        from pixelrl.rl.collect import run_episodes
-
         cfg = self.cfg.train
         count = int(num_episodes or cfg.eval_episodes)
         envs = make_vector_envs(
@@ -444,8 +440,6 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def run(self) -> dict[str, Any]:
         """Train to ``train.total_frames``; returns the last training and evaluation summaries."""
-        from tqdm import tqdm
-
         cfg = self.cfg.train
         self.window: deque[dict[str, float]] = deque(maxlen=int(cfg.window))  # fresh on resume
         bar = tqdm(
@@ -522,7 +516,6 @@ class Trainer:
         policy's input statistics, the frames, the history row with the clocks, the progress bar
         (``postfix`` of the row) and TensorBoard; with ``periodic`` (PPO) held-out evaluation
         and checkpoints at their intervals. Returns "" when all ran, else the limit reached."""
-        from pixelrl.rl.distributed import all_reduce_sum
 
         cfg = self.cfg.train
         for k in range(count):
@@ -569,8 +562,8 @@ class Trainer:
 
     def _ppo_update(self, k: int) -> Learned:
         """One PPO update: a rollout of the policy (DD-PPO: stragglers stop early), GAE, the
-        clipped loss; the episodes join the training window (every rank's)."""
-        from pixelrl.rl.distributed import all_gather_objects
+        clipped loss; the episodes join the training window (every rank's). ``k`` counts this
+        run's updates; the schedule and the rows count ``self.update`` (a resumed run's too)."""
 
         tic = time.perf_counter()
         lr = self.ppo.set_lr(self.update)
@@ -604,8 +597,6 @@ class Trainer:
         """Which of ``train.time_limit_minutes`` (wall) and ``train.cpu_limit_minutes`` the
         training time so far used up ("" for none: :class:`~pixelrl.rl.budget.Budget`). Any rank
         over its limit stops all (they agree on the update count)."""
-        from pixelrl.rl.budget import Budget
-        from pixelrl.rl.distributed import all_reduce_sum
 
         budget = Budget.from_config(self.cfg.train)
         if not budget.limited:
@@ -618,7 +609,6 @@ class Trainer:
     def _imitate(self, bar: Any) -> None:
         """The imitation warm start (:mod:`pixelrl.rl.imitation`): the recipe's teacher drives the
         envs, the policy learns its actions, within the run's time budget."""
-        from pixelrl.rl.imitation import Imitation, TeacherForcing
 
         make_teacher = getattr(self.task, "make_teacher", None)
         if make_teacher is None:
@@ -675,8 +665,6 @@ class Trainer:
         """One rollout into ``self.storage``: ``mode`` is ``policy`` (PPO) or ``teacher``
         (imitation, the policy already wrapped in TeacherForcing); ``next_mode`` is what the
         async worker prefetches while the caller learns."""
-        import torch
-
         if self.async_collect:
             rollout = self.collector.collect(mode, next_mode)
             self.storage = self.collector.storage  # the buffer just filled (double buffering)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pixelrl.config import Config, ConfigError
+from pixelrl.envs.remote import RayVectorEnv, ensure_ray  # ray itself loads when first used
 from pixelrl.rl.allocator import keep_freed_memory
 
 
@@ -35,8 +36,6 @@ def make_vector_envs(task: Any, cfg: Config, num_envs: int, seed: int, split: st
             f"envs.backend=ray: recipe {cfg.recipe!r} cannot run its envs in Ray actors "
             "(its task module defines no make_env_fn); use envs.backend=sync"
         )
-    from pixelrl.envs.remote import RayVectorEnv
-
     per_worker = int(opts.per_worker)
     workers = int(opts.num_workers) if split == "train" else 0
     workers = workers or -(-num_envs // per_worker)
@@ -73,8 +72,6 @@ def join_one_ray_cluster(cfg: Config) -> None:
     local cluster and tells the other ranks where it is (without this each rank would start a
     cluster of its own, each counting every CPU of the machine as its own)."""
     import torch.distributed as dist
-
-    from pixelrl.envs.remote import ensure_ray
 
     if str(cfg.envs.address) or os.environ.get("RAY_ADDRESS"):
         return  # each rank's RayVectorEnv joins it
