@@ -334,6 +334,8 @@ class Trainer:
             self._restore(self.checkpoint)
         elif hasattr(self.policy, "update_normalization"):
             self.policy.update_normalization(self.collector.obs)  # first statistics from reset
+        # the last episodes, averaged in the progress bar and train/ columns (fresh on resume)
+        self.window: deque[dict[str, float]] = deque(maxlen=int(cfg.train.window))
 
         self.writer = None
         if self.dist.is_main:
@@ -441,7 +443,6 @@ class Trainer:
     def run(self) -> dict[str, Any]:
         """Train to ``train.total_frames``; returns the last training and evaluation summaries."""
         cfg = self.cfg.train
-        self.window: deque[dict[str, float]] = deque(maxlen=int(cfg.window))  # fresh on resume
         bar = tqdm(
             total=(self.total_updates + self.imitation_cfg.updates) * self.frames_per_update,
             initial=self.frames,
@@ -455,7 +456,7 @@ class Trainer:
             self._evaluate_and_log()
             if cfg.checkpoint_interval and self.update == 0:
                 self.save()  # update_0.pt: the policy before any update (a warm start to compare with)
-        # the training time so far, which the time budget bounds
+        # the training time so far (wall, CPU seconds), which the time budget bounds
         if self.history:  # resumed: the time the run trained before
             self.train_s = self.history[-1].get("train_minutes", 0.0) * 60
             self.cpu_s = self.history[-1].get("cpu_minutes", 0.0) * 60
