@@ -22,7 +22,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from pixelrl.gui_agent import ppo_task
     from pixelrl.gui_agent.pointer_bc import behaviour_clone, expert_samples
-    from pixelrl.train import config_for, keep_freed_memory
+    from pixelrl.rl.allocator import keep_freed_memory
+    from pixelrl.train import config_for
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])

@@ -1,18 +1,24 @@
-"""The PPO / DD-PPO trainer behind ``pixelrl train RECIPE [key=value ...]``.
+"""The PPO / DD-PPO trainer behind ``pixelrl train RECIPE [key=value ...]``: its config schema
+(:data:`DEFAULTS`, :func:`config_for`) and :class:`Trainer`.
 
-One loop, the same on one CPU and under ``torchrun`` on many GPUs::
+One step loop (:meth:`Trainer._steps`), the same on one CPU and under ``torchrun`` on many GPUs,
+runs both phases: the imitation warm start (``imitation.updates``, the recipe's teacher drives)
+and PPO::
 
-    envs, policy  <- the recipe's task module (pixelrl.recipes)
-    for update in range(total_updates):
-        lr decays linearly
-        rollout = collector.collect()          # T steps x N envs (DD-PPO: stragglers stop early)
-        ppo.compute_advantages(storage, ...)   # GAE
-        ppo.update(storage)                    # gradients averaged over ranks
-        policy.update_normalization(...)       # input statistics, identical on every rank
-        log (progress bar, TensorBoard), evaluate on held-out scenes, checkpoint
+    envs, policy  <- the recipe's task module (pixelrl.recipes), envs where envs.backend says
+                     (pixelrl.rl.vector_envs)
+    for each update of imitation, then of PPO:
+        stop if the time budget is used up        # pixelrl.rl.budget
+        rollout = collector.collect()             # T steps x N envs (DD-PPO: stragglers stop early)
+        ppo.compute_advantages(storage, ...)      # GAE (imitation: the critic's returns)
+        imitation.update(storage) | ppo.update(storage)  # the phase's own; gradients averaged
+                                                  # over ranks; PPO's lr decays linearly
+        policy.update_normalization(...)          # input statistics, identical on every rank
+        log (history row, progress bar, TensorBoard); PPO: evaluate on held-out scenes, checkpoint
 
 A run folder (``train.output_dir``) gets ``config.yaml``, ``tb/`` (TensorBoard), ``checkpoints/``
-(``update_N.pt`` and ``latest.pt``), ``history.csv``, ``eval.csv`` and ``learning_curve.png``.
+(``update_N.pt`` and ``latest.pt``), ``history.csv``, ``eval.csv`` and ``learning_curve.png``
+(the last three and ``config.yaml`` written by :class:`pixelrl.run_folder.Run`).
 Resume with ``train.resume=RUN_DIR_OR_CHECKPOINT``: the policy, optimizer, normalisers, counters,
 LR schedule position and random generators continue from the checkpoint (the envs start fresh
 episodes).
@@ -21,22 +27,47 @@ episodes).
 from __future__ import annotations
 
 import copy
-import csv
 import math
-import os
 import re
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pixelrl.config import Config, ConfigError, check_ranges, dump_config, load_config
+import numpy as np
+import torch
+from tqdm import tqdm
+
+import pixelrl.envs  # noqa: F401  (registers the ids check_config looks up)
+from pixelrl.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
+from pixelrl.config import Config, ConfigError, check_ranges, load_config
 from pixelrl.env_family import names_family
 from pixelrl.envs.nav.measures import HEADLINE, SCORES
-from pixelrl.rl.imitation import ImitationConfig
-from pixelrl.rl.ppo import PPOConfig
+from pixelrl.envs.registry import unknown_env_message
+from pixelrl.recipes import RECIPES, config_file, get_recipe
+from pixelrl.rl.allocator import keep_freed_memory
+from pixelrl.rl.async_collect import AsyncCollector, CollectOptions
+from pixelrl.rl.budget import Budget
+from pixelrl.rl.collect import RolloutCollector, run_episodes
+from pixelrl.rl.distributed import (
+    RolloutTracker,
+    all_gather_objects,
+    all_reduce_sum,
+    broadcast_parameters,
+    init_distributed,
+)
+from pixelrl.rl.imitation import Imitation, ImitationConfig, TeacherForcing
+from pixelrl.rl.normalize import RewardNormalizer
+from pixelrl.rl.ppo import PPO, PPOConfig
+from pixelrl.rl.storage import RolloutStorage
+from pixelrl.rl.vector_envs import (
+    TrainEnvsSpec,
+    join_one_ray_cluster,
+    make_vector_envs,
+)
+from pixelrl.run_folder import Run
 
 # Every key a recipe may set. ``{}`` sections are open: the task module reads them.
 DEFAULTS: dict[str, Any] = {
@@ -124,8 +155,6 @@ NON_NEGATIVE = (
 def check_config(cfg: Config) -> None:
     """:class:`ConfigError` for a value no run can use: a count or rate out of range, an env id
     that is not registered (with the nearest ones)."""
-    import pixelrl.envs  # noqa: F401  (registers the ids)
-    from pixelrl.envs.registry import unknown_env_message
 
     check_ranges(cfg, POSITIVE, NON_NEGATIVE)
     if cfg.envs.backend not in ("sync", "ray"):
@@ -138,118 +167,6 @@ def check_config(cfg: Config) -> None:
     problem = unknown_env_message(cfg.env.id) if gym_shaped else None
     if problem:
         raise ConfigError(f"env.id: {problem}")
-
-
-def make_vector_envs(task: Any, cfg: Config, num_envs: int, seed: int, split: str) -> Any:
-    """The recipe's vector env for ``split``, where ``envs.backend`` says (see DEFAULTS).
-
-    ``ray`` needs the task module's ``make_env_fn(cfg, split)``: a picklable factory of one
-    env, what each actor calls ``per_worker`` times; or ``make_env_fns(cfg, n, split)``: one
-    factory per env (envs that differ, as gui/miniwob's tasks).
-    """
-    opts = cfg.envs
-    if opts.backend == "sync":
-        return task.make_envs(cfg, num_envs, seed, split)
-    make_env_fn = getattr(task, "make_env_fn", None)
-    make_env_fns = getattr(task, "make_env_fns", None)
-    if make_env_fn is None and make_env_fns is None:
-        raise ConfigError(
-            f"envs.backend=ray: recipe {cfg.recipe!r} cannot run its envs in Ray actors "
-            "(its task module defines no make_env_fn); use envs.backend=sync"
-        )
-    from pixelrl.envs.remote import RayVectorEnv
-
-    per_worker = int(opts.per_worker)
-    workers = int(opts.num_workers) if split == "train" else 0
-    workers = workers or -(-num_envs // per_worker)
-    if make_env_fns is not None:
-        env = make_env_fns(cfg, workers * per_worker, split)
-    else:
-        env = make_env_fn(cfg, split)
-    return RayVectorEnv(
-        env,
-        workers,
-        per_worker,
-        min_envs=workers * per_worker,  # the rollout storage cannot shrink
-        **ray_options(opts),
-    )
-
-
-def ray_options(opts: Any) -> dict[str, Any]:
-    """``RayVectorEnv``'s fault, placement and cluster settings from a config's ``envs``
-    section (DEFAULTS; the VLM recipes' has the same keys)."""
-    resources = opts.resources_per_worker
-    resources = resources.to_dict() if hasattr(resources, "to_dict") else dict(resources or {})
-    return {
-        "step_timeout": float(opts.step_timeout),
-        "max_failures": int(opts.max_failures),
-        "resources_per_worker": resources or None,
-        "address": str(opts.address) or None,
-        "num_cpus": int(opts.num_cpus) or None,
-    }
-
-
-def join_one_ray_cluster(cfg: Config) -> None:
-    """DD-PPO with ``envs.backend=ray``: every rank's env workers in one Ray cluster. Given an
-    address (``envs.address`` / ``RAY_ADDRESS``), each rank joins it; otherwise rank 0 starts a
-    local cluster and tells the other ranks where it is (without this each rank would start a
-    cluster of its own, each counting every CPU of the machine as its own)."""
-    import torch.distributed as dist
-
-    from pixelrl.envs.remote import ensure_ray
-
-    if str(cfg.envs.address) or os.environ.get("RAY_ADDRESS"):
-        return  # each rank's RayVectorEnv joins it
-    where = [None]
-    if dist.get_rank() == 0:
-        import ray
-
-        ensure_ray(None, int(cfg.envs.num_cpus) or None)
-        # a new local cluster may turn on Ray's token authentication (RAY_AUTH_MODE=token, the
-        # token in ~/.ray/auth_token): the other ranks must connect in the same mode
-        where = [(ray.get_runtime_context().gcs_address, os.environ.get("RAY_AUTH_MODE"))]
-    dist.broadcast_object_list(where, src=0)
-    if dist.get_rank() != 0:
-        address, auth_mode = where[0]
-        if auth_mode and "RAY_AUTH_MODE" not in os.environ:
-            os.environ["RAY_AUTH_MODE"] = auth_mode
-            from ray._raylet import Config  # Ray reads the mode once: read it again
-
-            Config.initialize("")
-        ensure_ray(address)
-
-
-@dataclass
-class TrainEnvsSpec:
-    """The training envs, policy and teacher of a recipe, built where ``train.async`` puts them:
-    in the env worker process (:mod:`pixelrl.rl.async_collect`; picklable for ``spawn``)."""
-
-    recipe: Any  # pixelrl.recipes.Recipe (not its name: tests register recipes at run time)
-    config: dict[str, Any]
-    seed: int
-
-    def _task(self) -> tuple[Any, Config]:
-        return self.recipe.load_task(), Config(self.config)
-
-    def make_envs(self) -> Any:
-        keep_freed_memory()  # the worker is a fresh process: the learner's malloc setting
-        task, cfg = self._task()
-        return make_vector_envs(task, cfg, int(cfg.env.num_envs), self.seed, "train")
-
-    def make_policy(self, observation_space: Any, action_space: Any) -> Any:
-        """The worker's copy: the learner's weights replace it at once, so a recipe's warm start
-        (the GUI recipes' behaviour cloning, and the demonstrations it records) is skipped."""
-        import inspect
-
-        task, cfg = self._task()
-        kwargs = {}
-        if "warm_start" in inspect.signature(task.make_policy).parameters:
-            kwargs["warm_start"] = False
-        return task.make_policy(cfg, observation_space, action_space, **kwargs)
-
-    def make_teacher(self, envs: Any) -> Any:
-        task, cfg = self._task()
-        return task.make_teacher(cfg, envs)
 
 
 def uses_async_collection(cfg: Config) -> bool:
@@ -285,7 +202,6 @@ def summarize(episodes: Sequence[dict[str, float]]) -> dict[str, float]:
 def config_for(recipe_or_yaml: str, overrides: Sequence[str] = ()) -> Config:
     """The full config of a recipe name (or a YAML file naming one in ``recipe:``, a variant's
     included: :mod:`pixelrl.recipes`) plus overrides."""
-    from pixelrl.recipes import RECIPES, config_file, get_recipe
 
     path = Path(recipe_or_yaml)
     if recipe_or_yaml in RECIPES and RECIPES[recipe_or_yaml].base:  # its YAML names its base
@@ -304,43 +220,20 @@ def config_for(recipe_or_yaml: str, overrides: Sequence[str] = ()) -> Config:
     return cfg
 
 
-def keep_freed_memory() -> None:
-    """Ask glibc's malloc to keep freed blocks of up to 32 MB for reuse (Linux only; no-op else).
+@dataclass
+class Learned:
+    """What one update of a phase (imitation or PPO) gives the step loop to book."""
 
-    By default glibc hands big freed blocks back to the kernel, so every training step page-faults
-    its activations back in. The threshold adapts, but by chance: of two identical GUI runs, one
-    paid 4.7M minor faults, the other 71.6M (114 s of system time in a 15-minute budget). With a
-    fixed threshold a behaviour-cloning step of the pointer policy took 0.2 faults instead of
-    10,200 and 179 ms of CPU instead of 197 (issue 5)."""
-    import ctypes
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # malloc.h
-        libc.mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024)  # glibc's largest
-        libc.mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024)
-    except (OSError, AttributeError):  # not glibc (musl has no mallopt): nothing to tune
-        return
+    rollout: Any  # pixelrl.rl.collect.Rollout: frames, episodes, steps
+    collect_s: float  # seconds waiting for it (async: only what the learner waited)
+    ids: dict[str, int]  # the history row's first columns: which update
+    columns: dict[str, float]  # its last ones: the phase's own (lr, losses, measures)
 
 
 class Trainer:
     """Owns the envs, policy, PPO, storage and the run folder; :meth:`run` trains."""
 
     def __init__(self, cfg: Config):
-        import numpy as np
-        import torch
-
-        from pixelrl.checkpoint import load_checkpoint
-        from pixelrl.recipes import get_recipe
-        from pixelrl.rl.collect import RolloutCollector
-        from pixelrl.rl.distributed import RolloutTracker, broadcast_parameters, init_distributed
-        from pixelrl.rl.normalize import RewardNormalizer
-        from pixelrl.rl.ppo import PPO
-        from pixelrl.rl.storage import RolloutStorage
-
         self.cfg = cfg
         self.dist = init_distributed(cfg.distributed.backend)
         self.checkpoint = load_checkpoint(cfg.train.resume) if cfg.train.resume else None
@@ -374,8 +267,6 @@ class Trainer:
             )
         self.async_collect = uses_async_collection(cfg)
         if self.async_collect:
-            from pixelrl.rl.async_collect import AsyncCollector, CollectOptions
-
             self.collector = AsyncCollector(
                 TrainEnvsSpec(recipe, cfg.to_dict(), rank_seed),
                 CollectOptions(
@@ -440,17 +331,18 @@ class Trainer:
         self.tracker = RolloutTracker(cfg.distributed.sync_fraction, cfg.distributed.min_fraction)
 
         self.update, self.frames = 0, 0
-        self.history: list[dict[str, float]] = []
-        self.eval_history: list[dict[str, float]] = []
+        # the history and evaluation rows, config.yaml and the tables (rank 0 writes)
+        self.run_folder = Run(cfg, main=self.dist.is_main, folder=self.run_dir)
         if self.checkpoint is not None:
             self._restore(self.checkpoint)
         elif hasattr(self.policy, "update_normalization"):
             self.policy.update_normalization(self.collector.obs)  # first statistics from reset
+        # the last episodes, averaged in the progress bar and train/ columns (fresh on resume)
+        self.window: deque[dict[str, float]] = deque(maxlen=int(cfg.train.window))
 
         self.writer = None
         if self.dist.is_main:
             (self.run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-            dump_config(cfg, self.run_dir / "config.yaml")
             if cfg.train.tensorboard:
                 from torch.utils.tensorboard import SummaryWriter
 
@@ -458,30 +350,34 @@ class Trainer:
                     str(self.run_dir / "tb"), purge_step=self.update or None
                 )
 
+    @property
+    def history(self) -> list[dict[str, float]]:
+        """A row an update, the imitation's included (the run folder's ``history.csv``)."""
+        return self.run_folder.history
+
+    @property
+    def eval_history(self) -> list[dict[str, float]]:
+        """A row an evaluation on held-out scenes (``eval.csv``)."""
+        return self.run_folder.evals
+
     # ------------------------------------------------------------------ setup helpers
     def _run_dir(self) -> Path:
         out = self.cfg.train.output_dir
         if out:
             return Path(out)
         if self.cfg.train.resume:  # continue in the folder the checkpoint came from
-            from pixelrl.checkpoint import resolve_checkpoint
-
             ckpt = resolve_checkpoint(self.cfg.train.resume)
             return ckpt.parent.parent if ckpt.parent.name == "checkpoints" else ckpt.parent
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        return Path("runs") / f"{self.cfg.recipe.replace('/', '-')}-{stamp}"
+        return Path(Run.default_folder(self.cfg))
 
     def _restore(self, ckpt: dict[str, Any]) -> None:
-        import numpy as np
-        import torch
-
         self.policy.load_state_dict(ckpt["policy"])
         self.ppo.load_state_dict(ckpt["ppo"])
         if self.reward_normalizer is not None and ckpt.get("reward_normalizer"):
             self.reward_normalizer.load_state_dict(ckpt["reward_normalizer"])
         self.update, self.frames = int(ckpt["update"]), int(ckpt["frames"])
-        self.history = list(ckpt.get("history", []))
-        self.eval_history = list(ckpt.get("eval_history", []))
+        self.run_folder.history = list(ckpt.get("history", []))
+        self.run_folder.evals = list(ckpt.get("eval_history", []))
         rng = ckpt.get("rng", {})
         if "torch" in rng and self.dist.world_size == 1:
             torch.set_rng_state(rng["torch"])
@@ -490,11 +386,6 @@ class Trainer:
 
     def save(self) -> Path | None:
         """Write ``checkpoints/update_N.pt`` (rank 0 only) and point ``latest.pt`` at it."""
-        import numpy as np
-        import torch
-
-        from pixelrl.checkpoint import save_checkpoint
-
         if not self.dist.is_main:
             return None
         payload = {
@@ -517,12 +408,20 @@ class Trainer:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, num_episodes: int | None = None) -> dict[str, float]:
-        """Play ``train.eval_episodes`` episodes on the eval split (held-out scenes)."""
-        from pixelrl.rl.collect import run_episodes
-
+        """Play ``train.eval_episodes`` episodes on the eval split (held-out scenes); with
+        ``train.progress`` a bar counts them (main rank)."""
         cfg = self.cfg.train
+        count = int(num_episodes or cfg.eval_episodes)
         envs = make_vector_envs(
             self.task, self.cfg, int(cfg.eval_num_envs), int(self.cfg.seed) + 10_000, "eval"
+        )
+        bar = tqdm(
+            total=count,
+            desc="eval",
+            unit="ep",
+            leave=False,
+            dynamic_ncols=True,
+            disable=not (cfg.progress and self.dist.is_main),
         )
         try:
             was_training = self.policy.training
@@ -530,26 +429,23 @@ class Trainer:
             episodes = run_episodes(
                 envs,
                 self.policy,
-                int(num_episodes or cfg.eval_episodes),
+                count,
                 list(self.storage.obs),
                 seed=int(self.cfg.seed) + 10_000,
                 deterministic=bool(cfg.eval_deterministic),
                 device=self.device,
+                progress=lambda done: bar.update(done - bar.n),
             )
             self.policy.train(was_training)
         finally:
+            bar.close()
             envs.close()
         return summarize(episodes)
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> dict[str, Any]:
         """Train to ``train.total_frames``; returns the last training and evaluation summaries."""
-        from tqdm import tqdm
-
-        from pixelrl.rl.distributed import all_gather_objects, all_reduce_sum
-
-        cfg, ppo_cfg = self.cfg.train, self.ppo_cfg
-        window: deque[dict[str, float]] = deque(maxlen=int(cfg.window))  # fresh on resume
+        cfg = self.cfg.train
         bar = tqdm(
             total=(self.total_updates + self.imitation_cfg.updates) * self.frames_per_update,
             initial=self.frames,
@@ -558,78 +454,24 @@ class Trainer:
             dynamic_ncols=True,
             disable=not (cfg.progress and self.dist.is_main),
         )
-        last_eval: dict[str, float] = {}
         start_update, start_frames = self.update, self.frames
         if self.dist.is_main and cfg.eval_at_start and not self.eval_history:
-            last_eval = self._evaluate_and_log()
+            self._evaluate_and_log()
             if cfg.checkpoint_interval and self.update == 0:
                 self.save()  # update_0.pt: the policy before any update (a warm start to compare with)
+        # the training time so far (wall, CPU seconds), which the time budget bounds
         if self.history:  # resumed: the time the run trained before
-            train_s = self.history[-1].get("train_minutes", 0.0) * 60
-            cpu_s = self.history[-1].get("cpu_minutes", 0.0) * 60
+            self.train_s = self.history[-1].get("train_minutes", 0.0) * 60
+            self.cpu_s = self.history[-1].get("cpu_minutes", 0.0) * 60
         else:
-            train_s, cpu_s = self.warm_start_s
+            self.train_s, self.cpu_s = self.warm_start_s
         if self.imitation_cfg.updates > 0 and self.update == 0 and not self.history:
-            train_s, cpu_s = self._imitate(bar, train_s, cpu_s)
+            self._imitate(bar)
             if self.dist.is_main and cfg.eval_interval:
-                last_eval = self._evaluate_and_log()  # the warm start alone, on held-out scenes
-        ended = f"train.total_frames={int(cfg.total_frames):,} reached"
-        while self.update < self.total_updates:
-            if over := self._over_budget(train_s, cpu_s):
-                ended = over
-                break
-            tic, cpu_tic = time.perf_counter(), self._cpu_time()
-            lr = self.ppo.set_lr(self.update)
-            self.tracker.begin(self.update)
-            rollout = self._collect("policy", "policy")
-            self.tracker.mark_done()
-            collect_s = time.perf_counter() - tic
-
-            self.ppo.compute_advantages(self.storage, rollout.next_value)
-            losses = self.ppo.update(
-                self.storage, critic_only=self.update < ppo_cfg.critic_warmup_updates
-            )
-            if hasattr(self.policy, "update_normalization"):
-                T = self.storage.step
-                self.policy.update_normalization(
-                    {k: v[1 : T + 1] for k, v in self.storage.obs.items()}
-                )
-            self.update += 1
-
-            frames = int(all_reduce_sum([rollout.frames])[0])
-            self.frames += frames
-            for episodes in all_gather_objects(rollout.episodes):
-                window.extend(episodes)
-            seconds = time.perf_counter() - tic
-            train_s += seconds
-            cpu_s += self._cpu_time() - cpu_tic
-            row = {
-                "update": self.update,
-                "frames": self.frames,
-                "train_minutes": train_s / 60,  # wall time in collection + updates (no evals)
-                "cpu_minutes": cpu_s / 60,  # CPU time there (all threads, the env worker's too)
-                "fps": frames / seconds,
-                "collect_fps": frames / max(collect_s, 1e-9),  # async: the wait for the rollout
-                "lr": lr,
-                "steps": rollout.steps,
-                **{f"train/{k}": v for k, v in summarize(list(window)).items()},
-                **{f"loss/{k}": v for k, v in losses.items()},
-                # worker faults so far (envs.backend=ray), counted since the start
-                **{f"envs/{k}": v for k, v in getattr(self.envs, "stats", dict)().items()},
-            }
-            self.history.append(row)
-            bar.update(frames)
-            bar.set_postfix_str(self._postfix(row), refresh=False)
-            self._log(row)
-
-            if (
-                self.dist.is_main
-                and cfg.eval_interval
-                and self.update % int(cfg.eval_interval) == 0
-            ):
-                last_eval = self._evaluate_and_log()
-            if cfg.checkpoint_interval and self.update % int(cfg.checkpoint_interval) == 0:
-                self.save()
+                self._evaluate_and_log()  # the warm start alone, on held-out scenes
+        ended = self._steps(
+            self.total_updates - self.update, self._ppo_update, self._postfix, bar, periodic=True
+        )
         bar.close()
 
         if self.dist.is_main:
@@ -639,21 +481,19 @@ class Trainer:
             if cfg.final_eval and (
                 not self.eval_history or self.eval_history[-1]["update"] != self.update
             ):
-                last_eval = self._evaluate_and_log()
-            elif self.eval_history:
-                last_eval = self.eval_history[-1]
-            self._write_tables()
-            self._plot()
+                self._evaluate_and_log()
+            self.run_folder.write_tables()
+            self.run_folder.plot_measures(self.frames)
             if self.writer is not None:
                 self.writer.close()
         self.envs.close()
-        train_row = self.history[-1] if self.history else {}
         return {
             "run_dir": str(self.run_dir),
-            "train": train_row,
-            "eval": last_eval,
-            "ended": ended,  # what stopped training: its frames or a time limit
-            "train_minutes": train_s / 60,
+            "train": self.history[-1] if self.history else {},
+            "eval": self.eval_history[-1] if self.dist.is_main and self.eval_history else {},
+            # what stopped training: its frames or a time limit
+            "ended": ended or f"train.total_frames={int(cfg.total_frames):,} reached",
+            "train_minutes": self.train_s / 60,
         }
 
     def header(self) -> str:
@@ -667,27 +507,112 @@ class Trainer:
             f"run folder {self.run_dir}"
         )
 
-    def _over_budget(self, train_s: float, cpu_s: float) -> str:
-        """Which of ``train.time_limit_minutes`` (wall) and ``train.cpu_limit_minutes`` is used
-        up ("" for none: :class:`~pixelrl.rl.budget.Budget`). Any rank over its limit stops all
-        (they agree on the update count)."""
-        from pixelrl.rl.budget import Budget
-        from pixelrl.rl.distributed import all_reduce_sum
+    def _steps(
+        self,
+        count: int,
+        learn: Callable[[int], Learned],
+        postfix: Callable[[dict[str, float]], str],
+        bar: Any,
+        periodic: bool = False,
+    ) -> str:
+        """``count`` updates of one phase (imitation or PPO) with the bookkeeping they share:
+        the time budget before each, ``learn(k)`` (collect a rollout, learn from it), the
+        policy's input statistics, the frames, the history row with the clocks, the progress bar
+        (``postfix`` of the row) and TensorBoard; with ``periodic`` (PPO) held-out evaluation
+        and checkpoints at their intervals. Returns "" when all ran, else the limit reached."""
+
+        cfg = self.cfg.train
+        for k in range(count):
+            if over := self._over_budget():
+                return over
+            tic, cpu_tic = time.perf_counter(), self._cpu_time()
+            learned = learn(k)
+            if hasattr(self.policy, "update_normalization"):
+                T = self.storage.step
+                self.policy.update_normalization(
+                    {key: v[1 : T + 1] for key, v in self.storage.obs.items()}
+                )
+            frames = int(all_reduce_sum([learned.rollout.frames])[0])
+            self.frames += frames
+            seconds = time.perf_counter() - tic
+            self.train_s += seconds
+            self.cpu_s += self._cpu_time() - cpu_tic
+            row = {
+                **learned.ids,
+                "frames": self.frames,
+                # wall time in collection + updates (no evals), and the CPU time there (all
+                # threads, the env worker's too)
+                "train_minutes": self.train_s / 60,
+                "cpu_minutes": self.cpu_s / 60,
+                "fps": frames / seconds,
+                "collect_fps": frames / max(learned.collect_s, 1e-9),  # async: the wait for it
+                **learned.columns,
+            }
+            self.history.append(row)
+            bar.update(frames)
+            bar.set_postfix_str(postfix(row), refresh=False)
+            self._log(row)
+            if not periodic:
+                continue
+            if (
+                self.dist.is_main
+                and cfg.eval_interval
+                and self.update % int(cfg.eval_interval) == 0
+            ):
+                self._evaluate_and_log()
+            if cfg.checkpoint_interval and self.update % int(cfg.checkpoint_interval) == 0:
+                self.save()
+        return ""
+
+    def _ppo_update(self, k: int) -> Learned:
+        """One PPO update: a rollout of the policy (DD-PPO: stragglers stop early), GAE, the
+        clipped loss; the episodes join the training window (every rank's). ``k`` counts this
+        run's updates; the schedule and the rows count ``self.update`` (a resumed run's too)."""
+
+        tic = time.perf_counter()
+        lr = self.ppo.set_lr(self.update)
+        self.tracker.begin(self.update)
+        rollout = self._collect("policy", "policy")
+        self.tracker.mark_done()
+        collect_s = time.perf_counter() - tic
+
+        self.ppo.compute_advantages(self.storage, rollout.next_value)
+        losses = self.ppo.update(
+            self.storage, critic_only=self.update < self.ppo_cfg.critic_warmup_updates
+        )
+        self.update += 1
+        for episodes in all_gather_objects(rollout.episodes):
+            self.window.extend(episodes)
+        return Learned(
+            rollout,
+            collect_s,
+            {"update": self.update},
+            {
+                "lr": lr,
+                "steps": rollout.steps,
+                **{f"train/{key}": v for key, v in summarize(list(self.window)).items()},
+                **{f"loss/{key}": v for key, v in losses.items()},
+                # worker faults so far (envs.backend=ray), counted since the start
+                **{f"envs/{key}": v for key, v in getattr(self.envs, "stats", dict)().items()},
+            },
+        )
+
+    def _over_budget(self) -> str:
+        """Which of ``train.time_limit_minutes`` (wall) and ``train.cpu_limit_minutes`` the
+        training time so far used up ("" for none: :class:`~pixelrl.rl.budget.Budget`). Any rank
+        over its limit stops all (they agree on the update count)."""
 
         budget = Budget.from_config(self.cfg.train)
         if not budget.limited:
             return ""  # no limit (the same config on every rank): no collective per update
-        reason = budget.reason(train_s, cpu_s)
+        reason = budget.reason(self.train_s, self.cpu_s)
         if all_reduce_sum([float(bool(reason))])[0] == 0:
             return ""
         return reason or "a time limit reached on another rank"
 
-    def _imitate(self, bar, train_s: float, cpu_s: float) -> tuple[float, float]:
+    def _imitate(self, bar: Any) -> None:
         """The imitation warm start (:mod:`pixelrl.rl.imitation`): the recipe's teacher drives the
-        envs, the policy learns its actions. ``train_s`` / ``cpu_s``: the training time so far;
-        returns it with the imitation's added."""
-        from pixelrl.rl.distributed import all_reduce_sum
-        from pixelrl.rl.imitation import Imitation, TeacherForcing
+        envs, the policy learns its actions, within the run's time budget."""
 
         make_teacher = getattr(self.task, "make_teacher", None)
         if make_teacher is None:
@@ -700,52 +625,39 @@ class Trainer:
         if not self.async_collect:  # the worker builds its own teacher (AsyncCollector)
             self.collector.policy = TeacherForcing(self.policy, make_teacher(self.cfg, self.envs))
         try:
-            for k in range(self.imitation_cfg.updates):
-                if self._over_budget(train_s, cpu_s):  # the budget counts imitation too
-                    break
-                tic, cpu_tic = time.perf_counter(), self._cpu_time()
-                last = k == self.imitation_cfg.updates - 1
-                rollout = self._collect("teacher", "policy" if last else "teacher")
-                collect_s = time.perf_counter() - tic
-                self.ppo.compute_advantages(self.storage, rollout.next_value)
-                if self.ppo.value_normalizer is not None:  # the critic learns normalised values
-                    T = self.storage.step
-                    self.storage.returns[:T] = self.ppo.value_normalizer.normalize(
-                        self.storage.returns[:T]
-                    )
-                losses = imitation.update(self.storage)
-                if hasattr(self.policy, "update_normalization"):
-                    T = self.storage.step
-                    self.policy.update_normalization(
-                        {key: v[1 : T + 1] for key, v in self.storage.obs.items()}
-                    )
-                frames = int(all_reduce_sum([rollout.frames])[0])
-                self.frames += frames
-                seconds = time.perf_counter() - tic
-                train_s += seconds
-                cpu_s += self._cpu_time() - cpu_tic
-                teacher = summarize(rollout.episodes)
-                row = {
-                    "update": 0,
-                    "imitation_update": k + 1,
-                    "frames": self.frames,
-                    "train_minutes": train_s / 60,
-                    "cpu_minutes": cpu_s / 60,
-                    "fps": frames / seconds,
-                    "collect_fps": frames / max(collect_s, 1e-9),  # async: the wait for it
-                    **{f"imitation/{key}": v for key, v in losses.items()},
-                    **{f"imitation/teacher_{m}": teacher[m] for m in SCORES if m in teacher},
-                }
-                self.history.append(row)
-                bar.update(frames)
-                bar.set_postfix_str(
-                    f"imitation fps={row['fps']:.0f} p_teacher={losses['p_teacher>0.5']:.2f}",
-                    refresh=False,
-                )
-                self._log(row)
+            self._steps(
+                self.imitation_cfg.updates,
+                lambda k: self._imitation_update(imitation, k),
+                lambda row: (
+                    f"imitation fps={row['fps']:.0f} p_teacher={row['imitation/p_teacher>0.5']:.2f}"
+                ),
+                bar,
+            )
         finally:
             self.collector.policy = student
-        return train_s, cpu_s
+
+    def _imitation_update(self, imitation: Any, k: int) -> Learned:
+        """The ``k``-th imitation update: a rollout the teacher drives, then the policy learns
+        its actions (and the critic the returns)."""
+        tic = time.perf_counter()
+        last = k == self.imitation_cfg.updates - 1  # the async worker then prefetches PPO's
+        rollout = self._collect("teacher", "policy" if last else "teacher")
+        collect_s = time.perf_counter() - tic
+        self.ppo.compute_advantages(self.storage, rollout.next_value)
+        if self.ppo.value_normalizer is not None:  # the critic learns normalised values
+            T = self.storage.step
+            self.storage.returns[:T] = self.ppo.value_normalizer.normalize(self.storage.returns[:T])
+        losses = imitation.update(self.storage)
+        teacher = summarize(rollout.episodes)
+        return Learned(
+            rollout,
+            collect_s,
+            {"update": 0, "imitation_update": k + 1},
+            {
+                **{f"imitation/{key}": v for key, v in losses.items()},
+                **{f"imitation/teacher_{m}": teacher[m] for m in SCORES if m in teacher},
+            },
+        )
 
     def _cpu_time(self) -> float:
         """CPU seconds of this process and, with ``train.async``, of its env worker so far."""
@@ -755,8 +667,6 @@ class Trainer:
         """One rollout into ``self.storage``: ``mode`` is ``policy`` (PPO) or ``teacher``
         (imitation, the policy already wrapped in TeacherForcing); ``next_mode`` is what the
         async worker prefetches while the caller learns."""
-        import torch
-
         if self.async_collect:
             rollout = self.collector.collect(mode, next_mode)
             self.storage = self.collector.storage  # the buffer just filled (double buffering)
@@ -773,7 +683,8 @@ class Trainer:
             if self.collect_threads != self.learn_threads:
                 torch.set_num_threads(self.learn_threads)
 
-    def _evaluate_and_log(self) -> dict[str, float]:
+    def _evaluate_and_log(self) -> None:
+        """Evaluate on held-out scenes: a row of ``eval.csv`` and TensorBoard's ``eval/``."""
         minutes = self.history[-1]["train_minutes"] if self.history else 0.0
         result = {
             "update": self.update,
@@ -786,7 +697,6 @@ class Trainer:
             for key, value in result.items():
                 if key not in ("update", "frames"):
                     self.writer.add_scalar(f"eval/{key}", value, self.frames)
-        return result
 
     @staticmethod
     def _postfix(row: dict[str, float]) -> str:
@@ -804,55 +714,6 @@ class Trainer:
         for key, value in row.items():
             if key not in ("update", "frames"):
                 self.writer.add_scalar(key if "/" in key else f"perf/{key}", value, self.frames)
-
-    def _write_tables(self) -> None:
-        for name, rows in (("history.csv", self.history), ("eval.csv", self.eval_history)):
-            if not rows:
-                continue
-            fields = list(dict.fromkeys(k for row in rows for k in row))
-            with open(self.run_dir / name, "w", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=fields)
-                writer.writeheader()
-                writer.writerows(rows)
-
-    def _plot(self) -> Path | None:
-        """``learning_curve.png``: training (episode window) and evaluation measures vs frames."""
-        if not self.history:
-            return None
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        names = [n for n in (*SCORES, "return") if any(f"train/{n}" in r for r in self.history)]
-        fig, axes = plt.subplots(
-            1, max(1, len(names)), figsize=(5 * max(1, len(names)), 3.6), squeeze=False
-        )
-        for ax, name in zip(axes[0], names):
-            rows = [r for r in self.history if f"train/{name}" in r]
-            ax.plot(
-                [r["frames"] for r in rows],
-                [r[f"train/{name}"] for r in rows],
-                label="train (window)",
-            )
-            evals = [r for r in self.eval_history if name in r]
-            if evals:
-                ax.plot(
-                    [r["frames"] for r in evals],
-                    [r[name] for r in evals],
-                    "o-",
-                    label="eval (held-out)",
-                )
-            ax.set_xlabel("frames")
-            ax.set_title(name)
-            ax.grid(alpha=0.3)
-            ax.legend()
-        fig.suptitle(f"{self.cfg.recipe}  ({self.frames:,} frames)")
-        fig.tight_layout()
-        path = self.run_dir / "learning_curve.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        return path
 
 
 def train(cfg: Config) -> dict[str, Any]:

@@ -15,6 +15,9 @@ Read in this order (each module is one idea):
 - :mod:`pixelrl.rl.normalize` -- running mean/std for reward and value normalisation.
 - :mod:`pixelrl.rl.distributed` -- DD-PPO under ``torchrun``: gradient all-reduce, straggler
   preemption.
+- :mod:`pixelrl.rl.vector_envs` -- where a recipe's envs run (this process, Ray actors, the
+  async env worker) and the Ray start-up; :mod:`pixelrl.rl.allocator`, the malloc setting of
+  every training process.
 
 Collection and update are separate on purpose: GRPO and SFT reuse ``collect`` with their own
 update.

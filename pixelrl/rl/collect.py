@@ -257,11 +257,13 @@ def run_episodes(
     seed: int | None = None,
     deterministic: bool = False,
     device: torch.device | str = "cpu",
+    progress: Callable[[int], None] | None = None,
 ) -> list[dict[str, float]]:
     """Play until ``num_episodes`` episodes have finished; their stats (as ``collect`` reports).
 
     Each env plays at most ``ceil(num_episodes / num_envs)`` episodes, so short episodes are not
-    over-represented (the rest of the envs keep stepping but are not counted).
+    over-represented (the rest of the envs keep stepping but are not counted). ``progress``, if
+    given, is called with the number of episodes counted so far each time one more is.
     """
     n = envs.num_envs
     quota = -(-num_episodes // n)
@@ -285,6 +287,8 @@ def run_episodes(
                 stats = env_info(step.final_info, int(i))
                 stats.update({"return": float(returns[i]), "length": float(lengths[i])})
                 episodes.append(stats)
+                if progress is not None:
+                    progress(len(episodes))
             finished[i] += 1
             returns[i], lengths[i] = 0.0, 0
         obs = obs_to_tensors(step.obs, keys, device)

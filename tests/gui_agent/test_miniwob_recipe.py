@@ -252,7 +252,7 @@ def test_the_vlm_recipes_clone_and_grpo_on_two_tasks(tmp_path):
 @needs_browser
 def test_with_envs_in_ray_actors_each_worker_runs_its_own_task():
     pytest.importorskip("ray")
-    from pixelrl.train import make_vector_envs
+    from pixelrl.rl.vector_envs import make_vector_envs
 
     cfg = config_for("gui/miniwob", [TWO, "envs.backend=ray", "envs.per_worker=1"])
     envs = make_vector_envs(miniwob_task, cfg, 2, seed=0, split="train")

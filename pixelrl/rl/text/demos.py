@@ -64,7 +64,7 @@ def record_expert_on_ray(cfg: Config, env_id: str, kwargs: dict[str, Any], seeds
     from tqdm import tqdm
 
     from pixelrl.envs.recording.remote import expert_actions, record_in_ray
-    from pixelrl.train import ray_options
+    from pixelrl.rl.vector_envs import ray_options
 
     opts = cfg.envs
     with tqdm(

@@ -99,7 +99,7 @@ def ray_envs(cfg: Config, env_id: str, kwargs: dict[str, Any], group_size: int, 
     """``group_size`` envs of ``env_id`` in Ray actors (``envs.per_worker`` each), for a
     :class:`RayGroup`; a refused action is played as ``idle_action``, as in this process."""
     from pixelrl.envs.remote import RayVectorEnv
-    from pixelrl.train import ray_options
+    from pixelrl.rl.vector_envs import ray_options
 
     check_envs(cfg, group_size)
     per_worker = int(cfg.envs.per_worker)

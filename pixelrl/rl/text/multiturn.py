@@ -56,7 +56,7 @@ def run_multiturn(cfg: Config, adapter: TaskAdapter) -> dict[str, Any]:
         section, name = key.rsplit(".", 1)
         setattr(cfg[section], name, share)
     if par.on and cfg.get("envs", {}).get("backend") == "ray":
-        from pixelrl.train import join_one_ray_cluster
+        from pixelrl.rl.vector_envs import join_one_ray_cluster
 
         join_one_ray_cluster(cfg)  # every rank's env workers in one Ray cluster
     evaluate = adapter.evaluator()
