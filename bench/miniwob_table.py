@@ -153,12 +153,12 @@ def task_list(names: list[str] | None, agent) -> list[str]:
     name that is no MiniWoB++ task is a ValueError saying so."""
     if not names:
         return list(getattr(agent, "tasks", None) or TWELVE)
-    import pixelrl.envs  # noqa: F401  (registers the ids)
+    from pixelrl.envs import task_family
     from pixelrl.envs.registry import unknown_env_message
 
     tasks = [t for name in names for t in TASK_SETS.get(name, [name])]
     for task in tasks:
-        problem = unknown_env_message(f"pixelrl/MiniWoB-{task}-v0")
+        problem = unknown_env_message(task_family("miniwob").env_id(task))
         if problem:
             raise ValueError(f"--tasks: {task!r} (or a set: twelve, wide): {problem}")
     return tasks
@@ -166,7 +166,7 @@ def task_list(names: list[str] | None, agent) -> list[str]:
 
 def evaluate_tasks(policy: str, tasks: list[str] | None, episodes: int, seed: int) -> list[dict]:
     """One row per task: success, its Wilson 95% interval, the published numbers, seconds."""
-    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs import task_family
     from pixelrl.gui_agent import evaluate
 
     if policy == "oracle":
@@ -180,7 +180,7 @@ def evaluate_tasks(policy: str, tasks: list[str] | None, episodes: int, seed: in
     for task in tasks:
         tic = time.perf_counter()
         result = evaluate.evaluate_success(
-            agent, f"pixelrl/MiniWoB-{task}-v0", episodes, seed, progress=False
+            agent, task_family("miniwob").env_id(task), episodes, seed, progress=False
         )[0]
         human, ccnet, pix2act = PUBLISHED.get(task, (None, None, None))
         rows.append({"task": task, "n": result["n"], "success": result["success"],

@@ -13,7 +13,7 @@ behaviour-cloning steps, and the loss), ``curve.csv``, ``policy.pt`` (the cloned
 typed text and keys in a caption, 1.5 frames a second), ``success.txt`` (the table).
 
 There is no PPO in this part. On the pointer policy, PPO after behaviour cloning has not moved
-held-out success beyond noise (200 seeds each, ``docs/results/README.md``: click-button 98.5% ->
+held-out success beyond noise (200 seeds each, ``docs/results/desktop_ppo.md``: click-button 98.5% ->
 98.5%, check-boxes 98.0% -> 98.0% and 99.5% -> 99.0%, type-in-field 100% -> 100%); this demo's
 earlier 6,000 PPO frames after behaviour cloning drew a flat curve (0.52 -> 0.54), most of the
 part's time. The recipe that does both, ~10 minutes on two cores:
