@@ -7,7 +7,7 @@ circles between folders and between modules. It reads the files (``ast``), never
 it runs on any checkout::
 
     python bench/structure.py                       # this checkout
-    python bench/structure.py --repo /work/wt-before
+    git worktree add ../before <commit> && python bench/structure.py --repo ../before
 
 The import scan (:func:`scan`) is also what ``tests/pixelrl/test_dependency_rule.py`` checks
 against the Layout table of ``docs/architecture.md``.
