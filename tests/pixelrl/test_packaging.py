@@ -185,3 +185,24 @@ def test_the_sdist_builds_the_same_wheel(built):
     assert (source / "assets" / "fonts" / "DejaVuSans.ttf").is_file()
     again = build("wheel", source, root / "again")
     assert wheel_names(again) == wheel_names(wheel)
+
+
+def test_the_wheel_declares_the_domains_and_ships_every_recipe_config(built):
+    # an installed wheel finds its domains (and so its recipes and verbs) by these entry points
+    import configparser
+
+    from pixelrl.recipes import RECIPES
+
+    wheel, _, _ = built
+    with zipfile.ZipFile(wheel) as z:
+        (path,) = [n for n in z.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        points = configparser.ConfigParser()
+        points.read_string(z.read(path).decode())
+    assert dict(points["pixelrl.domains"]) == {
+        "gui": "pixelrl.gui_agent.registration",
+        "embodied": "pixelrl.embodied.registration",
+    }
+    names = wheel_names(wheel)
+    for recipe in RECIPES.values():  # pixelrl train NAME from the wheel reads this file
+        rel = recipe.config.resolve().relative_to(REPO)
+        assert f"pixelrl/{rel.as_posix()}" in names, f"{recipe.name}: {rel} is not in the wheel"
