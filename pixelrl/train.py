@@ -161,6 +161,11 @@ def check_config(cfg: Config) -> None:
         raise ConfigError(f"envs.backend must be sync or ray, got {cfg.envs.backend!r}")
     if not isinstance(cfg.train["async"], bool):
         raise ConfigError(f"train.async must be true or false, got {cfg.train['async']!r}")
+    if int(cfg.ppo.num_minibatches) > int(cfg.env.num_envs):  # storage.minibatches' rule
+        raise ConfigError(
+            f"ppo.num_minibatches ({cfg.ppo.num_minibatches}) cannot exceed env.num_envs "
+            f"({cfg.env.num_envs}): minibatches split the envs (each replays its whole rollout)"
+        )
     # Only ids shaped like gymnasium's (``ns/Name-v0``) are looked up: a task module may build
     # its envs itself from any name (the tests' toy recipe uses ``toy``).
     gym_shaped = bool(cfg.env.id) and re.search(r"/|-v\d+$", str(cfg.env.id)) is not None

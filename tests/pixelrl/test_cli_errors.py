@@ -47,6 +47,8 @@ CASES = [
     # config values, found before any env is built
     ("train-lr-text", [*TRAIN, "ppo.lr=abc"], "ppo.lr must be a number"),
     ("train-num-envs-0", [*TRAIN, "env.num_envs=0"], "env.num_envs must be > 0, got 0"),
+    ("train-minibatches-over-envs", [*TRAIN, "env.num_envs=1", "ppo.num_minibatches=4"],
+     "ppo.num_minibatches (4) cannot exceed env.num_envs (1)"),
     ("train-frames-negative", [*TRAIN, "train.total_frames=-100"], "got -100"),
     ("train-tasks-ignored", [*TRAIN, "env.tasks=[click-button]"],
      "recipe 'embodied/pointnav-small' trains on one env (env.id) and would ignore env.tasks"),
