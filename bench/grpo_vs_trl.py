@@ -16,7 +16,7 @@ the same P in the same order on both sides), with:
 - fp32 on both sides, TRL's gradient checkpointing off (its default is on: it recomputes the
   forward pass, which would only slow TRL down), one torch thread by default.
 
-Ours is the recipe's own step (:func:`pixelrl.gui_agent.train_vlm.grounding_grpo_step`). TRL's
+Ours is the recipe's own step (:func:`pixelrl.gui_agent.vlm_grounding.grounding_grpo_step`). TRL's
 ``trainer.train()`` runs once; a callback runs a block of our steps after every block of TRL's
 steps, and its time is taken out of TRL's. Sampling time is TRL's ``_generate`` (prompt
 processing, ``model.generate``, decoding) against our ``VLMPolicy.generate``; the update is the
@@ -111,13 +111,8 @@ def run(args) -> dict:
     from trl.data_utils import prepare_multimodal_messages
 
     from pixelrl.gui_agent.grounding import grounding_set
-    from pixelrl.gui_agent.train_vlm import (
-        GROUNDING_REWARDS,
-        _held_out,
-        grounding_grpo_step,
-        load_policy,
-    )
-    from pixelrl.gui_agent.vlm_grounding import grounding_accuracy
+    from pixelrl.gui_agent.train_vlm import GROUNDING_REWARDS, _held_out, load_policy
+    from pixelrl.gui_agent.vlm_grounding import grounding_accuracy, grounding_grpo_step
     from pixelrl.rl.grpo import GRPOConfig
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

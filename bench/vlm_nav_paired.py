@@ -6,7 +6,7 @@
 Each agent folder (``pixelrl train embodied/vlm-sft`` / ``vlm-grpo``'s ``RUN/model``) plays the
 held-out starts its recipe evaluates on (the run's ``env.eval_kwargs`` scenes, seeds from
 ``EVAL_SEED_BASE``), greedy answers, ``--envs`` episodes batched per ``generate`` (the recipe's
-own evaluation, :func:`pixelrl.embodied.vlm_train.play`). Every agent sees the same episodes, so
+own evaluation, :func:`pixelrl.embodied.vlm_episodes.play`). Every agent sees the same episodes, so
 the comparison is paired: the table gives Success (Wilson 95% CI), SPL (t 95% CI) and the parse
 rate per agent, then each agent against the first: the Success difference with McNemar's exact
 test (episodes one agent solves and the other does not) and the SPL difference with a paired t
@@ -100,6 +100,7 @@ def play_agent(folder: str | Path, seeds: list[int], n_envs: int = 8) -> list[di
     measures and its share of parsed answers."""
     from pixelrl.embodied import vlm_train as vt
     from pixelrl.embodied.vlm_agent import load_agent
+    from pixelrl.embodied.vlm_episodes import play
 
     run = Path(folder).parent
     cfg = vt.config_for(run / "config.yaml", ["train.progress=false"])
@@ -109,7 +110,7 @@ def play_agent(folder: str | Path, seeds: list[int], n_envs: int = 8) -> list[di
     episodes = []
     for s in range(0, len(seeds), len(envs)):
         chunk = seeds[s : s + len(envs)]
-        episodes += vt.play(agent.policy, agent.spec, envs[: len(chunk)], chunk, sample=False)
+        episodes += play(agent.policy, agent.spec, envs[: len(chunk)], chunk, sample=False)
         print(f"\r{run.name}: {len(episodes)}/{len(seeds)} episodes", end="", flush=True)
     print()
     for env in envs:
@@ -177,7 +178,7 @@ def play_baseline(name: str, env, seeds: list[int]) -> list[dict]:
     """``random``, ``forward-only`` or ``checkpoint=PATH`` on ``seeds`` in ``env``: the measures
     of each episode (``parsed`` is 1: these agents answer with action ids)."""
     from pixelrl.embodied.agents import ForwardOnlyAgent, PolicyAgent, RandomAgent
-    from pixelrl.embodied.vlm_train import MEASURES
+    from pixelrl.embodied.vlm_episodes import MEASURES
 
     if name == "random":
         agent = RandomAgent(seed=0)

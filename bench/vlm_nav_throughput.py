@@ -7,7 +7,7 @@ On the ``embodied/vlm-sft`` recipe's PointNav setting (RGB 64 px, 1-2 rooms; its
 from config with random weights, or ``--agent`` a trained agent folder):
 
 - env frames/s under the VLM agent: ``--episodes`` held-out episodes played ``--envs`` at a time
-  with one batched greedy ``generate`` per turn (embodied.vlm_train.play), so generation is
+  with one batched greedy ``generate`` per turn (embodied.vlm_episodes.play), so generation is
   included; also answers (completions) per second and low-level steps per answer;
 - the same episodes under the ``embodied/pointnav`` recipe's ResNet+GRU policy (random
   weights: the cost of acting, not its skill) one env at a time, as ``pixelrl bench nav`` runs it;
@@ -58,6 +58,7 @@ def main() -> None:
     from pixelrl.embodied.agents import PolicyAgent
     from pixelrl.embodied.task import make_policy
     from pixelrl.embodied.vlm_agent import load_agent
+    from pixelrl.embodied.vlm_episodes import play
     from pixelrl.recipes import get_recipe
     from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages, grpo_optimizer, update_in_chunks
     from pixelrl.rl.sft import sft_step
@@ -89,7 +90,7 @@ def main() -> None:
     episodes = []
     for s in range(0, len(seeds), len(envs)):
         chunk = seeds[s : s + len(envs)]
-        episodes += vt.play(policy, spec, envs[: len(chunk)], chunk, sample=False)
+        episodes += play(policy, spec, envs[: len(chunk)], chunk, sample=False)
     vlm_wall, vlm_cpu = _since(start)
     steps = sum(e.measures["num_steps"] for e in episodes)
     turns = sum(len(e.turns) for e in episodes)

@@ -2,8 +2,8 @@
 
 A text policy's turn runs one or more low-level steps; :func:`nav_reward_terms` scores it from the
 navigation measures (:mod:`pixelrl.envs.nav.measures`), weighted by the recipe's
-``grpo.rewards``. The multi-turn trainer (:mod:`pixelrl.embodied.vlm_train`) and the TRL
-environment (:mod:`pixelrl.embodied.trl_env`) both score turns with it.
+``grpo.rewards``. The multi-turn trainer's episodes (:mod:`pixelrl.embodied.vlm_episodes`) and
+the TRL environment (:mod:`pixelrl.embodied.trl_env`) both score turns with it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,11 @@ import numpy as np
 
 from pixelrl.envs.nav.measures import SPL, Success
 from pixelrl.rl.rewards import Reward, RewardTerm
+
+# The recipes' grpo.rewards. early_stop: a stop away from the goal also pays the slack of the steps
+# it leaves unused (x this weight), so ending a failing episode early never saves reward
+DEFAULT_WEIGHTS = {"progress": 1.0, "slack": -0.01, "success": 2.5, "spl": 1.0, "format": 0.1,
+                   "early_stop": 0.0}  # fmt: skip
 
 
 @dataclass(frozen=True)

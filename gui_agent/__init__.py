@@ -8,8 +8,12 @@ Modules, one idea each:
 - ``pointer_bc``: behaviour cloning of the scripted expert (PPO's warm start).
 - ``ppo_task``: the ``gui/ppo`` recipe's task module (``make_envs`` / ``make_policy``).
 - ``train_vlm``: the ``gui/sft``, ``gui/grounding-grpo`` and ``gui/multiturn-grpo`` recipes.
-- ``vlm_episodes``: a GUI episode for those recipes, live (an env group's player) or recorded.
-- ``vlm_grounding``: their grounding data: click-every-element SFT examples, grounding accuracy.
+- ``vlm_tasks``: the tasks those recipes play: env ids and options, seeds, screens, held-out success.
+- ``vlm_demos``: their demonstrations: the expert's episodes recorded on the spot, one dataset a task.
+- ``vlm_episodes``: a GUI episode for those recipes, live (an env group's player, multi-turn
+  groups) or recorded.
+- ``vlm_grounding``: their grounding data: click-every-element SFT examples, grounding accuracy,
+  the grounding GRPO step.
 - ``grounding``: the held-out grounding set (screenshot, instruction, target box).
 - ``agents``: ``act(screenshot, instruction) -> Action`` for pointer checkpoints and VLMs.
 - ``evaluate``: success per family with 95% CI, ScreenSpot-style grounding accuracy.

@@ -44,17 +44,23 @@ from typing import Any
 import numpy as np
 
 from pixelrl.config import Config, ConfigError, load_config
-from pixelrl.env_family import family_tasks, names_family
-from pixelrl.envs import task_family
+from pixelrl.env_family import names_family
 from pixelrl.gui_agent.grounding_rewards import GROUNDING_REWARDS
-from pixelrl.gui_agent.vlm_episodes import GUIPlayer, sft_examples
+from pixelrl.gui_agent.vlm_demos import record_tasks
+from pixelrl.gui_agent.vlm_episodes import group_envs, play_group, sft_examples
 from pixelrl.gui_agent.vlm_grounding import grounding_accuracy, grounding_examples
+from pixelrl.gui_agent.vlm_tasks import (
+    play_ids,
+    screen_size,
+    success_eval,
+    task_envs,
+    task_seeds,
+    training_screens,
+)
 from pixelrl.rl.text import recipe as text
 from pixelrl.rl.text.config import check_text_config, text_defaults
-from pixelrl.rl.text.demos import dataset_roots, record_expert, record_expert_on_ray
-from pixelrl.rl.text.env_group import LocalGroup, RayGroup, check_envs, ray_envs
-from pixelrl.rl.text.heldout import evaluating, success_row
-from pixelrl.rl.text.rollout import play_episodes
+from pixelrl.rl.text.demos import dataset_roots
+from pixelrl.rl.text.env_group import check_envs
 from pixelrl.rl.text.rows import Example, Prompt
 
 DEFAULTS: dict[str, Any] = text_defaults({
@@ -148,109 +154,6 @@ def load_policy(cfg: Config):
     return load_text_policy(cfg, task.codec(), task.corpus)
 
 
-def _screen(cfg: Config) -> tuple[int, int]:
-    return tuple(int(v) for v in cfg.env.screen_size)
-
-
-def _env_kwargs(cfg: Config) -> dict[str, Any]:
-    if names_family(cfg):  # a family's tasks: their own options; the screen is the task's
-        kwargs = cfg.env.kwargs.to_dict() if hasattr(cfg.env.kwargs, "to_dict") else {}
-    else:
-        kwargs = {"screen_size": _screen(cfg), "reward": cfg.env.reward}
-    if int(cfg.env.max_steps):
-        kwargs["max_steps"] = int(cfg.env.max_steps)
-    return kwargs
-
-
-def task_envs(cfg: Config) -> list[tuple[str, str]]:
-    """(name, env id) of each task the recipe plays: ``env.family``'s ``env.tasks`` (checked
-    against the registry) or the desktop's ``env.families``."""
-    if names_family(cfg):
-        family, tasks = family_tasks(cfg)
-        return [(task, family.env_id(task)) for task in tasks]
-    desktop = task_family("desktop")
-    return [(name, desktop.env_id(name)) for name in cfg.env.families]
-
-
-def _play_ids(cfg: Config) -> list[str]:
-    """The env ids episodes are played on: each of ``env.tasks``, else ``env.id``."""
-    return [eid for _, eid in task_envs(cfg)] if names_family(cfg) else [str(cfg.env.id)]
-
-
-def task_seeds(
-    cfg: Config, env_id: str, split: str, count: int, rng=None, start: int = 0
-) -> list[int]:
-    """``count`` seeds of ``split`` of ``env_id``'s family (GUI: even train, odd eval): random
-    ones from ``rng`` (counting up from ``start``, a seed of the family's training split, without
-    it), keeping only layouts that ``env.max_fields`` allows — an easier fill-form (fewer
-    fields) with the same train/eval split of seeds."""
-    import gymnasium as gym
-
-    from pixelrl.envs.families import seeds_of
-
-    split_seeds = seeds_of(env_id)
-    limit = int(cfg.env.max_fields)
-    probe = gym.make(env_id, **_env_kwargs(cfg)) if limit else None
-    seeds: list[int] = []
-    k = 0
-    while len(seeds) < count:
-        if probe is not None and k >= 200 * count and not seeds:  # no layout is that small
-            probe.close()
-            raise ConfigError(
-                f"env.max_fields={limit}: no {env_id} layout in {k} seeds has so few fields"
-            )
-        seed = split_seeds.draw(split, rng) if rng is not None else split_seeds.seed(split, k)
-        seed += start
-        k += 1
-        if probe is not None:
-            fields = probe.reset(seed=seed)[1]["task"].get("fields", {})
-            if len(fields) > limit:
-                continue
-        seeds.append(seed)
-    if probe is not None:
-        probe.close()
-    return seeds
-
-
-def training_screens(cfg: Config, per_family: int):
-    """``(family, obs, info)`` of the first screen of ``per_family`` training seeds of each of
-    ``env.families`` — the seeds :func:`record_expert_episodes` starts from, continued."""
-    import gymnasium as gym
-
-    import pixelrl.envs  # noqa: F401
-
-    for fi, (family, eid) in enumerate(task_envs(cfg)):
-        env = gym.make(eid, **_env_kwargs(cfg))
-        for seed in task_seeds(cfg, eid, "train", per_family, start=20_000 * fi):
-            obs, info = env.reset(seed=seed)
-            yield family, obs, info
-        env.close()
-
-
-def _success_eval(policy, cfg: Config) -> dict[str, float]:
-    from pixelrl.gui_agent.agents import VLMAgent
-    from pixelrl.gui_agent.evaluate import evaluate_success
-
-    out, successes, returns = {}, [], []
-    with evaluating(policy):
-        agent = VLMAgent(policy, int(cfg.grpo.max_new_tokens))
-        for name, eid in task_envs(cfg) if names_family(cfg) else [("", str(cfg.env.id))]:
-            seeds = None
-            if int(cfg.env.max_fields):
-                rng = np.random.default_rng(int(cfg.seed))
-                seeds = task_seeds(cfg, eid, "eval", int(cfg.eval.episodes), rng)
-            overall = evaluate_success(
-                agent, eid, int(cfg.eval.episodes), int(cfg.seed), _env_kwargs(cfg),
-                progress=False, seeds=seeds,
-            )[-1]  # fmt: skip
-            if name:  # several tasks: each one's rate, then all episodes pooled
-                out[name] = overall["success"]
-            successes += [overall["success"]] * int(overall["n"])
-            returns += [overall["return"]] * int(overall["n"])
-    return {**success_row(successes), "return": float(np.mean(returns)), "n": len(successes),
-            **out}  # fmt: skip
-
-
 def _held_out(cfg: Config):
     """The held-out grounding set for one-step recipes (None for the multi-turn one)."""
     one_step = GUITask.RECIPES.get(cfg.recipe) != "multiturn"
@@ -258,73 +161,7 @@ def _held_out(cfg: Config):
         return None  # a family's tasks: task success; the grounding set is the desktop's
     from pixelrl.gui_agent.grounding import grounding_set
 
-    return grounding_set(int(cfg.eval.grounding_items), tuple(cfg.env.families), _screen(cfg))
-
-
-# -- SFT ----------------------------------------------------------------------------------------
-def record_expert_episodes(cfg: Config, root: Path) -> Path:
-    """Record ``data.episodes`` expert episodes of ``env.families`` (training seeds) into ``root``."""
-    import gymnasium as gym
-
-    from pixelrl.envs.families import expert_of
-    from pixelrl.envs.recording import RecordEpisodes
-
-    tasks = task_envs(cfg)
-    per_family = -(-int(cfg.data.episodes) // len(tasks))
-    for fi, (family, eid) in enumerate(tasks):
-        # training seeds, from 20,000·fi up, that env.max_fields allows
-        seeds = task_seeds(cfg, eid, "train", per_family, start=20_000 * fi)
-        if cfg.envs.backend == "ray":
-            record_expert_on_ray(cfg, eid, _env_kwargs(cfg), seeds, root / family)
-            continue
-        env = RecordEpisodes(gym.make(eid, **_env_kwargs(cfg)), root / family)
-        record_expert(env, seeds, lambda env: expert_of(env).act, f"expert {family}",
-                      cfg.train.progress)  # fmt: skip
-    return root
-
-
-def _record(cfg: Config, demos: Path) -> list[Path]:
-    """The expert's episodes recorded into ``demos``, one dataset a task."""
-    record_expert_episodes(cfg, demos)
-    return [demos / name for name, _ in task_envs(cfg)]
-
-
-# -- multi-turn episodes ------------------------------------------------------------------------
-def play_group(policy, cfg: Config, seed: int, group_size: int, gcfg, env_id: str | None = None,
-               envs=None) -> list:  # fmt: skip
-    """``group_size`` episodes of ``env_id`` (default ``env.id``) from the same seed, sampled
-    and played together (:func:`pixelrl.rl.text.rollout.play_episodes`). ``envs``: a
-    ``RayVectorEnv`` of ``group_size`` such envs (:func:`group_envs`) instead of envs made here;
-    an episode whose worker failed is left out."""
-    import gymnasium as gym
-
-    import pixelrl.envs  # noqa: F401
-    from pixelrl.envs.gui_action import Action
-
-    def player(screen):
-        return lambda env, obs, info: GUIPlayer(policy, screen, obs)
-
-    if envs is not None:
-        screen = tuple(envs.get_attr("screen_size")[0])
-        group = RayGroup(envs, seed, player(screen), Action.wait(), gcfg.max_new_tokens, screen)
-        return play_episodes(policy, group, sample=True, temperature=gcfg.temperature)
-    env_list = [gym.make(env_id or cfg.env.id, **_env_kwargs(cfg)) for _ in range(group_size)]
-    try:
-        screen = tuple(env_list[0].unwrapped.screen_size)
-        group = LocalGroup(env_list, [seed] * group_size, player(screen), gcfg.max_new_tokens,
-                           screen)  # fmt: skip
-        return play_episodes(policy, group, sample=True, temperature=gcfg.temperature)
-    finally:
-        for e in env_list:
-            e.close()
-
-
-def group_envs(cfg: Config, env_id: str, group_size: int):
-    """``group_size`` envs of ``env_id`` in Ray actors (``envs.per_worker`` each), for
-    :func:`play_group`; a refused action is played as a ``wait``, as in this process."""
-    from pixelrl.envs.gui_action import Action
-
-    return ray_envs(cfg, env_id, _env_kwargs(cfg), group_size, Action.wait())
+    return grounding_set(int(cfg.eval.grounding_items), tuple(cfg.env.families), screen_size(cfg))
 
 
 # -- the task adapter ---------------------------------------------------------------------------
@@ -366,7 +203,7 @@ class GUITask:
 
         items = _held_out(self.cfg)
         if items is None:
-            return Evaluation("success", lambda policy: _success_eval(policy, self.cfg))
+            return Evaluation("success", lambda policy: success_eval(policy, self.cfg))
         tokens = int(self.cfg.grpo.max_new_tokens)
         return Evaluation("accuracy", lambda policy: grounding_accuracy(policy, items, tokens))
 
@@ -377,11 +214,11 @@ class GUITask:
         return Evaluation("success", None)
 
     def examples(self, run, policy) -> list[Example]:
-        roots = dataset_roots(self.cfg, run, functools.partial(_record, self.cfg))
+        roots = dataset_roots(self.cfg, run, functools.partial(record_tasks, self.cfg))
         examples = sft_examples(roots, policy) if roots else []
         if int(self.cfg.data.grounding_screens):
             screens = training_screens(self.cfg, int(self.cfg.data.grounding_screens))
-            examples += grounding_examples(screens, policy, _screen(self.cfg))
+            examples += grounding_examples(screens, policy, screen_size(self.cfg))
         if not examples:
             raise ConfigError(
                 "gui/sft has nothing to learn from: data.episodes and data.grounding_screens are 0"
@@ -396,7 +233,7 @@ class GUITask:
         from pixelrl.gui_agent.grounding import grounding_set
 
         cfg = self.cfg
-        return grounding_set(int(cfg.data.prompts), tuple(cfg.env.families), _screen(cfg),
+        return grounding_set(int(cfg.data.prompts), tuple(cfg.env.families), screen_size(cfg),
                              split="train")  # fmt: skip
 
     def prompt(self, item) -> Prompt:
@@ -404,12 +241,12 @@ class GUITask:
 
     def rewards(self, item, texts: list[str]):
         fn, sigma = GROUNDING_REWARDS[str(self.cfg.grpo.reward)], float(self.cfg.grpo.sigma_scale)
-        return fn(texts, [item.bbox] * len(texts), _screen(self.cfg), sigma)
+        return fn(texts, [item.bbox] * len(texts), screen_size(self.cfg), sigma)
 
     # multi-turn GRPO: groups of episodes from training seeds, the tasks in turn
     def play(self, policy, step: int, rng, gcfg) -> tuple[list, list]:
         episodes, groups = [], []
-        ids, per_step = _play_ids(self.cfg), int(self.cfg.grpo.seeds_per_step)
+        ids, per_step = play_ids(self.cfg), int(self.cfg.grpo.seeds_per_step)
         for k in range(per_step):
             eid = ids[(step * per_step + k) % len(ids)]
             seed = task_seeds(self.cfg, eid, "train", 1, rng)[0]
@@ -436,20 +273,6 @@ class GUITask:
         for envs in self.pools.values():
             envs.close()
         self.pools = {}
-
-
-def grounding_grpo_step(policy, opt, lr: float, ref, prompts, gcfg, reward_fn, screen,
-                        sigma_scale: float, minibatch: int) -> dict[str, float]:  # fmt: skip
-    """One step of ``gui/grounding-grpo`` on ``prompts`` (``GroundingItem``\\ s): the trainer's
-    :func:`pixelrl.rl.text.grpo.one_step`, which ``bench/grpo_vs_trl.py`` times against TRL's
-    ``GRPOTrainer``."""
-    from pixelrl.rl.text.grpo import one_step
-
-    return one_step(
-        policy, opt, lr, ref, [Prompt(p.screenshot, p.instruction) for p in prompts],
-        lambda i, texts: reward_fn(texts, [prompts[i].bbox] * len(texts), screen, sigma_scale),
-        gcfg, minibatch,
-    )  # fmt: skip
 
 
 def train(cfg: Config) -> dict[str, Any]:

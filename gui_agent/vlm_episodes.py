@@ -1,15 +1,19 @@
 """GUI episodes as the text-policy trainer sees them (:mod:`pixelrl.gui_agent.train_vlm`): a live
-one, played in an env group (:class:`GUIPlayer`), and a recorded one, read back as SFT examples
-(:func:`sft_examples`). Either way a turn is (screenshot, instruction, earlier actions as the
-policy writes them) -> the action text."""
+one, played in an env group (:class:`GUIPlayer`; :func:`play_group` plays a multi-turn GRPO group
+of them, in this process or on Ray workers, :func:`group_envs`), and a recorded one, read back as
+SFT examples (:func:`sft_examples`). Either way a turn is (screenshot, instruction, earlier actions
+as the policy writes them) -> the action text."""
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
 
+from pixelrl.config import Config
+from pixelrl.gui_agent.vlm_tasks import env_kwargs
 from pixelrl.rl.text.demos import load_examples
-from pixelrl.rl.text.rollout import TurnResult
+from pixelrl.rl.text.env_group import LocalGroup, RayGroup, ray_envs
+from pixelrl.rl.text.rollout import TurnResult, play_episodes
 from pixelrl.rl.text.rows import Example, Prompt
 
 
@@ -66,3 +70,40 @@ def recorded_examples(policy, data, e: int) -> list[Example]:
         examples.append(Example(Prompt(data.frame(e, t), instruction, tuple(history)), target))
         history.append(target)
     return examples
+
+
+def play_group(policy, cfg: Config, seed: int, group_size: int, gcfg, env_id: str | None = None,
+               envs=None) -> list:  # fmt: skip
+    """``group_size`` episodes of ``env_id`` (default ``env.id``) from the same seed, sampled
+    and played together (:func:`pixelrl.rl.text.rollout.play_episodes`). ``envs``: a
+    ``RayVectorEnv`` of ``group_size`` such envs (:func:`group_envs`) instead of envs made here;
+    an episode whose worker failed is left out."""
+    import gymnasium as gym
+
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.gui_action import Action
+
+    def player(screen):
+        return lambda env, obs, info: GUIPlayer(policy, screen, obs)
+
+    if envs is not None:
+        screen = tuple(envs.get_attr("screen_size")[0])
+        group = RayGroup(envs, seed, player(screen), Action.wait(), gcfg.max_new_tokens, screen)
+        return play_episodes(policy, group, sample=True, temperature=gcfg.temperature)
+    env_list = [gym.make(env_id or cfg.env.id, **env_kwargs(cfg)) for _ in range(group_size)]
+    try:
+        screen = tuple(env_list[0].unwrapped.screen_size)
+        group = LocalGroup(env_list, [seed] * group_size, player(screen), gcfg.max_new_tokens,
+                           screen)  # fmt: skip
+        return play_episodes(policy, group, sample=True, temperature=gcfg.temperature)
+    finally:
+        for e in env_list:
+            e.close()
+
+
+def group_envs(cfg: Config, env_id: str, group_size: int):
+    """``group_size`` envs of ``env_id`` in Ray actors (``envs.per_worker`` each), for
+    :func:`play_group`; a refused action is played as a ``wait``, as in this process."""
+    from pixelrl.envs.gui_action import Action
+
+    return ray_envs(cfg, env_id, env_kwargs(cfg), group_size, Action.wait())

@@ -1,5 +1,6 @@
 """Grounding data of the GUI text-policy recipes (:mod:`pixelrl.gui_agent.train_vlm`): SFT examples
-that click every uniquely named element of a screen, and held-out grounding accuracy.
+that click every uniquely named element of a screen, held-out grounding accuracy, and one step of
+``gui/grounding-grpo`` on grounding prompts (:func:`grounding_grpo_step`, what the benchmarks time).
 
 Both read screens and their accessibility trees (``info["a11y"]``); which screens (the training
 seeds of ``env.families``, the held-out grounding set) is the recipe's choice.
@@ -42,3 +43,17 @@ def grounding_accuracy(policy, items, max_new_tokens: int) -> dict[str, float]:
     overall = rows[-1]
     per_family = {r["family"]: r["accuracy"] for r in rows[:-1]} if len(rows) > 1 else {}
     return {**{k: overall[k] for k in ("accuracy", "ci_low", "ci_high", "n")}, **per_family}
+
+
+def grounding_grpo_step(policy, opt, lr: float, ref, prompts, gcfg, reward_fn, screen,
+                        sigma_scale: float, minibatch: int) -> dict[str, float]:  # fmt: skip
+    """One step of ``gui/grounding-grpo`` on ``prompts`` (``GroundingItem``\\ s): the trainer's
+    :func:`pixelrl.rl.text.grpo.one_step`, which ``bench/grpo_vs_trl.py`` times against TRL's
+    ``GRPOTrainer``."""
+    from pixelrl.rl.text.grpo import one_step
+
+    return one_step(
+        policy, opt, lr, ref, [Prompt(p.screenshot, p.instruction) for p in prompts],
+        lambda i, texts: reward_fn(texts, [prompts[i].bbox] * len(texts), screen, sigma_scale),
+        gcfg, minibatch,
+    )  # fmt: skip

@@ -154,7 +154,7 @@ def test_multi_step_answers_run_one_low_level_step_at_a_time_and_stop_at_the_lim
     assert taken == [F, F, F, IDLE, L, L] and truncated and info["num_steps"] == 6
     assert agent.turns == 3 and agent.last_text == answers[2]
 
-    from pixelrl.embodied.vlm_train import play
+    from pixelrl.embodied.vlm_episodes import play
 
     (episode,) = play(ScriptedText(answers, codec), AgentSpec(), [env], [1], sample=False)
     assert len(episode.turns) == 3 and episode.measures["num_steps"] == 6
@@ -164,7 +164,8 @@ def test_multi_step_answers_run_one_low_level_step_at_a_time_and_stop_at_the_lim
 
 
 def test_a_stop_short_of_the_goal_pays_the_slack_of_its_unused_steps():
-    from pixelrl.embodied.vlm_train import DEFAULTS, play
+    from pixelrl.embodied.vlm_episodes import play
+    from pixelrl.embodied.vlm_train import DEFAULTS
 
     env = gymnasium.make("pixelrl/PointNav-v0", **{**ENV, "max_episode_steps": 10})
     codec = NavActionCodec(0.25, 30.0)
@@ -230,7 +231,7 @@ def test_sft_on_follower_demonstrations_lowers_the_loss(sft_run):
 
 
 def test_one_grpo_step_moves_log_probs_toward_the_advantages(sft_run):
-    from pixelrl.embodied.vlm_train import play
+    from pixelrl.embodied.vlm_episodes import play
     from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages, grpo_optimizer, update_in_chunks
 
     env_kwargs = {**ENV, "max_episode_steps": 8}

@@ -12,7 +12,8 @@ import torch
 
 from pixelrl.config import Config
 from pixelrl.envs.gui_action import Action, ActionError
-from pixelrl.gui_agent.train_vlm import DEFAULTS, group_envs, play_group
+from pixelrl.gui_agent.train_vlm import DEFAULTS
+from pixelrl.gui_agent.vlm_episodes import group_envs, play_group
 from pixelrl.rl.grpo import GRPOConfig
 
 ray = pytest.importorskip("ray", reason="the Ray backend is the distributed extra")
@@ -140,7 +141,7 @@ def _by_seed(root):
 
 
 def test_sft_recording_through_ray_writes_the_episodes_of_this_process(tmp_path):
-    from pixelrl.gui_agent.train_vlm import record_expert_episodes
+    from pixelrl.gui_agent.vlm_demos import record_expert_episodes
 
     base = {**DEFAULTS, "env": {**ENV, "families": ["fill-form"], "max_fields": 2, "max_steps": 0}}
     base["data"] = {**DEFAULTS["data"], "episodes": 5}
@@ -155,7 +156,7 @@ def test_sft_recording_through_ray_writes_the_episodes_of_this_process(tmp_path)
 
 def test_sft_recording_redoes_an_episode_a_fault_cut(tmp_path, monkeypatch):
     from pixelrl.envs import remote
-    from pixelrl.gui_agent.train_vlm import record_expert_episodes
+    from pixelrl.gui_agent.vlm_demos import record_expert_episodes
 
     kills = []
     step = remote.RayVectorEnv.step

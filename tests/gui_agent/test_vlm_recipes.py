@@ -92,7 +92,9 @@ def test_one_grounding_grpo_step_prefers_the_rewarded_click(policy, items):
 
 def test_one_sft_step_on_recorded_desktop_episodes(tmp_path, policy):
     from pixelrl.config import Config
-    from pixelrl.gui_agent.train_vlm import DEFAULTS, record_expert_episodes, sft_examples
+    from pixelrl.gui_agent.train_vlm import DEFAULTS
+    from pixelrl.gui_agent.vlm_demos import record_expert_episodes
+    from pixelrl.gui_agent.vlm_episodes import sft_examples
     from pixelrl.rl.sft import sft_step
 
     cfg = Config({**DEFAULTS, "env": {**DEFAULTS["env"], "families": ["click-button"]},
@@ -146,7 +148,8 @@ def test_multiturn_group_turns_unparsable_text_into_waits(policy):
     """Episodes from one seed, played by a random tiny model: every unparsable answer is played
     as a ``wait`` (the episode goes on), the group shares its first screen (GiGPO's anchor)."""
     from pixelrl.config import Config
-    from pixelrl.gui_agent.train_vlm import DEFAULTS, play_group
+    from pixelrl.gui_agent.train_vlm import DEFAULTS
+    from pixelrl.gui_agent.vlm_episodes import play_group
     from pixelrl.rl.grpo import GRPOConfig, gigpo_advantages
 
     env = {**DEFAULTS["env"], "id": "pixelrl/Desktop-FillForm-v0", "max_steps": 2}
@@ -169,7 +172,8 @@ def test_task_seeds_keep_the_split_and_the_field_limit():
     import gymnasium as gym
 
     import pixelrl.envs  # noqa: F401
-    from pixelrl.gui_agent.train_vlm import config_for, task_seeds
+    from pixelrl.gui_agent.train_vlm import config_for
+    from pixelrl.gui_agent.vlm_tasks import task_seeds
     from pixelrl.recipes import get_recipe
 
     recipe = get_recipe("gui/multiturn-grpo").config
@@ -191,7 +195,8 @@ def test_task_seeds_from_a_start_check_the_limit_on_the_seed_they_return():
     import gymnasium as gym
 
     import pixelrl.envs  # noqa: F401
-    from pixelrl.gui_agent.train_vlm import config_for, task_seeds
+    from pixelrl.gui_agent.train_vlm import config_for
+    from pixelrl.gui_agent.vlm_tasks import task_seeds
     from pixelrl.recipes import get_recipe
 
     cfg = config_for(get_recipe("gui/multiturn-grpo").config, ["env.max_fields=2"])
@@ -203,7 +208,8 @@ def test_task_seeds_from_a_start_check_the_limit_on_the_seed_they_return():
 
 def test_a_field_limit_no_layout_meets_is_a_config_error_not_a_hang():
     from pixelrl.config import ConfigError
-    from pixelrl.gui_agent.train_vlm import config_for, task_seeds
+    from pixelrl.gui_agent.train_vlm import config_for
+    from pixelrl.gui_agent.vlm_tasks import task_seeds
     from pixelrl.recipes import get_recipe
 
     cfg = config_for(get_recipe("gui/multiturn-grpo").config, ["env.max_fields=1"])
@@ -217,8 +223,9 @@ def test_desktop_tokenizer_and_dense_grounding_examples():
     pointing inside the box of the element its instruction names."""
     from pixelrl.envs.grounding import grounding_samples
     from pixelrl.envs.gui_action import parse_action
-    from pixelrl.gui_agent.train_vlm import config_for, load_policy, training_screens
+    from pixelrl.gui_agent.train_vlm import config_for, load_policy
     from pixelrl.gui_agent.vlm_grounding import grounding_examples
+    from pixelrl.gui_agent.vlm_tasks import training_screens
     from pixelrl.recipes import get_recipe
 
     overrides = ["model=tiny-smolvlm", "env.families=[click-button,choose-radio]",
