@@ -284,34 +284,32 @@ def _checkpoint_agent(checkpoint: dict, env, seed: int) -> _Agent:
 
 
 def _expert_for(env) -> _Agent | None:
-    """The env's scripted expert, or None.
+    """The env's scripted expert, or None: its task family's (``pixelrl.envs.families.expert_of``: the
+    emulated desktop's and MiniWoB++'s ``expert_action()``, an X11 task file's ``solution``),
+    except on the embedded navigation env, where the shortest-path follower aims a little inside
+    the success radius (as ``pixelrl.embodied.agents.ExpertAgent``), not at its edge as the
+    family's expert (the VLM recipes' demonstrations) does."""
+    from pixelrl.envs.families import ExpertActionMethod, expert_of
 
-    - GUI envs with ``expert_action()`` (the emulated desktop): that.
-    - X11 tasks with a ``solution`` (action text): its steps in order, from each reset.
-    - The embedded navigation env: ``pixelrl.envs.nav``'s shortest-path follower on the episode's
-      geodesic field, aiming a little inside the success radius (as
-      ``pixelrl.embodied.agents.ExpertAgent``; an ``expert_action()`` on the env would replace this).
-    """
     unwrapped = env.unwrapped
-    if hasattr(unwrapped, "expert_action"):
-        return _Agent(lambda obs: unwrapped.expert_action())
-    solution = getattr(getattr(unwrapped, "task", None), "solution", None)
-    if solution:
-        step = {"k": 0}
+    if hasattr(unwrapped, "state") and hasattr(unwrapped, "cfg"):
+        return _inside_radius_follower(unwrapped)
+    try:
+        expert = expert_of(env)
+    except ValueError:  # no family (a user's env), or a family without an expert
+        if not hasattr(unwrapped, "expert_action"):
+            return None
+        expert = ExpertActionMethod(env)  # an env of no family that plans its own actions
+    return _Agent(lambda obs: expert.act(), reset=expert.reset)
 
-        def play(obs) -> str:
-            step["k"] += 1
-            return solution[min(step["k"] - 1, len(solution) - 1)]
 
-        return _Agent(play, reset=lambda: step.update(k=0))
-    if not (hasattr(unwrapped, "state") and hasattr(unwrapped, "cfg")):
-        return None
+def _inside_radius_follower(nav) -> _Agent:
     from pixelrl.envs.nav.follower import ShortestPathFollower
 
     cache = {}
 
     def follow(obs) -> int:
-        state, cfg = unwrapped.state, unwrapped.cfg
+        state, cfg = nav.state, nav.cfg
         if cache.get("episode") is not state.episode:
             cache["episode"] = state.episode
             cache["follower"] = ShortestPathFollower(
