@@ -205,4 +205,6 @@ def test_the_wheel_declares_the_domains_and_ships_every_recipe_config(built):
     names = wheel_names(wheel)
     for recipe in RECIPES.values():  # pixelrl train NAME from the wheel reads this file
         rel = recipe.config.resolve().relative_to(REPO)
+        if rel.parts[0] == "tests":  # a recipe a test registered in this process
+            continue
         assert f"pixelrl/{rel.as_posix()}" in names, f"{recipe.name}: {rel} is not in the wheel"
