@@ -15,14 +15,14 @@ runs on the code before a change as well as after it. ``gui/miniwob`` needs Chro
 
 from __future__ import annotations
 
-import argparse
 import csv
-import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from vlm_recipe_steps import compare, parse_args, run_all  # bench/, beside this file
 
 COMMON = ["torch_threads=1", "train.progress=false", "train.async=false", "train.tensorboard=false",
           "train.final_eval=false", "train.eval_interval=0", "train.eval_at_start=false",
@@ -85,38 +85,10 @@ def fingerprint(result: dict) -> list[str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", help="folder for the runs and results.json")
-    ap.add_argument("--only", nargs="+", choices=list(RUNS), help="these recipes only")
-    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
-                    help="compare two --out folders' results.json")  # fmt: skip
-    args = ap.parse_args()
+    ap, args = parse_args(__doc__, list(RUNS))
     if args.compare:
-        before, after = (json.load(open(Path(f) / "results.json")) for f in args.compare)
-        same = 0
-        for name in before:
-            a, b = fingerprint(before[name]), fingerprint(after.get(name, {}))
-            same += a == b
-            print(f"{name:<20} {'same' if a == b else 'DIFFERENT'}")
-            for x, y in zip(a, b):
-                if x != y:
-                    print(f"    before {x}\n    after  {y}")
-        print(f"\n{same} of {len(before)} recipes print the same numbers")
-        return 0 if same == len(before) else 1
-    if not args.out:
-        ap.error("give --out FOLDER (or --compare BEFORE AFTER)")
-    out = Path(args.out)
-    if out.exists() and any(out.iterdir()):
-        ap.error(f"--out {out} is not empty: earlier runs there would be read back")
-    out.mkdir(parents=True, exist_ok=True)
-    results = {}
-    for name in args.only or list(RUNS):
-        results[name] = run_one(name, out)
-        print(f"== {name} ({results[name]['seconds']:.0f} s)")
-        for line in fingerprint(results[name]):
-            print("   ", line)
-    json.dump(results, open(out / "results.json", "w"), indent=1)
-    return 0
+        return compare(args.compare, fingerprint)
+    return run_all(ap, args, args.only or list(RUNS), run_one, fingerprint)
 
 
 if __name__ == "__main__":

@@ -110,27 +110,33 @@ def fingerprint(result: dict) -> list[str]:
     return lines or [f"error: {result.get('error')}"]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(doc: str, names: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """``--out`` / ``--only`` / ``--compare``, shared with ``bench/ppo_recipe_steps.py``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--out", help="folder for the runs and results.json")
-    ap.add_argument("--only", nargs="+", choices=list(RUNS), help="these recipes only")
+    ap.add_argument("--only", nargs="+", choices=names, help="these recipes only")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
                     help="compare two --out folders' results.json")  # fmt: skip
-    args = ap.parse_args()
-    if args.compare:
-        before, after = (json.load(open(Path(f) / "results.json")) for f in args.compare)
-        same = 0
-        for name in before:
-            a, b = fingerprint(before[name]), fingerprint(after.get(name, {}))
-            verdict = "same" if a == b else "DIFFERENT"
-            same += a == b
-            print(f"{name:<22} {verdict}")
-            if a != b:
-                for x, y in zip(a, b):
-                    if x != y:
-                        print(f"    before {x}\n    after  {y}")
-        print(f"\n{same} of {len(before)} recipes print the same numbers")
-        return 0 if same == len(before) else 1
+    return ap, ap.parse_args()
+
+
+def compare(folders: list[str], fingerprint) -> int:
+    """Which recipes of BEFORE print different numbers in AFTER; 0 when none do."""
+    before, after = (json.load(open(Path(f) / "results.json")) for f in folders)
+    same = 0
+    for name in before:
+        a, b = fingerprint(before[name]), fingerprint(after.get(name, {}))
+        same += a == b
+        print(f"{name:<22} {'same' if a == b else 'DIFFERENT'}")
+        for x, y in zip(a, b):
+            if x != y:
+                print(f"    before {x}\n    after  {y}")
+    print(f"\n{same} of {len(before)} recipes print the same numbers")
+    return 0 if same == len(before) else 1
+
+
+def run_all(ap, args, names: list[str], run_one, fingerprint) -> int:
+    """Run ``names`` into the empty ``--out`` folder, print each one's figures, keep them."""
     if not args.out:
         ap.error("give --out FOLDER (or --compare BEFORE AFTER)")
     out = Path(args.out)
@@ -138,11 +144,6 @@ def main() -> int:
         ap.error(f"--out {out} is not empty: earlier runs there would be read back")
     out.mkdir(parents=True, exist_ok=True)
     results = {}
-    names = args.only or list(RUNS)
-    for grpo, sft in (("embodied/vlm-grpo", "embodied/vlm-sft"),
-                      ("gui/grounding-grpo", "gui/sft"), ("gui/multiturn-grpo", "gui/sft")):  # fmt: skip
-        if grpo in names and sft not in names:
-            names = [sft, *names]
     for name in names:
         results[name] = run_one(name, out)
         print(f"== {name} ({results[name]['seconds']:.0f} s)")
@@ -150,6 +151,18 @@ def main() -> int:
             print("   ", line)
     json.dump(results, open(out / "results.json", "w"), indent=1)
     return 0
+
+
+def main() -> int:
+    ap, args = parse_args(__doc__, list(RUNS))
+    if args.compare:
+        return compare(args.compare, fingerprint)
+    names = args.only or list(RUNS)
+    for grpo, sft in (("embodied/vlm-grpo", "embodied/vlm-sft"),
+                      ("gui/grounding-grpo", "gui/sft"), ("gui/multiturn-grpo", "gui/sft")):  # fmt: skip
+        if grpo in names and sft not in names:
+            names = [sft, *names]
+    return run_all(ap, args, names, run_one, fingerprint)
 
 
 if __name__ == "__main__":
