@@ -53,16 +53,20 @@ def origin(text: str) -> str:
     return f"{parts.scheme}://{shown}:{port}"
 
 
-def is_loopback_origin(value: str) -> bool:
-    """A page served from this machine: ``localhost`` or a loopback address, by name only (never
-    resolved: a name that resolves to loopback is how DNS rebinding gets in)."""
-    host = urlsplit(value).hostname or ""
+def is_loopback_name(host: str) -> bool:
+    """``localhost`` or a loopback address, by name only (never resolved: a name that resolves to
+    loopback is how DNS rebinding gets in)."""
     if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def is_loopback_origin(value: str) -> bool:
+    """A page served from this machine (:func:`is_loopback_name` of the origin's host)."""
+    return is_loopback_name(urlsplit(value).hostname or "")
 
 
 class RefuseForeignOrigins:
@@ -81,9 +85,7 @@ class RefuseForeignOrigins:
                     "pages on loopback and from clients that are not browsers (pixelrl serve "
                     "--allow-origin ORIGIN adds one)"
                 )
-                if scope["type"] == "http":
-                    return await refuse(send, 403, detail)
-                return await _refuse_handshake(scope, send, detail)
+                return await _forbid(scope, send, detail)
         return await self.app(scope, receive, send)
 
     def _refused(self, scope) -> str | None:
@@ -104,12 +106,9 @@ class RefuseForeignOrigins:
 def is_loopback_host(header: str) -> bool:
     """A ``Host`` header (``host[:port]``, ``[v6][:port]``) that names loopback, by name only."""
     try:
-        host = urlsplit("//" + header.strip()).hostname or ""
+        return is_loopback_name(urlsplit("//" + header.strip()).hostname or "")
     except ValueError:
         return False
-    return bool(host) and is_loopback_origin(
-        f"http://{host}" if ":" not in host else f"http://[{host}]"
-    )
 
 
 class RefuseForeignHosts:
@@ -128,10 +127,15 @@ class RefuseForeignHosts:
                         f"Host {text[:100]} is not this loopback server's name (a page whose "
                         "name was made to point here?): use localhost or 127.0.0.1"
                     )
-                    if scope["type"] == "http":
-                        return await refuse(send, 403, detail)
-                    return await _refuse_handshake(scope, send, detail)
+                    return await _forbid(scope, send, detail)
         return await self.app(scope, receive, send)
+
+
+async def _forbid(scope, send, detail: str) -> None:
+    """403 with ``detail``: an HTTP response, or the refusal of a WebSocket handshake."""
+    if scope["type"] == "http":
+        return await refuse(send, 403, detail)
+    return await _refuse_handshake(scope, send, detail)
 
 
 async def _refuse_handshake(scope, send, detail: str) -> None:
