@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from cli_forks import ForkedCLI
 
 PIXELRL = [sys.executable, "-m", "pixelrl"]
-GROUNDING = [sys.executable, "-m", "pixelrl.envs.grounding"]
 CLICK = "pixelrl/Desktop-ClickButton-v0"
 X11 = "pixelrl/XDesktop-TkCounterThree-v0"
 TRAIN = ["train", "embodied/pointnav-small", "train.output_dir=run"]
@@ -424,28 +424,31 @@ def _vlm_agent_folders(root: Path) -> None:
     (root / "agent_many" / AGENT_FILE).write_text(json.dumps({**raw, "max_repeat": "many"}))
 
 
-def _run(case, data: Path, cwd: Path) -> dict:
+def _argv(case, data: Path) -> tuple[str, list[str]]:
     name, argv, _ = case
     argv = [a.replace("{data}", str(data)) for a in argv]
-    command = GROUNDING + argv[1:] if argv[0] == "-g" else PIXELRL + argv
-    folder = cwd / name
-    folder.mkdir()
+    return ("pixelrl.envs.grounding", argv[1:]) if argv[0] == "-g" else ("pixelrl", argv)
+
+
+def _user_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("HF_HUB_OFFLINE", None)  # a missing checkpoint must not go to the hub, online or not
-    p = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=120)
-    return {
-        "rc": p.returncode,
-        "out": p.stdout,
-        "err": p.stderr,
-        "left": sorted(os.listdir(folder)),
-    }
+    return env
 
 
 @pytest.fixture(scope="module")
 def results(data, tmp_path_factory) -> dict[str, dict]:
     cwd = tmp_path_factory.mktemp("cwd")
-    with ThreadPoolExecutor(4) as pool:
-        runs = pool.map(lambda case: _run(case, data, cwd), CASES)
+
+    def run(case, cli: ForkedCLI) -> dict:
+        folder = cwd / case[0]
+        folder.mkdir()
+        result = cli.run(*_argv(case, data), cwd=folder)
+        return {**result, "left": sorted(os.listdir(folder))}
+
+    # two servers, one a core; each command line still runs in a process of its own
+    with ForkedCLI(_user_env()) as a, ForkedCLI(_user_env()) as b, ThreadPoolExecutor(2) as pool:
+        runs = pool.map(lambda ic: run(ic[1], (a, b)[ic[0] % 2]), enumerate(CASES))
         return {case[0]: r for case, r in zip(CASES, runs)}
 
 
@@ -467,3 +470,18 @@ def test_debug_shows_the_traceback_of_a_user_mistake(data, tmp_path):
     argv = ["--debug", "replay", str(tmp_path / "no_such_dir")]
     p = subprocess.run(PIXELRL + argv, capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "Traceback" in p.stderr and "DatasetError" in p.stderr
+
+
+@pytest.mark.parametrize(
+    "name", ["train-lr-text", "grounding-unknown-env", "record-kwargs-not-json"]
+)
+def test_the_real_entry_point_says_what_the_forked_one_says(name, data, results, tmp_path):
+    """The cases above run forked from one server (cli_forks.py); these run as a user types them."""
+    case = next(c for c in CASES if c[0] == name)
+    module, argv = _argv(case, data)
+    p = subprocess.run([sys.executable, "-m", module, *argv], cwd=tmp_path, env=_user_env(),
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert (p.returncode, p.stdout, p.stderr) == tuple(
+        results[name][k] for k in ("rc", "out", "err")
+    )
+    assert os.listdir(tmp_path) == []
