@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 # "module:function" a request may name: what `python -m MODULE` calls
@@ -62,6 +63,35 @@ class ForkedCLI:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def user_env() -> dict[str, str]:
+    """The environment a user's shell has: no HF_HUB_OFFLINE (a missing checkpoint must not go
+    to the hub, online or not)."""
+    env = dict(os.environ)
+    env.pop("HF_HUB_OFFLINE", None)
+    return env
+
+
+def case_argv(argv: list[str], data: Path | None = None) -> tuple[str, list[str]]:
+    """A case's module and arguments: ``{data}`` is the fixture folder; a first ``-g`` means
+    ``python -m pixelrl.envs.grounding``."""
+    argv = [a.replace("{data}", str(data)) for a in argv]
+    return ("pixelrl.envs.grounding", argv[1:]) if argv[0] == "-g" else ("pixelrl", argv)
+
+
+def run_cases(cases: list[tuple], cwd: Path, data: Path | None = None) -> dict[str, dict]:
+    """Each case ``(name, argv, ...)`` run in its own new folder ``cwd/name``, two at a time
+    (one server a core): {name: {"rc", "out", "err", "left": what it wrote in its folder}}."""
+
+    def run(i: int, case: tuple) -> dict:
+        folder = cwd / case[0]
+        folder.mkdir()
+        result = (a, b)[i % 2].run(*case_argv(case[1], data), cwd=folder)
+        return {**result, "left": sorted(os.listdir(folder))}
+
+    with ForkedCLI(user_env()) as a, ForkedCLI(user_env()) as b, ThreadPoolExecutor(2) as pool:
+        return dict(zip([c[0] for c in cases], pool.map(run, range(len(cases)), cases)))
 
 
 def _child(request: dict) -> None:

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from test_cli_errors import _run  # one subprocess a case, as a user types it
+from cli_forks import run_cases  # a process a case, forked from a server that imported torch
 
 CLICK = "pixelrl/Desktop-ClickButton-v0"
 
@@ -56,10 +55,7 @@ def data(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def results(data, tmp_path_factory) -> dict[str, dict]:
-    cwd = tmp_path_factory.mktemp("cwd")
-    with ThreadPoolExecutor(3) as pool:
-        runs = pool.map(lambda case: _run(case, data, cwd), CASES)
-        return {case[0]: r for case, r in zip(CASES, runs)}
+    return run_cases(CASES, tmp_path_factory.mktemp("cwd"), data)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
