@@ -1,0 +1,98 @@
+"""TRL environments whose envs live behind ``pixelrl serve`` (issue 55 item 4): a real server in
+a subprocess on a free loopback port; the same seeds and tool calls give the same observations,
+texts, refusals and rewards as the in-process environment."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("openenv")
+
+from pixelrl.trl_env import ToolError, environment_factory, train_dataset  # noqa: E402
+from tests.pixelrl.test_serve import _start, _stop  # noqa: E402
+
+CLICK = "pixelrl/Desktop-ClickButton-v0"
+NAV = "pixelrl/PointNav-v0"
+GUI_KW = {"screen_size": [320, 240]}
+NAV_KW = {"width": 32, "height": 32}
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    started = {}
+    try:
+        for env_id, kwargs in ((CLICK, GUI_KW), (NAV, NAV_KW)):
+            folder = tmp_path_factory.mktemp(env_id.split("/")[1])
+            started[env_id] = _start(folder, env_id, "--env-kwargs", json.dumps(kwargs))
+        yield {env_id: url for env_id, (_, url) in started.items()}
+    finally:
+        for proc, _ in started.values():
+            log = _stop(proc)
+            assert "Traceback" not in log, log
+
+
+def _play(env, seed: int, calls) -> list:
+    """What the environment answers: the reset text, then each call's image, text or refusal,
+    then the reward."""
+    seen = [env.reset(seed=seed)]
+    for name, kwargs in calls:
+        try:
+            image, text = getattr(env, name)(**kwargs)
+            seen.append((np.asarray(image["image"]), text["text"]))
+        except ToolError as e:
+            seen.append(f"ToolError: {e}")
+    seen.append(env.get_reward())
+    return seen
+
+
+def _gui_calls(info: dict) -> list:
+    x0, y0, x1, y1 = info["target_bbox"]  # the local env's: the server keeps it
+    return [
+        ("click", {"x": 400, "y": 10}),  # off screen: the env refuses it
+        ("hotkey", {"keys": "tab"}),
+        ("click", {"x": (x0 + x1) // 2, "y": (y0 + y1) // 2}),
+        ("done", {}),  # after the episode ended
+    ]
+
+
+NAV_CALLS = [("move_forward", {"steps": 3}), ("turn_left", {"times": 2}), ("stop", {}),
+             ("move_forward", {"steps": 1})]  # fmt: skip
+
+
+@pytest.mark.parametrize("env_id, kwargs", [(CLICK, GUI_KW), (NAV, NAV_KW)])
+def test_a_served_env_answers_as_the_in_process_one(servers, env_id, kwargs):
+    local = environment_factory(env_id, **kwargs)()
+    remote = environment_factory(env_id, url=servers[env_id], **kwargs)()
+    for seed in (2, 5):
+        local.reset(seed=seed)
+        calls = _gui_calls(local._info) if env_id == CLICK else NAV_CALLS
+        here, there = _play(local, seed, calls), _play(remote, seed, calls)
+        assert len(here) == len(there) == 6
+        for a, b in zip(here, there):
+            if isinstance(a, tuple):
+                assert np.array_equal(a[0], b[0]) and a[1] == b[1]
+            else:
+                assert a == b
+        assert any(isinstance(a, str) and a.startswith("ToolError") for a in here)
+        assert here[-1] != 0 or env_id == NAV  # the click on the target scores
+    remote._close()
+    local._close()
+
+
+def test_train_rows_from_a_served_env_are_the_same(servers):
+    here = train_dataset(NAV, [3], **NAV_KW)
+    there = train_dataset(NAV, [3], url=servers[NAV], **NAV_KW)
+    assert np.array_equal(np.asarray(here[0]["image"]), np.asarray(there[0]["image"]))
+
+
+def test_a_wrong_server_or_address_is_one_clear_error(servers):
+    with pytest.raises(ValueError, match=f"serves '{NAV}', not '{CLICK}'"):
+        environment_factory(CLICK, url=servers[NAV], **GUI_KW)().reset(seed=0)
+    with pytest.raises(ValueError, match="url must be http://host:port"):
+        environment_factory(NAV, url="localhost:1", **NAV_KW)()
+    with pytest.raises(ConnectionError, match="no pixelrl serve at http://127.0.0.1:9"):
+        environment_factory(NAV, url="http://127.0.0.1:9", **NAV_KW)().reset(seed=0)
