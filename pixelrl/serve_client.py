@@ -1,7 +1,7 @@
 """The client side of ``pixelrl serve``: an env behind the server, played like a gym env.
 
-:class:`RemoteEnv` holds one OpenEnv WebSocket session (OpenEnv's own ``GenericEnvClient``, so
-one gym env of its own on the server) and answers ``reset`` / ``step`` / ``close`` as
+:class:`RemoteEnv` holds one OpenEnv WebSocket session (:class:`PixelrlEnv`, an OpenEnv
+``EnvClient``, so one gym env of its own on the server) and answers ``reset`` / ``step`` / ``close`` as
 ``gymnasium.make(env_id)`` would in this process: the observation dict with its images decoded
 back to the same arrays (PNG is lossless), ``info`` with the verifiable measures the server
 sends (``success``, ``spl``, ``distance_to_goal``, ``num_steps``, ...; privileged facts never
@@ -14,6 +14,17 @@ leave the server). So code written against a local env (the TRL environments of
 
 An action the env refuses comes back as the server's one-line reason in a ``ValueError`` (as a
 local env's ``ActionError``); a server that is gone or full is a ``ConnectionError``.
+
+For OpenEnv's users the same session is a typed client, as OpenEnv's env templates write one
+(``client.py`` + ``models.py``): :class:`PixelrlEnv` (an ``EnvClient``) takes :class:`GuiAction`
+or :class:`NavAction` (the server's own pydantic action models) and returns
+:class:`PixelrlObservation` (the env's observation dict, decoded, with ``terminated``,
+``truncated`` and the verifiable ``info``)::
+
+    with PixelrlEnv(base_url="http://localhost:8000").sync() as env:
+        result = env.reset(seed=3)
+        result = env.step(GuiAction(kind="click", x=40, y=60))
+        result.observation.fields["screenshot"]      # H x W x 3 uint8
 """
 
 from __future__ import annotations
@@ -22,8 +33,17 @@ from typing import Any
 
 import gymnasium
 import numpy as np
+from openenv.core.client_types import StepResult
+from openenv.core.env_client import EnvClient
+from openenv.core.env_server.types import Observation, State
+from pydantic import Field
 
 from pixelrl.envs.gui_action import Action
+from pixelrl.serve import action_model, decode_image
+
+# The server's action models, as classes a client imports (OpenEnv's models.py)
+GuiAction = action_model("gui")
+NavAction = action_model("nav")
 
 # The server's one-line reasons for an action its env refused (pixelrl.serve.GymEnvironment.step
 # and _native_action): the local env would have raised ActionError, a ValueError
@@ -34,8 +54,6 @@ def decode_observation(fields: dict[str, Any]) -> dict[str, Any]:
     """A served observation's fields back as the env's own values: images (a base64 PNG, a
     depth dict, or nested lists of pixels) as arrays, other lists as float arrays, text as it is.
     The server's extra fields (``terminated``, ``truncated``, ``info``) are left out."""
-    from pixelrl.serve import decode_image
-
     out: dict[str, Any] = {}
     for key, value in fields.items():
         if key in ("terminated", "truncated", "info"):
@@ -66,6 +84,40 @@ def action_payload(action: Any) -> dict[str, Any]:
     return {"action": int(action)}
 
 
+class PixelrlObservation(Observation):
+    """One served observation: ``fields``, the env's observation dict (images as arrays, text
+    as text), plus OpenEnv's ``done`` and ``reward`` and the episode's end and measures."""
+
+    fields: dict[str, Any] = Field(default_factory=dict, description="the env's observation")
+    terminated: bool = Field(default=False, description="the episode ended (task)")
+    truncated: bool = Field(default=False, description="the step limit ended it")
+    info: dict[str, Any] = Field(default_factory=dict, description="verifiable measures")
+
+
+class PixelrlEnv(EnvClient[Any, PixelrlObservation, State]):
+    """OpenEnv's typed client of ``pixelrl serve`` (``EnvClient``: async, ``.sync()`` for a
+    blocking one): actions are :class:`GuiAction`, :class:`NavAction`, a GUI :class:`Action`,
+    action text or a navigation index; observations :class:`PixelrlObservation`."""
+
+    def _step_payload(self, action: Any) -> dict[str, Any]:
+        if isinstance(action, (GuiAction, NavAction)):
+            return action.model_dump(exclude_unset=True)  # the server fills its defaults
+        return action_payload(action)
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[PixelrlObservation]:
+        fields = payload.get("observation", {})
+        reward, done = payload.get("reward"), bool(payload.get("done", False))
+        observation = PixelrlObservation(
+            fields=decode_observation(fields), terminated=bool(fields.get("terminated")),
+            truncated=bool(fields.get("truncated")), info=dict(fields.get("info", {})),
+            done=done, reward=reward,
+        )  # fmt: skip
+        return StepResult(observation=observation, reward=reward, done=done)
+
+    def _parse_state(self, payload: dict[str, Any]) -> State:
+        return State(**payload)
+
+
 class RemoteEnv:
     """One env behind ``pixelrl serve`` at ``url`` (``http://host:port``), with a gym env's
     ``reset``, ``step`` and ``close``.
@@ -76,31 +128,25 @@ class RemoteEnv:
     step limit), a local twin that is never stepped, so those reads answer as the server's env."""
 
     def __init__(self, url: str, env_id: str, message_timeout_s: float = 120.0, **env_kwargs: Any):
-        from openenv.core.generic_client import GenericEnvClient
-
         if not isinstance(url, str) or not url.startswith(
             ("http://", "https://", "ws://", "wss://")
         ):
             raise ValueError(f"url must be http://host:port (pixelrl serve's address), got {url!r}")
         self.url, self.env_id, self.env_kwargs = url.rstrip("/"), env_id, env_kwargs
-        self._client = GenericEnvClient(
-            base_url=self.url, message_timeout_s=message_timeout_s
-        ).sync()
+        self._client = PixelrlEnv(base_url=self.url, message_timeout_s=message_timeout_s).sync()
         self._checked = False
         self._twin: gymnasium.Env | None = None
 
     def reset(self, seed: int | None = None, **_: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         if not self._checked:
             self._check_served()
-        result = self._call(self._client.reset, seed=seed)
-        return decode_observation(result.observation), dict(result.observation.get("info", {}))
+        observation = self._call(self._client.reset, seed=seed).observation
+        return observation.fields, observation.info
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        result = self._call(self._client.step, action_payload(action))
-        fields = result.observation
-        return (decode_observation(fields), float(result.reward or 0.0),
-                bool(fields.get("terminated")), bool(fields.get("truncated")),
-                dict(fields.get("info", {})))  # fmt: skip
+        result = self._call(self._client.step, action)
+        o = result.observation
+        return o.fields, float(result.reward or 0.0), o.terminated, o.truncated, o.info
 
     def close(self) -> None:
         client, self._client = self._client, None

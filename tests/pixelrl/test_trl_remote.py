@@ -96,3 +96,63 @@ def test_a_wrong_server_or_address_is_one_clear_error(servers):
         environment_factory(NAV, url="localhost:1", **NAV_KW)()
     with pytest.raises(ConnectionError, match="no pixelrl serve at http://127.0.0.1:9"):
         environment_factory(NAV, url="http://127.0.0.1:9", **NAV_KW)().reset(seed=0)
+
+
+def test_the_typed_openenv_client_plays_a_served_env(servers):
+    """OpenEnv's way (issue 55 item 5): PixelrlEnv with the server's own action models; the
+    observations are the local env's arrays, the rewards its rewards."""
+    import gymnasium
+
+    from pixelrl.envs.gui_action import Action
+    from pixelrl.serve_client import GuiAction, NavAction, PixelrlEnv, PixelrlObservation
+
+    local = gymnasium.make(CLICK, **GUI_KW)
+    obs, info = local.reset(seed=4)
+    x0, y0, x1, y1 = info["target_bbox"]
+    with PixelrlEnv(base_url=servers[CLICK]).sync() as env:
+        first = env.reset(seed=4)
+        assert isinstance(first.observation, PixelrlObservation)
+        assert np.array_equal(first.observation.fields["screenshot"], obs["screenshot"])
+        assert first.observation.fields["instruction"] == obs["instruction"]
+        text = GuiAction(action_text=f"pyautogui.moveTo({x0}, {y0})")
+        expected = local.step(f"pyautogui.moveTo({x0}, {y0})")
+        moved = env.step(text)
+        assert np.array_equal(moved.observation.fields["screenshot"], expected[0]["screenshot"])
+        click = env.step(GuiAction(kind="click", x=(x0 + x1) // 2, y=(y0 + y1) // 2))
+        _, reward, _, _, info = local.step(Action.click((x0 + x1) // 2, (y0 + y1) // 2))
+        assert (click.reward, click.done, click.observation.terminated) == (reward, True, True)
+        assert click.observation.info["success"] is info["success"] is True
+    local.close()
+    with PixelrlEnv(base_url=servers[NAV]).sync() as env:
+        env.reset(seed=1)
+        step = env.step(NavAction(action=1))
+        assert step.observation.fields["rgb"].shape == (32, 32, 3)
+        assert step.observation.info["num_steps"] == 1
+
+
+def test_the_manifest_names_the_client_and_models_openenv_reads():
+    import importlib
+    import importlib.resources
+
+    import yaml
+
+    manifest = yaml.safe_load((importlib.resources.files("pixelrl") / "openenv.yaml").read_text())
+    template = {"spec_version", "name", "type", "runtime", "app", "port"}  # OpenEnv's template
+    assert template <= set(manifest) and manifest["spec_version"] == 1
+    client = importlib.import_module("pixelrl.serve_client")
+    module, name = manifest["client"].split(":")
+    assert getattr(importlib.import_module(module), name) is client.PixelrlEnv
+    assert hasattr(client, manifest["action"]) and hasattr(client, manifest["observation"])
+    module, name = manifest["app"].split(":")
+    assert callable(getattr(importlib.import_module(module), name))
+
+
+def test_openenv_validates_the_running_server_but_for_mcp(servers):
+    """openenv-core's own runtime check: every criterion passes but the MCP endpoint, which the
+    server drops on purpose (OpenEnv's /mcp sessions were never closed: pixelrl.serve)."""
+    from openenv.cli._validation import validate_running_environment
+
+    report = validate_running_environment(servers[CLICK], timeout_s=30)
+    failed = [c["id"] for c in report["criteria"] if not c["passed"]]
+    assert failed == ["mcp_endpoint"], report
+    assert report["mode"] == "simulation"
