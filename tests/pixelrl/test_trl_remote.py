@@ -156,3 +156,44 @@ def test_openenv_validates_the_running_server_but_for_mcp(servers):
     failed = [c["id"] for c in report["criteria"] if not c["passed"]]
     assert failed == ["mcp_endpoint"], report
     assert report["mode"] == "simulation"
+
+
+def _openenv_pixelrl_installed() -> bool:
+    import importlib.metadata
+
+    try:
+        importlib.metadata.distribution("openenv-pixelrl")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(
+    not _openenv_pixelrl_installed(),
+    reason="AutoEnv finds envs by installed distribution: pip install -e integrations/openenv-pixelrl",
+)
+def test_autoenv_finds_pixelrl_and_talks_to_a_running_serve(servers, tmp_path):
+    """OpenEnv's AutoEnv, in a fresh process with its own temp folder (its discovery caches what
+    it found in tempfile.gettempdir(), which a stale cache elsewhere would answer for)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from openenv import AutoEnv\n"
+        f"env = AutoEnv.from_env('pixelrl', base_url={servers[NAV]!r})\n"
+        "print(type(env).__module__, type(env).__name__)\n"
+        "with env.sync() as e:\n"
+        "    r = e.reset(seed=1)\n"
+        "    print(r.observation.fields['rgb'].shape, int(r.observation.info['num_steps']))\n"
+        "info = AutoEnv.get_env_info('pixelrl')\n"
+        "print(info['module'], info['action_class'], info['observation_class'])\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "TMPDIR": str(tmp_path)})  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == [
+        "pixelrl.serve_client PixelrlEnv",  # found through pixelrl.client, which re-exports it
+        "(32, 32, 3) 0",
+        "pixelrl.client GuiAction PixelrlObservation",
+    ]
