@@ -10,6 +10,14 @@ unexpected errors, the server's RSS before and after.
 
     python bench/serve_load.py                                   # the desktop, 1 / 4 / 8 clients
     python bench/serve_load.py --env pixelrl/PointNav-v0 --env-kwargs '{"width": 64, "height": 64}'
+
+With ``--churn N`` it instead connects and disconnects N clients, at most ``--concurrency`` at a
+time (a third leave right after connecting, a third after a reset, a third after a few steps),
+with the server at ``--log-level info`` and ``--max-sessions`` = ``--concurrency`` (a client
+told "busy" retries, as the server asks, and is counted), then stops the server and prints its log's lines by
+kind; it exits 1 if the log holds a traceback or an ERROR line, or a client failed::
+
+    python bench/serve_load.py --churn 100 --concurrency 8
 """
 
 from __future__ import annotations
@@ -47,6 +55,8 @@ def start_server(args, folder: str):
         "127.0.0.1",
     ]
     argv += ["--images", args.images, "--max-sessions", str(max(args.clients))]
+    if args.churn:
+        argv += ["--log-level", "info"]
     if args.env_kwargs:
         argv += ["--env-kwargs", args.env_kwargs]
     log = open(Path(folder) / "server.log", "w")  # noqa: SIM115  (closed by the caller)
@@ -140,6 +150,71 @@ def level(url, n, args, good, bad, pid):
     return totals, elapsed, before, rss_mib(pid)
 
 
+def visit(url: str, i: int, good, busy: list) -> str | None:
+    """One client that connects and leaves: right away, after a reset, or after three steps
+    (by ``i % 3``); None, or what went wrong. A "busy" answer (every slot taken: a session that
+    just left may not be closed on the server yet) is retried as the server asks, up to 10 times
+    0.2 s apart, and counted in ``busy``."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    rng = random.Random(i)
+    for _ in range(10):
+        try:
+            with GenericEnvClient(base_url=url, message_timeout_s=60).sync() as client:
+                client.connect()
+                if i % 3 >= 1:
+                    client.reset(seed=i)
+                for _ in range(3 if i % 3 == 2 else 0):
+                    if client.step(good(rng)).done:
+                        client.reset(seed=rng.randrange(2**31))
+            return None
+        except RuntimeError as e:
+            if "busy:" not in str(e):
+                return f"client {i}: {type(e).__name__}: {e}"
+            busy.append(i)
+            time.sleep(0.2)
+        except Exception as e:  # noqa: BLE001  (reported, counted)
+            return f"client {i}: {type(e).__name__}: {e}"
+    return f"client {i}: busy 10 times"
+
+
+LOG_KINDS = (  # (kind, how a line of it starts or what it holds), the first that matches
+    ("traceback", "Traceback"),
+    ("ERROR", "ERROR"),
+    ("WARNING", "WARNING"),
+    ("session ended (info)", "session of "),
+    ("WebSocket accepted (info)", '"WebSocket /ws" [accepted]'),
+    ("connection open (info)", "connection open"),
+    ("connection closed (info)", "connection closed"),
+    ("other INFO", "INFO"),
+)
+
+
+def log_kinds(text: str) -> dict[str, int]:
+    """The server log's lines by kind (:data:`LOG_KINDS`; a line of none is "other")."""
+    counts = dict.fromkeys([k for k, _ in LOG_KINDS] + ["other"], 0)
+    for line in text.splitlines():
+        kind = next((k for k, mark in LOG_KINDS if mark in line), "other")
+        counts[kind] += 1
+    return counts
+
+
+def churn(args, url: str, good, busy: list) -> list[str]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+        return [e for e in pool.map(lambda i: visit(url, i, good, busy), range(args.churn)) if e]
+
+
+def stop_server(proc) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--env", default="pixelrl/Desktop-ClickButton-v0")
@@ -149,10 +224,46 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=10.0, help="per level")
     p.add_argument("--max-steps", type=int, default=20000, help="per level, all clients")
     p.add_argument("--bad-every", type=int, default=10, help="a bad action every N steps (0: none)")
+    p.add_argument("--churn", type=int, default=0, help="clients that connect and leave (0: off)")
+    p.add_argument("--concurrency", type=int, default=8, help="--churn: clients at once at most")
     args = p.parse_args()
+    if args.churn < 0 or args.concurrency < 1:
+        p.error("--churn must be >= 0 and --concurrency >= 1")
     args.clients = [int(c) for c in args.clients.split(",")]
     kwargs = json.loads(args.env_kwargs) if args.env_kwargs else {}
     good, bad = actions_for(args.env, kwargs)
+    if args.churn:
+        args.clients = [args.concurrency]  # the server's --max-sessions
+        with tempfile.TemporaryDirectory() as folder:
+            proc, log, url = start_server(args, folder)
+            start, cpu = time.monotonic(), os.times()
+            try:
+                busy: list[int] = []
+                failures = churn(args, url, good, busy)
+                time.sleep(1.0)  # the last sessions close
+                alive = proc.poll() is None
+            finally:
+                stop_server(proc)
+                log.close()
+            text = (Path(folder) / "server.log").read_text()
+        spent = os.times()
+        cpu_s = sum(getattr(spent, k) - getattr(cpu, k) for k in ("user", "system",
+                    "children_user", "children_system"))  # fmt: skip
+        counts = log_kinds(text)
+        print(f"{args.env} {args.env_kwargs}: {args.churn} clients connected and left, at most "
+              f"{args.concurrency} at once, in {time.monotonic() - start:.1f} s wall "
+              f"({cpu_s:.1f} CPU s, clients and server); failed clients: {len(failures)}; "
+              f"'busy' answers retried: {len(busy)}; "
+              f"server alive at the end: {alive}\n")  # fmt: skip
+        print("| server log lines | count |\n|---|---:|")
+        for kind, n in counts.items():
+            print(f"| {kind} | {n} |")
+        for failure in failures[:5]:
+            print(failure, file=sys.stderr)
+        bad = failures or counts["traceback"] or counts["ERROR"] or not alive
+        if bad:
+            print("\n" + "\n".join(text.splitlines()[:40]), file=sys.stderr)
+        raise SystemExit(1 if bad else 0)
     with tempfile.TemporaryDirectory() as folder:
         proc, log, url = start_server(args, folder)
         try:
@@ -173,12 +284,7 @@ def main() -> None:
             alive = proc.poll() is None
             print(f"\nserver alive at the end: {alive}; RSS {rss_mib(proc.pid):.0f} MiB")
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_server(proc)
             log.close()
 
 

@@ -44,8 +44,8 @@ import numpy as np
 
 import pixelrl.envs  # noqa: F401  (registers the ids)
 from pixelrl import registry
+from pixelrl.envs import family_of
 from pixelrl.envs.gui_action import MAX_SCROLL, Action, ActionError
-from pixelrl.envs.registry import unknown_env_message
 from pixelrl.seeds import checked_seed
 
 # The words before the task's own (the row's prompt); the tools' schemas follow in the system turn.
@@ -74,6 +74,17 @@ def whole_number(value: Any, name: str, low: int, high: int) -> int:
     return int(value)
 
 
+def make_env(env_id: str, url: str | None = None, **env_kwargs: Any) -> gymnasium.Env:
+    """``env_id`` in this process, or with ``url`` one session of it behind ``pixelrl serve``
+    at that address (:class:`pixelrl.serve_client.RemoteEnv`: the same observations and rewards;
+    ``env_kwargs`` are then the server's ``--env-kwargs``)."""
+    if url is None:
+        return gymnasium.make(env_id, **env_kwargs)
+    from pixelrl.serve_client import RemoteEnv
+
+    return RemoteEnv(url, env_id, **env_kwargs)
+
+
 class ToolEnvironment:
     """What every pixelrl TRL environment shares: one gym env, a seeded ``reset`` from a row,
     tool answers with an image, the episode's return for ``get_reward``.
@@ -83,9 +94,9 @@ class ToolEnvironment:
 
     PROMPT = ""
 
-    def __init__(self, env_id: str, **env_kwargs: Any) -> None:
+    def __init__(self, env_id: str, url: str | None = None, **env_kwargs: Any) -> None:
         self.env_id = env_id
-        self.env = gymnasium.make(env_id, **env_kwargs)
+        self.env = make_env(env_id, url, **env_kwargs)
         self._return = 0.0
         self._over = True
         self._obs: dict[str, Any] = {}
@@ -271,10 +282,31 @@ class GUIEnvironment(ToolEnvironment):
         return self._act(Action.done)
 
 
+def trl_env_ids(near: str = "") -> list[str]:
+    """The registered ids a TRL environment wraps (GUI and navigation envs: those of a task
+    family), the nearest to ``near`` first."""
+    import difflib
+
+    ids = sorted(i for i in gymnasium.registry if family_of(i) is not None)
+    ratio = {i: difflib.SequenceMatcher(None, near.lower(), i.lower()).ratio() for i in ids}
+    return sorted(ids, key=lambda i: -ratio[i])
+
+
+def _not_wrapped(env_id: object, why: str, shown: int = 8) -> ValueError:
+    ids = trl_env_ids(str(env_id))
+    more = f" and {len(ids) - shown} more (`pixelrl envs` lists them)" if len(ids) > shown else ""
+    return ValueError(f"{why}; the GUI and navigation envs, nearest first: "
+                      f"{', '.join(ids[:shown])}{more}")  # fmt: skip
+
+
 def env_kind(env_id: str) -> str:
-    """``"gui"`` or ``"nav"``: which TRL environment wraps ``env_id`` (by where it is built)."""
+    """``"gui"`` or ``"nav"``: which TRL environment wraps ``env_id`` (by where it is built).
+    A ``ValueError`` naming the ids it can wrap, nearest first, for an unknown id or one that
+    is neither a GUI nor a navigation env (CartPole's screen has no pointer to give tools)."""
     if not isinstance(env_id, str) or env_id not in gymnasium.registry:
-        raise ToolError(unknown_env_message(str(env_id)) or f"unknown env {env_id!r}")
+        raise _not_wrapped(env_id, f"unknown env id {str(env_id)[:80]!r}")
+    if family_of(env_id) is None:
+        raise _not_wrapped(env_id, f"{env_id!r} is not a GUI or navigation env")
     entry = str(gymnasium.registry[env_id].entry_point)
     return "nav" if entry.startswith("pixelrl.envs.nav") else "gui"
 
@@ -288,12 +320,19 @@ def environment_class(env_id: str) -> type[ToolEnvironment]:
     return registry.resolve("trl_env", kind)
 
 
-def environment_factory(env_id: str, **env_kwargs: Any) -> Callable[[], ToolEnvironment]:
+def environment_factory(
+    env_id: str, url: str | None = None, **env_kwargs: Any
+) -> Callable[[], ToolEnvironment]:
     """A zero-argument callable making a fresh TRL environment of ``env_id`` (TRL makes one per
-    concurrent rollout and reuses it across ``reset``\\ s)."""
+    concurrent rollout and reuses it across ``reset``\\ s). With ``url`` (``http://host:port``
+    of ``pixelrl serve ENV_ID``) each environment plays its own session on that server: the same
+    tools, observations and rewards, the env's work on another machine."""
     import functools
 
-    return functools.partial(environment_class(env_id), env_id, **env_kwargs)
+    cls = environment_class(env_id)
+    if url is None:  # the partial as before: TRL users may read its keywords
+        return functools.partial(cls, env_id, **env_kwargs)
+    return functools.partial(cls, env_id, url=url, **env_kwargs)
 
 
 def train_dataset(

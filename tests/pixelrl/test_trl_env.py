@@ -156,7 +156,7 @@ def test_train_dataset_rows_are_seeded_starts():
     plain = gymnasium.make(NAV, **NAV_KW)
     assert np.array_equal(np.asarray(rows[1]["image"]), plain.reset(seed=9)[0]["rgb"])
     assert rows[0]["prompt"][0]["role"] == "user"
-    with pytest.raises(ToolError, match="pixelrl/PointNav-v0"):
+    with pytest.raises(ValueError, match="pixelrl/PointNav-v0"):
         environment_factory("PointNav-v0")
     with pytest.raises(ToolError, match="rewards"):
         NavEnvironment(NAV, rewards={"sucess": 1.0}, **NAV_KW)
