@@ -203,3 +203,18 @@ def test_a_pointing_completion_without_its_cell_or_box_cannot_be_scored():
     policy = _policy("smolvlm", pointer_head=True)
     with pytest.raises(PointerError, match="neither its cell"):
         policy.score([_screen()], ["a"], [TARGET])
+
+
+def test_the_head_trains_whole_under_lora(tmp_path):
+    pytest.importorskip("peft")
+    policy = _policy("smolvlm", pointer_head=True)
+    policy.add_lora(r=2, alpha=4)
+    trainable = {id(p) for p in policy.trainable_parameters()}
+    assert all(id(p) in trainable for p in policy.pointer.parameters())
+    before = _head_weights(policy)
+    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=1e-2)
+    sft_step(policy, opt, _examples(_screen()))
+    assert not torch.equal(before, _head_weights(policy))
+    policy.save(tmp_path / "m")  # adapters merged in, the head beside them
+    again = load_vlm(str(tmp_path / "m"), _codec())
+    assert torch.equal(_head_weights(again), _head_weights(policy))
