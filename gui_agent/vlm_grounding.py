@@ -23,12 +23,18 @@ def grounding_examples(screens: Iterable[tuple[Any, dict, dict]], policy,
     from pixelrl.envs.grounding import grounding_samples
     from pixelrl.envs.gui import bbox_center
     from pixelrl.envs.gui_action import Action
+    from pixelrl.vision.pointer_head import POINTER_TOKEN
 
     examples = []
     for _, obs, info in screens:
         for sample in grounding_samples(info["a11y"], screen):
-            target = policy.action_text(Action.click(*bbox_center(sample.bbox)), screen)
-            examples.append(Example(Prompt(obs["screenshot"], sample.instruction), target))
+            centre = bbox_center(sample.bbox)
+            target = policy.action_text(Action.click(*centre), screen)
+            box = None
+            if policy.pointer is not None:  # the click's point is the pointer head's: the box
+                point = policy.codec.point_text(*centre, screen)
+                target, box = target.replace(point, POINTER_TOKEN), tuple(sample.bbox)
+            examples.append(Example(Prompt(obs["screenshot"], sample.instruction), target, box=box))
     return examples
 
 

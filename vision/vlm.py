@@ -55,7 +55,7 @@ from pixelrl.vision.model_source import (
 )
 from pixelrl.vision.tiny_vlm import FAMILIES, build_tiny_vlm
 
-__all__ = ["FAMILIES", "Completion", "VLMPolicy", "load_vlm", "tiny_corpus"]
+__all__ = ["FAMILIES", "Completion", "VLMPolicy", "load_vlm", "tiny_corpus", "tiny_family"]
 
 # {hint} is the action codec's answer_hint (for the GUI codec, the text this prompt always had).
 DEFAULT_PROMPT = "{instruction}\nPrevious actions: {history}\n{hint}"
@@ -72,6 +72,9 @@ class Completion:
     action: Any  # the codec's action: a GUI Action, a tuple of navigation action ids, ...
     parsed: bool
     error: str | None = None
+    # with a pointer head: the image cell the pointer token chose (its log-prob is in
+    # sampled_logprobs at the pointer token), else None
+    patch: int | None = None
 
     @property
     def logprob(self) -> float:
@@ -116,7 +119,10 @@ class VLMPolicy:
 
     ``codec`` is the action language (:mod:`pixelrl.vision.action_codec`): how answers are read
     and actions written. ``history_length`` recent history lines (text) go into the prompt. ``prompt_template`` is formatted with ``instruction``, ``history`` and ``hint``
-    (the codec's answer hint). ``screen_parse`` (image -> text, e.g.
+    (the codec's answer hint). ``pointer_head`` (True, or a
+    :class:`~pixelrl.vision.pointer_head.PointerHead`) lets answers point: a ``<|pointer|>``
+    token in an answer is a click on the image cell its hidden state attends to
+    (:mod:`pixelrl.vision.pointer_head`); off (None), points are text. ``screen_parse`` (image -> text, e.g.
     :class:`pixelrl.vision.reader.SetOfMarks`) adds a parse of the screen under the instruction.
     ``share_prompts`` (default) runs a prompt that a batch repeats
     once; ``False`` runs every row, the same numbers more slowly.
@@ -132,6 +138,7 @@ class VLMPolicy:
         prompt_template: str = DEFAULT_PROMPT,
         share_prompts: bool = True,
         screen_parse: Callable[[Any], str] | None = None,
+        pointer_head: Any = None,
     ) -> None:
         if codec is None or not callable(getattr(codec, "parse", None)):
             raise TypeError(f"VLMPolicy needs an action codec (parse/render), got {codec!r}")
@@ -150,6 +157,16 @@ class VLMPolicy:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.end_token_id = self.tokenizer.eos_token_id
         self.placeholder_token_ids = _placeholder_token_ids(model, processor)
+        self.pointer, self.pointer_id = None, None
+        if pointer_head:
+            self._attach_pointer(pointer_head)
+        elif _pointer_token() in self.tokenizer.get_vocab():
+            from pixelrl.vision.pointer_head import HEAD_FILE, PointerError
+
+            raise PointerError(
+                f"the tokenizer has the pointer token {_pointer_token()} but the policy has no "
+                f"pointer head ({HEAD_FILE} missing beside the model?)"
+            )
         # The last batch encode_prompts made, by content: a GRPO step encodes the same prompts
         # to sample, to score and to score under the reference (a shallow copy shares this).
         self._encoded: dict = {}
@@ -295,6 +312,12 @@ class VLMPolicy:
             if row % num_samples == 0:
                 results.append([])
             results[-1].append(Completion(text, ids, lps, action, parsed, error))
+        if self.pointer is not None:
+            rows = [r // num_samples for r in range(new_tokens.shape[0])]
+            self._point([c for group in results for c in group], [screenshots[r] for r in rows],
+                        [instructions[r] for r in rows],
+                        [(histories or [()] * len(instructions))[r] for r in rows],
+                        do_sample, screen_size)  # fmt: skip
         return results
 
     def _generate_from_shared_prompts(self, batch, num_samples: int, kwargs: dict):
@@ -324,8 +347,14 @@ class VLMPolicy:
         """Token ids of a completion given as text: its tokens, then the end token. Special
         tokens written in the text (``"<image>"``) are read as plain characters: completions
         come from models and datasets, and must not smuggle in image placeholders."""
-        ids = self.tokenizer(text, add_special_tokens=False, split_special_tokens=True)
-        return ids["input_ids"] + [self.end_token_id]
+        pieces = text.split(_pointer_token()) if self.pointer is not None else [text]
+        ids: list[int] = []
+        for k, piece in enumerate(pieces):  # with a pointer head, its token between the pieces
+            ids += [self.pointer_id] if k else []
+            ids += self.tokenizer(piece, add_special_tokens=False, split_special_tokens=True)[
+                "input_ids"
+            ]
+        return ids + [self.end_token_id]
 
     def _token_ids(self, completion: str | Sequence[int] | Completion) -> list[int]:
         if isinstance(completion, str):
@@ -343,11 +372,17 @@ class VLMPolicy:
         instructions: Sequence[str],
         completions: Sequence[str | Sequence[int] | Completion],
         histories: Sequence[Sequence[str]] | None = None,
+        pointer_boxes: Sequence | None = None,
     ) -> ScoredTokens:
         """Per-token log-probs ``log π(c_t | prompt, c_<t)`` of each completion (one per prompt;
         repeat a prompt to score several completions). Differentiable: runs with the model's
         current grad mode. Completions are text (tokenised, end token appended), token ids or
-        :class:`Completion` objects (their ``token_ids``, exactly as sampled)."""
+        :class:`Completion` objects (their ``token_ids``, exactly as sampled).
+
+        With a pointer head, a completion's pointer token's log-prob also holds its cell's:
+        ``log p(cell)`` of a :class:`Completion`'s ``patch`` (GRPO: the cell is part of the
+        action), or, given ``pointer_boxes`` (one ``[x0, y0, x1, y1)`` box or None a row),
+        ``sum_k target_k log p(k)`` over the box's cells (SFT: minus GUI-Actor's cross-entropy)."""
         import torch
 
         if len(completions) != len(instructions):
@@ -357,14 +392,20 @@ class VLMPolicy:
         ids = [self._token_ids(c) for c in completions]
         if any(len(c) == 0 for c in ids):
             raise ValueError("a completion to score is empty")
-        length = max(len(c) for c in ids)
-        comp = torch.full((len(ids), length), self.tokenizer.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(ids), length), dtype=torch.long)
-        for i, c in enumerate(ids):
-            comp[i, : len(c)] = torch.tensor(c)
-            mask[i, : len(c)] = 1
-        comp, mask = comp.to(self.model.device), mask.to(self.model.device)
+        comp, mask = self._padded(ids)
         histories = list(histories) if histories is not None else [()] * len(instructions)
+        if self.pointer is None and pointer_boxes is not None:
+            from pixelrl.vision.pointer_head import PointerError
+
+            raise PointerError("pointer_boxes given, but this policy has no pointer head")
+        if self.pointer is not None and any(self.pointer_id in c for c in ids):
+            # the pointer needs the prompt's hidden states row by row: the one-pass forward
+            logits, pointed = self._pointer_logits(screenshots, instructions, histories, comp, mask)
+            logprobs = torch.log_softmax(logits.float(), -1).gather(-1, comp.unsqueeze(-1))
+            logprobs = logprobs.squeeze(-1) + self._pointer_terms(
+                pointed, completions, pointer_boxes, comp.shape
+            )
+            return ScoredTokens(logprobs * mask, mask, comp)
         # A prompt repeated in the batch (GRPO's G completions of one prompt) is run once.
         keys = [(id(s), i, repr(list(h))) for s, i, h in zip(screenshots, instructions, histories)]
         distinct, order = _distinct_rows(keys)
@@ -378,9 +419,22 @@ class VLMPolicy:
         logprobs = torch.log_softmax(logits.float(), -1).gather(-1, comp.unsqueeze(-1)).squeeze(-1)
         return ScoredTokens(logprobs * mask, mask, comp)
 
-    def _logits(self, screenshots, instructions, histories, comp, mask):
+    def _padded(self, ids: Sequence[Sequence[int]]):
+        """(B, T) token ids right-padded with the pad token, and their 0/1 mask, on the device."""
+        import torch
+
+        length = max(len(c) for c in ids)
+        comp = torch.full((len(ids), length), self.tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(ids), length), dtype=torch.long)
+        for i, c in enumerate(ids):
+            comp[i, : len(c)] = torch.tensor(list(c), dtype=torch.long)
+            mask[i, : len(c)] = 1
+        return comp.to(self.model.device), mask.to(self.model.device)
+
+    def _logits(self, screenshots, instructions, histories, comp, mask, hidden: bool = False):
         """(B, T, vocab) logits predicting each completion token: one forward pass over prompt
-        and completion, row by row; a screenshot repeated in the batch is encoded once."""
+        and completion, row by row; a screenshot repeated in the batch is encoded once.
+        ``hidden``: also the last layer's hidden states, (B, P + T, hidden)."""
         import torch
 
         batch = self.encode_prompts(screenshots, instructions, histories)
@@ -398,8 +452,128 @@ class VLMPolicy:
                 fill = 1 if key == "token_type_ids" else 0
                 inputs[key] = torch.cat([value, torch.full_like(comp, fill)], 1)
         # Logits at positions P-1 .. P+T-2 predict the T completion tokens; keep only those.
-        out = self.model(**inputs, use_cache=False, logits_to_keep=comp.shape[1] + 1)
+        out = self.model(**inputs, use_cache=False, logits_to_keep=comp.shape[1] + 1,
+                         output_hidden_states=hidden)  # fmt: skip
+        if hidden:
+            return out.logits[:, :-1], out.hidden_states[-1]
         return out.logits[:, :-1]
+
+    # -- pointer head -----------------------------------------------------------------------
+    def _attach_pointer(self, head) -> None:
+        """Give the policy its pointer head (``True``: a new one) and the tokenizer its pointer
+        token (the embeddings grow by one row when the model has none spare)."""
+        from pixelrl.vision.pointer_head import (
+            POINTER_FAMILIES,
+            POINTER_TOKEN,
+            PointerError,
+            PointerHead,
+        )
+
+        if self.family not in POINTER_FAMILIES:
+            raise PointerError(
+                f"pointer_head: a {self.family!r} model has no map from its image tokens to the "
+                f"screen; families with one: {', '.join(POINTER_FAMILIES)}"
+            )
+        if not isinstance(getattr(self.model.config, "image_token_id", None), int):
+            raise PointerError("pointer_head: the model's config names no image token")
+        if not callable(getattr(self.codec, "point_text", None)):
+            raise PointerError("pointer_head: this policy's actions hold no screen points")
+        if POINTER_TOKEN not in self.tokenizer.get_vocab():
+            self.tokenizer.add_tokens([POINTER_TOKEN], special_tokens=True)
+            if len(self.tokenizer) > self.model.get_input_embeddings().num_embeddings:
+                self.model.resize_token_embeddings(len(self.tokenizer))
+        self.pointer_id = int(self.tokenizer.convert_tokens_to_ids(POINTER_TOKEN))
+        hidden = int(self.model.config.get_text_config().hidden_size)
+        head = PointerHead(hidden) if head is True else head
+        if head.hidden_size != hidden:
+            raise PointerError(
+                f"pointer_head: a head for hidden size {head.hidden_size}, the model's is {hidden}"
+            )
+        self.pointer = head.to(self.model.device)
+
+    def _pointer_logits(self, screenshots, instructions, histories, comp, mask):
+        """:meth:`_logits` and, for each row whose completion holds the pointer token, ``(t,
+        log p over cells, cells)`` at its first pointer token ``t`` (None for other rows)."""
+        import torch
+
+        from pixelrl.vision.pointer_head import image_cells
+
+        logits, hidden = self._logits(screenshots, instructions, histories, comp, mask, True)
+        batch = self.encode_prompts(screenshots, instructions, histories)  # the same, memoised
+        start = batch["input_ids"].shape[1]
+        image_token = int(self.model.config.image_token_id)
+        pointed = []
+        for row in range(comp.shape[0]):
+            found = ((comp[row] == self.pointer_id) & (mask[row] > 0)).nonzero().flatten()
+            if not len(found):
+                pointed.append(None)
+                continue
+            t = int(found[0])
+            cells = image_cells(self.family, batch, row, _size_of(screenshots[row]),
+                                self.processor, image_token)  # fmt: skip
+            keys = hidden[row, torch.as_tensor(cells.positions, device=hidden.device)]
+            pointed.append((t, self.pointer(hidden[row, start + t], keys), cells))
+        return logits, pointed
+
+    def _pointer_terms(self, pointed, completions, boxes, shape):
+        """(B, T): each pointing row's cell term at its pointer token (see :meth:`score`)."""
+        import torch
+
+        from pixelrl.vision.pointer_head import PointerError, box_target
+
+        terms = torch.zeros(shape, device=self.model.device)
+        for row, found in enumerate(pointed):
+            if found is None:
+                continue
+            t, logp, cells = found
+            patch = getattr(completions[row], "patch", None)
+            box = boxes[row] if boxes is not None else None
+            if patch is not None:
+                terms[row, t] = logp[int(patch)]
+            elif box is not None:
+                target = torch.as_tensor(box_target(cells, box), dtype=logp.dtype)
+                terms[row, t] = (target.to(logp.device) * logp).sum()
+            else:
+                raise PointerError(
+                    "a completion to score holds the pointer token but names neither its "
+                    "cell (Completion.patch) nor a target box (pointer_boxes)"
+                )
+        return terms
+
+    def _point(self, completions, screenshots, instructions, histories, do_sample, screen_size):
+        """Give each generated completion that holds the pointer token its cell (sampled, or the
+        most likely one), that cell's log-prob at the token, and its text and action with the
+        cell's centre written where the token was."""
+        import torch
+
+        from pixelrl.vision.pointer_head import cell_point
+
+        rows = [i for i, c in enumerate(completions) if self.pointer_id in c.token_ids]
+        if not rows:
+            return
+        comp, mask = self._padded([completions[i].token_ids for i in rows])
+        with torch.no_grad():
+            _, pointed = self._pointer_logits(*([xs[i] for i in rows] for xs in
+                                                (screenshots, instructions, histories)),
+                                              comp, mask)  # fmt: skip
+        for i, (t, logp, cells) in zip(rows, pointed):
+            c = completions[i]
+            c.patch = int(torch.multinomial(logp.exp(), 1)) if do_sample else int(logp.argmax())
+            c.sampled_logprobs[t] += float(logp[c.patch])
+            size = _size_of(screenshots[i])
+            point = self.codec.point_text(*cell_point(cells, c.patch, size), size)
+            c.text = self._text_with_point(c.token_ids, point)
+            c.action, c.parsed, c.error = self.parse(c.text, screen_size)
+
+    def _text_with_point(self, ids: Sequence[int], point: str) -> str:
+        """The completion's text with ``point`` where it holds the pointer token."""
+        pieces: list[list[int]] = [[]]
+        for t in ids:
+            if t == self.pointer_id:
+                pieces.append([])
+            else:
+                pieces[-1].append(t)
+        return point.join(self.tokenizer.decode(p, skip_special_tokens=True) for p in pieces)
 
     def _logits_sharing_prompts(
         self, screenshots, instructions, histories, distinct, order, comp, mask
@@ -476,7 +650,8 @@ class VLMPolicy:
 
         ref = copy.copy(self)
         ref.model = copy.deepcopy(self.model).eval()
-        for p in ref.model.parameters():
+        ref.pointer = copy.deepcopy(self.pointer)
+        for p in ref.trainable_parameters():
             p.requires_grad_(False)
         return ref
 
@@ -510,10 +685,17 @@ class VLMPolicy:
             model = copy.deepcopy(model).merge_and_unload()
         model.save_pretrained(folder)
         self.processor.save_pretrained(folder)
+        if self.pointer is not None:
+            from pixelrl.vision.pointer_head import save_head
+
+            save_head(self.pointer, folder)
         return folder
 
     def trainable_parameters(self) -> list:
-        return [p for p in self.model.parameters() if p.requires_grad]
+        """The model's trainable parameters and the pointer head's (outside any LoRA wrapper,
+        so it trains whole under LoRA too)."""
+        head = list(self.pointer.parameters()) if self.pointer is not None else []
+        return [p for p in [*self.model.parameters(), *head] if p.requires_grad]
 
     # -- Policy protocol --------------------------------------------------------------------
     def initial_state(self, batch_size: int) -> list[list[str]]:
@@ -606,19 +788,40 @@ def _placeholder_token_ids(model, processor) -> set[int]:
     return ids
 
 
+def _pointer_token() -> str:
+    from pixelrl.vision.pointer_head import POINTER_TOKEN
+
+    return POINTER_TOKEN
+
+
+def _size_of(screenshot) -> tuple[int, int]:
+    """(width, height) of a screenshot (an H×W×3 array or a PIL image)."""
+    if hasattr(screenshot, "size") and not isinstance(screenshot, np.ndarray):
+        return tuple(screenshot.size)
+    return int(np.shape(screenshot)[1]), int(np.shape(screenshot)[0])
+
+
 def _family_of(model) -> str:
     model_type = getattr(model.config, "model_type", "")
     return {"qwen2_5_vl": "qwen2_5_vl", "qwen2_vl": "qwen2_vl"}.get(model_type, model_type)
 
 
 # -- loading ----------------------------------------------------------------------------------
+def tiny_family(name: str) -> str | None:
+    """The family a ``tiny-<family>`` name builds (``-``, ``_`` and ``.`` alike: ``tiny-qwen2.5-vl``
+    is ``qwen2_5_vl``); None for other names (unknown families are the builder's to refuse)."""
+    if not str(name).startswith("tiny-"):
+        return None
+    return str(name)[len("tiny-") :].replace("-", "_").replace(".", "_")
+
+
 def model_source_problem(name_or_path: str) -> str | None:
     """None if :func:`load_vlm` can try ``name_or_path`` without going to the network for a
     name that cannot exist: a known ``tiny-<family>``, a model folder, or a hub id ``org/name``
     (offline: one already in the cache). Else one line saying what is wrong."""
     text = str(name_or_path)
     if text.startswith("tiny-"):
-        family = text[len("tiny-") :].replace("-", "_").replace(".", "_")
+        family = tiny_family(text)
         if family in FAMILIES:
             return None
         return f"unknown tiny model {text!r}; families: {', '.join('tiny-' + f for f in FAMILIES)}"
@@ -670,7 +873,7 @@ def load_vlm(
     import torch
 
     if name_or_path.startswith("tiny-"):
-        family = name_or_path[len("tiny-") :].replace("-", "_").replace(".", "_")
+        family = tiny_family(name_or_path)
         corpus = corpus if corpus is not None else tiny_corpus(codec, seed)
         model, processor = build_tiny_vlm(
             family, corpus, seed=seed, text_size=text_size, vision_size=vision_size,
@@ -696,6 +899,11 @@ def load_vlm(
                 "transformers ships"
             ) from None
         family = None
+        from pixelrl.vision.pointer_head import HEAD_FILE, load_head
+
+        if (Path(name_or_path) / HEAD_FILE).is_file():  # a folder saved with its pointer head
+            hidden = int(model.config.get_text_config().hidden_size)
+            policy_kwargs["pointer_head"] = load_head(name_or_path, hidden)
     if dtype and name_or_path.startswith("tiny-"):
         model = model.to(getattr(torch, dtype))
     if device:

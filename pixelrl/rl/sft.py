@@ -31,7 +31,9 @@ def sft_step(
     import torch
 
     images, instructions, histories = prompt_columns([e.prompt for e in batch])
-    scored = policy.score(images, instructions, [e.target for e in batch], histories)
+    boxes = [e.box for e in batch]  # a pointer head's targets: its cross-entropy joins the NLL
+    pointing = {"pointer_boxes": boxes} if any(b is not None for b in boxes) else {}
+    scored = policy.score(images, instructions, [e.target for e in batch], histories, **pointing)
     loss = -(scored.logprobs * scored.mask).sum() / scored.mask.sum().clamp(min=1)
     if sync is not None:
         loss = loss * sync.scale(float(scored.mask.sum()) if live else 0.0)

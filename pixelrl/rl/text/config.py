@@ -19,6 +19,10 @@ COMMON: dict[str, Any] = {
     "vision_size": {},  # tiny-<family> but llava: the vision side
     "tokenizer": {"vocab_size": 600},  # tiny-<family>: the BPE tokenizer's size
     "init": "",  # a model folder to start from (an SFT run's model/), over model's weights
+    # answers point with an attention pointer head over the image tokens (a <|pointer|> token
+    # where a click's point goes; pixelrl.vision.pointer_head) instead of writing coordinates;
+    # a model folder saved with its head (pointer_head.safetensors) loads it either way
+    "pointer_head": False,
     "lora": {"enabled": False, "r": 16, "alpha": 32, "dropout": 0.0},
     "gradient_checkpointing": False,  # recompute activations in backward (large models)
     # under torchrun (pixelrl.rl.text.parallel): ddp (replicated) or fsdp (FSDP2, sharded);
@@ -56,9 +60,30 @@ def check_text_config(cfg) -> None:
             check_schedule(str(cfg[key].lr_schedule), cfg[key].warmup_ratio, key)
         except ValueError as e:
             raise ConfigError(str(e)) from None
+    if not isinstance(cfg.pointer_head, bool):
+        raise ConfigError(f"pointer_head must be true or false, got {cfg.pointer_head!r}")
+    _check_pointer_family(cfg)
     floor = cfg.grpo.format_floor
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor < 1:
         raise ConfigError(f"grpo.format_floor must be in [0, 1), got {floor!r}")
+
+
+def _check_pointer_family(cfg) -> None:
+    """``pointer_head`` on a tiny model whose image tokens have no known place on the screen is
+    a :class:`~pixelrl.config.ConfigError` before any run folder (named models: when loaded)."""
+    from pixelrl.config import ConfigError
+    from pixelrl.vision.vlm import tiny_family
+
+    family = tiny_family(str(cfg.init or cfg.model))
+    if not cfg.pointer_head or family is None:
+        return
+    from pixelrl.vision.pointer_head import POINTER_FAMILIES
+
+    if family not in POINTER_FAMILIES:
+        raise ConfigError(
+            f"pointer_head: tiny-{family}'s image tokens have no known place on the screen; "
+            f"families with one: {', '.join(POINTER_FAMILIES)}"
+        )
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -30,9 +30,14 @@ def load_text_policy(cfg: Config, codec, corpus: Callable[[], list[str] | None] 
         texts = corpus() if corpus is not None else None
         if texts is not None:
             extra["corpus"] = texts
-    policy = load_vlm(
-        source, codec, dtype=cfg.dtype, device=cfg.device, seed=int(cfg.seed), **extra
-    )
+    from pixelrl.config import ConfigError
+    from pixelrl.vision.pointer_head import PointerError
+
+    try:
+        policy = load_vlm(source, codec, dtype=cfg.dtype, device=cfg.device, seed=int(cfg.seed),
+                          pointer_head=bool(cfg.pointer_head), **extra)  # fmt: skip
+    except PointerError as e:
+        raise ConfigError(f"{source}: {e}") from None
     policy.screen_parse = screen_parse(cfg, codec)
     if cfg.lora.enabled:
         policy.add_lora(

@@ -29,6 +29,9 @@ class Example:
     prompt: Prompt
     target: str
     weight: float | None = None
+    # a policy with a pointer head: the [x0, y0, x1, y1) screen box the target's pointer token
+    # points into (its cells are the head's SFT target); None: the target holds no pointer
+    box: tuple[int, int, int, int] | None = None
 
 
 @dataclass
