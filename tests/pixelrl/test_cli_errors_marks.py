@@ -12,6 +12,8 @@ CASES = [
      "prompt.mark_actions must be true or false"),
     ("train-vlm-mark-actions-no-parse", [*TRAIN, "prompt.mark_actions=true"],
      "prompt.mark_actions needs prompt.screen_parse=true"),
+    ("eval-mark-actions-no-parse", ["eval", "--policy", "tiny-qwen2_vl", "--grounding", "2",
+                                    "--mark-actions"], "--mark-actions needs --screen-parse"),
     ("train-vlm-mark-actions-nav", ["train", "embodied/vlm-sft", "prompt.mark_actions=true",
                                     "train.output_dir=run"], "unknown config key 'prompt.mark_actions'"),
 ]  # fmt: skip
@@ -24,5 +26,5 @@ def test_a_mark_actions_mistake_is_one_error_line_and_exit_2(case, tmp_path):
     assert "Traceback" not in text, text
     assert r["rc"] == 2, text
     last = r["err"].strip().splitlines()[-1]
-    assert last.startswith("pixelrl train: error: ") and case[2] in last, last
+    assert last.startswith(f"pixelrl {case[1][0]}: error: ") and case[2] in last, last
     assert r["left"] == [], f"the failed command wrote {r['left']}"
