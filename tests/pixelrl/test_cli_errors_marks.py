@@ -1,10 +1,14 @@
 """The command line's error contract (tests/pixelrl/test_cli_errors.py) for mark actions'
-config key, ``prompt.mark_actions`` (issue 53): one error line, exit status 2, nothing written."""
+config key and eval option, ``prompt.mark_actions`` and ``--mark-actions`` (issue 53): one error
+line, exit status 2, nothing written. Each case is its own process, as a user types it."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
-from test_cli_errors import _run  # one subprocess a case, as a user types it
 
 TRAIN = ["train", "gui/sft", "train.output_dir=run"]
 CASES = [
@@ -21,10 +25,12 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_a_mark_actions_mistake_is_one_error_line_and_exit_2(case, tmp_path):
-    r = _run(case, tmp_path, tmp_path)
-    text = r["out"] + r["err"]
-    assert "Traceback" not in text, text
-    assert r["rc"] == 2, text
-    last = r["err"].strip().splitlines()[-1]
-    assert last.startswith(f"pixelrl {case[1][0]}: error: ") and case[2] in last, last
-    assert r["left"] == [], f"the failed command wrote {r['left']}"
+    _, argv, expected = case
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}  # as a user's shell
+    p = subprocess.run([sys.executable, "-m", "pixelrl", *argv], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert "Traceback" not in p.stdout + p.stderr, p.stderr
+    assert p.returncode == 2, p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"pixelrl {argv[0]}: error: ") and expected in last, last
+    assert os.listdir(tmp_path) == [], "the failed command wrote files"
