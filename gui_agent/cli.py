@@ -45,6 +45,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--screen-parse", action="store_true",
                    help="VLM policies: a Set-of-Mark parse of the screen under the instruction, as "
                    "recipes trained with prompt.screen_parse=true saw (needs the reader extra)")  # fmt: skip
+    p.add_argument("--mark-actions", action="store_true",
+                   help="VLM policies with --screen-parse: answers may name a mark, click(mark=7), "
+                   "as recipes trained with prompt.mark_actions=true answer")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the result rows to this file")
     p.set_defaults(func=run)
@@ -62,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.env and not args.grounding:
         raise UsageError("give --env ID, --grounding N, or both")
+    if args.mark_actions and not args.screen_parse:
+        raise UsageError(
+            "--mark-actions needs --screen-parse: a mark is a number of the screen parse"
+        )
     try:
         agent = load_agent(args.policy)
     except CheckpointError:
@@ -75,6 +82,11 @@ def run(args: argparse.Namespace) -> int:
             )
         from pixelrl.vision.reader import SetOfMarks
 
+        if args.mark_actions:
+            from pixelrl.envs.gui_action.codec import GUIActionCodec
+
+            codec = agent.vlm.codec
+            agent.vlm.codec = GUIActionCodec(codec.action_format, codec.coordinates, True)
         agent.vlm.screen_parse = SetOfMarks(agent.vlm.codec.point_text)
     screen = args.screen_size
     if screen is None and isinstance(agent, PointerAgent):

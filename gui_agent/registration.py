@@ -26,6 +26,7 @@ _VARIANTS = [
     ("gui/ppo-bc", "gui_agent/configs/ppo_bc.yaml", "gui/ppo", "gui/ppo with a long warm start: 98-100% in ~10 min on 2 cores"),
     ("gui/miniwob-wide", "gui_agent/configs/miniwob_wide.yaml", "gui/miniwob", "gui/miniwob on 32 MiniWoB++ tasks (about an hour of CPU)"),
     ("gui/grounding-sft", "gui_agent/configs/sft_grounding.yaml", "gui/sft", "SFT of a tiny SmolVLM on grounding samples (start of gui/grounding-grpo-sft)"),
+    ("gui/grounding-sft-marks", "gui_agent/configs/sft_grounding_marks.yaml", "gui/sft", "gui/grounding-sft answering with Set-of-Mark numbers, click(mark=7)"),
     ("gui/grounding-grpo-sft", "gui_agent/configs/grpo_grounding.yaml", "gui/grounding-grpo", "grounding GRPO from gui/grounding-sft's model (init=RUN/model)"),
     ("gui/grounding-pointer-sft", "gui_agent/configs/sft_grounding_pointer.yaml", "gui/sft", "gui/grounding-sft with an attention pointer head: clicks are image cells, not text"),
     ("gui/grounding-pointer-grpo", "gui_agent/configs/grpo_grounding_pointer.yaml", "gui/grounding-grpo", "grounding GRPO through the pointer head from gui/grounding-pointer-sft's model"),

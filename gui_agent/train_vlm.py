@@ -48,7 +48,7 @@ from pixelrl.env_family import names_family
 from pixelrl.gui_agent.grounding_rewards import GROUNDING_REWARDS
 from pixelrl.gui_agent.vlm_demos import record_tasks
 from pixelrl.gui_agent.vlm_episodes import group_envs, play_group, sft_examples
-from pixelrl.gui_agent.vlm_grounding import grounding_accuracy, grounding_examples
+from pixelrl.gui_agent.vlm_grounding import grounding_accuracy, grounding_examples, mark_points
 from pixelrl.gui_agent.vlm_tasks import (
     play_ids,
     screen_size,
@@ -105,8 +105,10 @@ DEFAULTS: dict[str, Any] = text_defaults({
     "eval": {"interval": 10, "grounding_items": 100, "episodes": 20},
     # Set-of-Mark prompts: the screen reader's words, numbered, each with its centre in the
     # action text's coordinates, under the instruction (pixelrl.vision.reader.SetOfMarks; needs
-    # the reader extra); at most screen_words of them
-    "prompt": {"screen_parse": False, "screen_words": 40},
+    # the reader extra); at most screen_words of them. mark_actions: the answer may name a mark,
+    # click(mark=7), and the harness clicks its centre (pixelrl.envs.gui_action.marks; SFT
+    # grounding targets name the mark inside the target box when there is one)
+    "prompt": {"screen_parse": False, "screen_words": 40, "mark_actions": False},
     # Where envs run. sync: in this process; ray: in Ray actors (pixelrl.envs.remote), per_worker
     # each. gui/multiturn-grpo: a group's envs (num_samples / per_worker workers), kept for the
     # run; an episode whose worker fails leaves its group. gui/sft: the expert's episodes are
@@ -130,6 +132,11 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
     check_text_config(cfg)
     if int(cfg.prompt.screen_words) < 1:
         raise ConfigError(f"prompt.screen_words must be >= 1, got {cfg.prompt.screen_words}")
+    if cfg.prompt.mark_actions and not cfg.prompt.screen_parse:
+        raise ConfigError(
+            "prompt.mark_actions needs prompt.screen_parse=true: a mark is a number of the "
+            "prompt's screen parse"
+        )
     if names_family(cfg):
         task_envs(cfg)  # an unknown family or task is a ConfigError before any run folder
     return cfg
@@ -140,7 +147,9 @@ def gui_codec(cfg: Config, source: str):
     from pixelrl.envs.gui_action.codec import GUIActionCodec
 
     try:
-        return GUIActionCodec.for_model(source, cfg.action_format, cfg.coordinates or None)
+        return GUIActionCodec.for_model(
+            source, cfg.action_format, cfg.coordinates or None, bool(cfg.prompt.mark_actions)
+        )
     except ValueError as e:
         key = "coordinates" if cfg.coordinates else "action_format"
         raise ConfigError(f"{key}: {e}") from None
@@ -241,7 +250,10 @@ class GUITask:
 
     def rewards(self, item, texts: list[str]):
         fn, sigma = GROUNDING_REWARDS[str(self.cfg.grpo.reward)], float(self.cfg.grpo.sigma_scale)
-        return fn(texts, [item.bbox] * len(texts), screen_size(self.cfg), sigma)
+        screen = screen_size(self.cfg)
+        if self.cfg.prompt.mark_actions:  # a mark action scores where it clicks
+            texts = mark_points(self.codec(), self.cfg, item.screenshot, texts, screen)
+        return fn(texts, [item.bbox] * len(texts), screen, sigma)
 
     # multi-turn GRPO: groups of episodes from training seeds, the tasks in turn
     def play(self, policy, step: int, rng, gcfg) -> tuple[list, list]:

@@ -19,23 +19,48 @@ def grounding_examples(screens: Iterable[tuple[Any, dict, dict]], policy,
                        screen: tuple[int, int]) -> list[Example]:  # fmt: skip
     """SFT examples that point at every uniquely named element (``Click the "Stop" button.``) of
     each ``(family, obs, info)`` of ``screens``: many instructions per screen, so the model must
-    read the instruction to know where to click."""
+    read the instruction to know where to click.
+
+    With mark actions (``prompt.mark_actions``) a target names the mark of the prompt's screen
+    parse whose click lands in the element's box (``click(mark=7)``); an element with no such
+    mark (a checkbox whose label is beside it, an empty field) keeps its point, and the count
+    of those is printed."""
     from pixelrl.envs.grounding import grounding_samples
     from pixelrl.envs.gui import bbox_center
     from pixelrl.envs.gui_action import Action
     from pixelrl.vision.pointer_head import POINTER_TOKEN
 
-    examples = []
+    codec = policy.codec
+    marked = getattr(codec, "mark_actions", False)
+    examples, named = [], 0
     for _, obs, info in screens:
+        boxes = policy.screen_parse.boxes(obs["screenshot"]) if marked else None
         for sample in grounding_samples(info["a11y"], screen):
             centre = bbox_center(sample.bbox)
-            target = policy.action_text(Action.click(*centre), screen)
-            box = None
+            click, box = Action.click(*centre), None
+            if marked:
+                target, by_mark = codec.render_target(click, screen, boxes, sample.bbox)
+                named += by_mark
+            else:
+                target = policy.action_text(click, screen)
             if policy.pointer is not None:  # the click's point is the pointer head's: the box
-                point = policy.codec.point_text(*centre, screen)
+                point = codec.point_text(*centre, screen)
                 target, box = target.replace(point, POINTER_TOKEN), tuple(sample.bbox)
             examples.append(Example(Prompt(obs["screenshot"], sample.instruction), target, box=box))
+    if marked:
+        print(f"grounding targets: {named} of {len(examples)} name a mark, "
+              f"{len(examples) - named} keep their point (no mark inside the target box)")  # fmt: skip
     return examples
+
+
+def mark_points(cfg, codec, screenshot, texts: list[str], screen: tuple[int, int]) -> list[str]:
+    """``texts`` with each mark action written as the click it resolves to against the screen
+    parse of ``screenshot`` (the prompt's, numbered as the prompt showed), so that the grounding
+    rewards, which read points, score a mark by where it clicks."""
+    from pixelrl.rl.text.policy import screen_parse
+
+    boxes = screen_parse(cfg, codec).boxes(screenshot)
+    return [codec.resolved(t, screen, boxes) for t in texts]
 
 
 def grounding_accuracy(policy, items, max_new_tokens: int) -> dict[str, float]:

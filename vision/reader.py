@@ -31,6 +31,7 @@ screen once. An empty, 1x1 or single-colour image holds no words: ``[]``, never 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections import OrderedDict
@@ -567,23 +568,40 @@ class SetOfMarks:
         Screen text: [1] "File" (25,18) [2] "Submit" (512,330) ...
 
     Pixels only, like the reader. ``max_words`` bounds the prompt (the first words in reading
-    order are kept)."""
+    order are kept). :meth:`boxes` gives the same marks' boxes in the same order: what a mark
+    action (``click(mark=2)``, :mod:`pixelrl.envs.gui_action.marks`) names. Instances share one
+    reader by default (:func:`shared_reader`), so a screen is read once whoever asks."""
 
     def __init__(self, point_text, reader: ScreenReader | None = None, max_words: int = 40) -> None:
         if int(max_words) < 1:
             raise ReaderError(f"max_words must be >= 1, got {max_words!r}")
         self.point_text = point_text
-        self.reader = reader if reader is not None else ScreenReader(cache_size=4096)
+        self.reader = reader if reader is not None else shared_reader()
         self.max_words = int(max_words)
+
+    def words(self, image: Any) -> list[Word]:
+        """The marked words of ``image``: mark N is ``words(image)[N - 1]``."""
+        return self.reader.read(as_rgb(image))[: self.max_words]
+
+    def boxes(self, image: Any) -> list[tuple[int, int, int, int]]:
+        """Each mark's box in screen pixels, mark 1 first."""
+        return [tuple(int(v) for v in word.box) for word in self.words(image)]
 
     def __call__(self, image: Any) -> str:
         rgb = as_rgb(image)
         screen = (rgb.shape[1], rgb.shape[0])
         marks = []
-        for i, word in enumerate(self.reader.read(rgb)[: self.max_words], start=1):
+        for i, word in enumerate(self.words(rgb), start=1):
             x0, y0, x1, y1 = word.box
             centre = self.point_text((x0 + x1 - 1) // 2, (y0 + y1 - 1) // 2, screen)
             # quoted as instructions quote a label ("Click the "Stop" button."), so that the
             # same word is the same tokens in both places, which a small model copies sooner
             marks.append(f'[{i}] "{word.text}" {centre}')
         return "Screen text: " + (" ".join(marks) if marks else "none")
+
+
+@functools.lru_cache(maxsize=1)
+def shared_reader() -> ScreenReader:
+    """The process's screen reader for Set-of-Mark parses: the prompt's parse and a reward's
+    marks of the same screen are one reading (its frame cache)."""
+    return ScreenReader(cache_size=4096)

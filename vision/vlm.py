@@ -234,10 +234,17 @@ class VLMPolicy:
 
     # -- parsing ----------------------------------------------------------------------------
     def parse(
-        self, text: str, screen_size: tuple[int, int] | None = None
+        self, text: str, screen_size: tuple[int, int] | None = None, screenshot: Any = None
     ) -> tuple[Any, bool, str | None]:
-        """``(action, parsed, error)``: unparsable text gives ``(codec.noop, False, reason)``."""
-        action, error = self.codec.parse(text, screen_size)
+        """``(action, parsed, error)``: unparsable text gives ``(codec.noop, False, reason)``.
+        A codec with ``mark_actions`` reads a mark against the screen parse of ``screenshot``
+        (the prompt's): the same numbering the prompt showed."""
+        if getattr(self.codec, "mark_actions", False):
+            boxes = getattr(self.screen_parse, "boxes", None)
+            marks = boxes(screenshot) if boxes is not None and screenshot is not None else None
+            action, error = self.codec.parse(text, screen_size, marks)
+        else:
+            action, error = self.codec.parse(text, screen_size)
         if action is None:
             return self.codec.noop, False, error
         return action, True, None
@@ -308,7 +315,8 @@ class VLMPolicy:
                 ids = ids[: ids.index(self.end_token_id) + 1]
             lps = logprobs[row, : len(ids)].tolist()
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
-            action, parsed, error = self.parse(text, screen_size)
+            screenshot = screenshots[row // num_samples]
+            action, parsed, error = self.parse(text, screen_size, screenshot)
             if row % num_samples == 0:
                 results.append([])
             results[-1].append(Completion(text, ids, lps, action, parsed, error))

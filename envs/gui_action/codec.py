@@ -12,6 +12,7 @@ as UI-TARS calls (``click(start_box='(x,y)')``) or pyautogui calls, in a coordin
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from pixelrl.envs.gui_action.action import Action
 from pixelrl.envs.gui_action.coordinates import (
@@ -20,6 +21,7 @@ from pixelrl.envs.gui_action.coordinates import (
     coordinates_for_model,
 )
 from pixelrl.envs.gui_action.errors import ActionError
+from pixelrl.envs.gui_action.marks import mark_of_box, mark_text
 from pixelrl.envs.gui_action.parse import parse_action
 from pixelrl.envs.gui_action.pyautogui import to_pyautogui
 from pixelrl.envs.gui_action.syntax import _num
@@ -35,12 +37,16 @@ INSTRUCTION_WORDS = (
 
 
 def safe_parse(
-    text: object, screen_size: tuple[int, int] | None = None, coordinates=None
+    text: object,
+    screen_size: tuple[int, int] | None = None,
+    coordinates=None,
+    marks: Sequence[Sequence[int]] | None = None,
 ) -> tuple[Action | None, str | None]:
-    """``(action, None)`` when ``text`` parses with :func:`pixelrl.envs.gui_action.parse_action`,
-    else ``(None, reason)``. Never raises: model output is untrusted."""
+    """``(action, None)`` when ``text`` parses with :func:`pixelrl.envs.gui_action.parse_action`
+    (``click(mark=N)`` against ``marks``), else ``(None, reason)``. Never raises: model output
+    is untrusted."""
     try:
-        return parse_action(text, screen_size, coordinates), None  # type: ignore[arg-type]
+        return parse_action(text, screen_size, coordinates, marks=marks), None  # type: ignore[arg-type]
     except ActionError as e:
         return None, str(e)
     except Exception as e:  # noqa: BLE001 - any failure of untrusted text is a format failure
@@ -53,14 +59,27 @@ class GUIActionCodec:
     ``coordinates``: how numbers in the text are read and written (``None``: pyautogui in
     pixels, UI-TARS in 0-1000, the defaults of :func:`pixelrl.envs.gui_action.parse_action`; or a
     space of :mod:`pixelrl.envs.gui_action.coordinates`: ``"pixels"``, ``"relative1000"``, ``"unit"``,
-    ``"smart_resize:ui-tars-1.5"``, ``"smart_resize:qwen2.5-vl"``, ...)."""
+    ``"smart_resize:ui-tars-1.5"``, ``"smart_resize:qwen2.5-vl"``, ...).
+
+    ``mark_actions``: the answer may also name a mark of the prompt's Set-of-Mark screen parse,
+    ``click(mark=7)``, which :meth:`parse` resolves against that parse's boxes
+    (:mod:`pixelrl.envs.gui_action.marks`); an opt-in, both dialects' own calls are unchanged."""
+
+    # with mark_actions: the prompt's line names both ways to point
+    mark_hint = (
+        "Answer with one action, e.g. click(mark=N) with N a number of the screen text, "
+        "or click(start_box='(x,y)')."
+    )
 
     # The GUI policies' prompt line (unchanged since the first GUI recipes: models trained with
     # it keep their prompt).
     answer_hint = "Answer with one action, e.g. click(start_box='(x,y)') with x, y in 0-1000."
 
     def __init__(
-        self, action_format: str = "uitars", coordinates: str | CoordinateSpace | None = None
+        self,
+        action_format: str = "uitars",
+        coordinates: str | CoordinateSpace | None = None,
+        mark_actions: bool = False,
     ) -> None:
         if action_format not in ("uitars", "pyautogui"):
             raise ValueError(
@@ -77,31 +96,67 @@ class GUIActionCodec:
                     "Answer with one action, e.g. click(start_box='(x,y)') with x, y in "
                     f"{units[self.coordinates.kind]}."
                 )
+        self.mark_actions = bool(mark_actions)
+        if self.mark_actions:
+            self.answer_hint = self.mark_hint
 
     @classmethod
     def for_model(
-        cls, model: str, action_format: str = "uitars", coordinates: str | None = None
+        cls,
+        model: str,
+        action_format: str = "uitars",
+        coordinates: str | None = None,
+        mark_actions: bool = False,
     ) -> GUIActionCodec:
         """The codec of a model: ``coordinates`` if given, else (UI-TARS syntax) the space its
         family answers in when its name or path says (UI-TARS-1.5 and Qwen2.5-VL: pixels of
         their resized image; UI-TARS-1.0 and Qwen2-VL: 0-1000); ``tiny-...`` models have none."""
         if coordinates is None and action_format == "uitars" and not model.startswith("tiny-"):
             coordinates = coordinates_for_model(model)
-        return cls(action_format, coordinates)
+        return cls(action_format, coordinates, mark_actions)
 
     @property
     def noop(self) -> Action:
         return Action.wait()
 
     def parse(
-        self, text: object, screen_size: tuple[int, int] | None = None
+        self,
+        text: object,
+        screen_size: tuple[int, int] | None = None,
+        marks: Sequence[Sequence[int]] | None = None,
     ) -> tuple[Action | None, str | None]:
-        return safe_parse(text, screen_size, self.coordinates)
+        """``(action, None)`` or ``(None, reason)``; ``marks``: the boxes of the prompt's screen
+        parse, which a mark action names (ignored without ``mark_actions``: then it names none)."""
+        return safe_parse(text, screen_size, self.coordinates, marks if self.mark_actions else None)
 
     def render(self, action: Action, screen_size: tuple[int, int] | None = None) -> str:
         if self.action_format == "uitars":
             return to_uitars(action, screen_size, self.coordinates or "relative1000")
         return to_pyautogui(action, self.coordinates or "pixels", screen_size)
+
+    def render_target(
+        self,
+        action: Action,
+        screen_size: tuple[int, int],
+        marks: Sequence[Sequence[int]] | None,
+        box: Sequence[float],
+    ) -> tuple[str, bool]:
+        """An SFT target for pointing at ``box``: with ``mark_actions``, the mark whose click
+        lands in it (``click(mark=7)``), else ``action`` as points; and whether a mark named it."""
+        number = mark_of_box(marks, box) if self.mark_actions and marks else None
+        if number is None:
+            return self.render(action, screen_size), False
+        return mark_text(action, number), True
+
+    def resolved(
+        self, text: str, screen_size: tuple[int, int], marks: Sequence[Sequence[int]] | None
+    ) -> str:
+        """``text`` with a mark action written as the points it resolves to, so that rewards
+        that read points score it by where it clicks; any other text as it is."""
+        if not self.mark_actions or self.parse(text, screen_size)[0] is not None:
+            return text  # it needs no mark to parse: its points are its own
+        action, _ = self.parse(text, screen_size, marks)
+        return text if action is None else self.render(action, screen_size)
 
     def point_text(self, x: int, y: int, screen_size: tuple[int, int]) -> str:
         """A screen pixel as this codec writes a click's point, ``(x,y)`` in its coordinate
@@ -138,6 +193,8 @@ class GUIActionCodec:
                 a = Action(kind)
             texts.append(to_uitars(a, screen))
             texts.append(to_pyautogui(a))
+            if self.mark_actions and a.kind in ("click", "double_click", "right_click", "move"):
+                texts.append(mark_text(a, rng.randint(1, 40)))
         for _ in range(n_actions // 2):
             texts.append(" ".join(rng.choice(INSTRUCTION_WORDS) for _ in range(rng.randint(3, 8))))
         return texts

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 
 from pixelrl.envs.gui_action.action import (
     DEFAULT_MAX_TEXT_LENGTH,
@@ -15,6 +16,7 @@ from pixelrl.envs.gui_action.action import (
 )
 from pixelrl.envs.gui_action.coordinates import CoordinateSpace, coordinate_space
 from pixelrl.envs.gui_action.errors import ActionError, ActionParseError
+from pixelrl.envs.gui_action.marks import MARK_CALLS, mark_action
 from pixelrl.envs.gui_action.osworld import _OSWORLD_NAMES, _paste
 from pixelrl.envs.gui_action.pyautogui import _pyautogui_action
 from pixelrl.envs.gui_action.syntax import _Call, _call_name, _literal, _point, _snippet
@@ -94,7 +96,9 @@ def _split_statements(text: str, limit: int) -> list[_Call]:
     return calls
 
 
-def _actions_of(calls: list[_Call], space: CoordinateSpace | None, screen) -> list[Action]:
+def _actions_of(
+    calls: list[_Call], space: CoordinateSpace | None, screen, marks: Sequence | None
+) -> list[Action]:
     actions: list[Action] = []
     i = 0
     while i < len(calls):
@@ -104,7 +108,9 @@ def _actions_of(calls: list[_Call], space: CoordinateSpace | None, screen) -> li
                 action, i = _paste(calls, i)
                 actions.append(action)
                 continue
-            if call.name == "pyautogui.dragTo":
+            if call.name in MARK_CALLS and "mark" in call.kwargs:  # click(mark=7)
+                actions.append(mark_action(call, marks))
+            elif call.name == "pyautogui.dragTo":
                 previous = calls[i - 1] if i else None
                 if not actions or previous is None or previous.name != "pyautogui.moveTo":
                     raise ActionParseError("pyautogui.dragTo() must follow pyautogui.moveTo()")
@@ -131,6 +137,7 @@ def parse_actions(
     screen_size: tuple[int, int] | None = None,
     coordinates: str | CoordinateSpace | None = None,
     max_text_length: int = DEFAULT_MAX_TEXT_LENGTH,
+    marks: Sequence[Sequence[int]] | None = None,
 ) -> list[Action]:
     """Every action in ``text`` (one per call; ``moveTo`` + ``dragTo`` make one drag, and
     ``pyperclip.copy`` + ctrl+v one ``type``).
@@ -140,10 +147,12 @@ def parse_actions(
     ``"smart_resize:ui-tars-1.5"``, ... or a :class:`CoordinateSpace`); by default pixels for
     pyautogui calls and 0-1000 for UI-TARS calls. With ``screen_size`` every action is checked
     to lie on the screen. A ``type`` text longer than ``max_text_length`` is refused.
+    ``marks``: the boxes of the prompt's Set-of-Mark screen parse, which ``click(mark=N)`` names
+    (:mod:`pixelrl.envs.gui_action.marks`); None: there are none, and a mark action is refused.
     """
     space = None if coordinates is None else coordinate_space(coordinates)
     calls = _split_statements(text, MAX_ACTION_TEXT_OVERHEAD + 2 * max_text_length)
-    actions = _actions_of(calls, space, screen_size)
+    actions = _actions_of(calls, space, screen_size, marks)
     # Two scroll calls at one point (vertical + horizontal) are one scroll action.
     merged: list[Action] = []
     for a in actions:
@@ -169,12 +178,14 @@ def parse_action(
     screen_size: tuple[int, int] | None = None,
     coordinates: str | CoordinateSpace | None = None,
     max_text_length: int = DEFAULT_MAX_TEXT_LENGTH,
+    marks: Sequence[Sequence[int]] | None = None,
 ) -> Action:
     """Exactly one :class:`Action` from agent text, or :class:`ActionParseError`.
 
-    See :func:`parse_actions` for the accepted syntax, ``coordinates`` and ``max_text_length``.
+    See :func:`parse_actions` for the accepted syntax, ``coordinates``, ``max_text_length`` and
+    ``marks``.
     """
-    actions = parse_actions(text, screen_size, coordinates, max_text_length)
+    actions = parse_actions(text, screen_size, coordinates, max_text_length, marks)
     if len(actions) != 1:
         raise ActionParseError(f"expected one action, found {len(actions)}")
     return actions[0]

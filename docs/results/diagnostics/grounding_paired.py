@@ -2,9 +2,12 @@
 paired difference (B - A) with its 95% interval and McNemar's exact p.
 
     python docs/results/diagnostics/grounding_paired.py SFT_MODEL GRPO_MODEL [ITEMS] [START]
+        [--marks-a] [--marks-b]
 
 Items are :func:`pixelrl.gui_agent.grounding.grounding_set` from odd seeds, ``k >= START`` (default 1000:
-no overlap with the recipes' in-run evaluation, which starts at 0).
+no overlap with the recipes' in-run evaluation, which starts at 0). ``--marks-a`` / ``--marks-b``:
+that model was trained with ``prompt.mark_actions`` (a Set-of-Mark parse in its prompt, answers
+that may name a mark); it is evaluated the same way.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ import torch
 from pixelrl.envs.gui_action.codec import GUIActionCodec
 from pixelrl.gui_agent.agents import VLMAgent
 from pixelrl.gui_agent.grounding import grounding_set
+from pixelrl.vision.reader import SetOfMarks
 from pixelrl.vision.rewards import point_in_box
 from pixelrl.vision.vlm import load_vlm
 
 
-def hits(model: str, items) -> np.ndarray:
-    agent = VLMAgent(load_vlm(model, GUIActionCodec.for_model(model)), 20)
+def hits(model: str, items, marks: bool = False) -> np.ndarray:
+    codec = GUIActionCodec.for_model(model, mark_actions=marks)
+    parse = SetOfMarks(codec.point_text) if marks else None
+    agent = VLMAgent(load_vlm(model, codec, screen_parse=parse), 20)
     out = []
     for s in range(0, len(items), 16):
         batch = items[s : s + 16]
@@ -44,10 +50,11 @@ def mcnemar_p(b_only: int, a_only: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def main(model_a: str, model_b: str, n: int = 400, start: int = 1000) -> None:
+def main(model_a: str, model_b: str, n: int = 400, start: int = 1000, marks_a: bool = False,
+         marks_b: bool = False) -> None:  # fmt: skip
     torch.set_num_threads(1)
     items = grounding_set(n, start=start)
-    a, b = hits(model_a, items), hits(model_b, items)
+    a, b = hits(model_a, items, marks_a), hits(model_b, items, marks_b)
     by_family = defaultdict(list)
     for i, item in enumerate(items):
         by_family[item.family].append(i)
@@ -63,4 +70,10 @@ def main(model_a: str, model_b: str, n: int = 400, start: int = 1000) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], *(int(x) for x in sys.argv[3:5]))
+    flags = [a for a in sys.argv[1:] if a.startswith("--")]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    unknown = set(flags) - {"--marks-a", "--marks-b"}
+    if unknown:
+        sys.exit(f"grounding_paired.py: unknown option(s) {', '.join(sorted(unknown))}")
+    main(args[0], args[1], *(int(x) for x in args[2:4]), marks_a="--marks-a" in flags,
+         marks_b="--marks-b" in flags)  # fmt: skip
