@@ -5,7 +5,9 @@ A :class:`~pixelrl.vision.vlm.VLMPolicy` with the navigation codec
 
 - the image (:meth:`NavPrompt.image`): the current RGB frame, with the depth frame colourised
   beside it (``depth: true``) and ``memory_frames`` earlier frames before it, sampled long-short
-  as in VLN-R1 (the most recent ones densely, older ones sparsely);
+  as in VLN-R1 (the most recent ones densely, older ones sparsely); or, with ``frames: K`` above
+  1, the last K RGB frames as K separate images at their own size (NaVILA's and Uni-NaVid's
+  memory of past frames), the colourised depth of the current one after them;
 - the text (:func:`goal_text`): the goal in words -- PointNav "The goal is 3.2 m away, 40
   degrees to your left." from the GPS+compass sensor, ObjectNav "Find a bed." (the category as
   text, so an unseen word works if the model knows it), InstructNav its instruction -- and the
@@ -104,9 +106,13 @@ class NavPrompt:
     memory_frames: int = 0  # earlier RGB frames before the current one (long-short sampling)
     history_steps: int = 8  # the last low-level actions, written by the codec
     distance_floor: bool = False  # PointNav's distance rounded down to 0.1 m (goal_text)
+    frames: int = 1  # the last K RGB frames as K separate images (1: one picture, as before)
 
-    def image(self, frames: list[dict[str, Any]]) -> np.ndarray:
-        """One picture for the turn from the episode's observations so far (the last one is now)."""
+    def image(self, frames: list[dict[str, Any]]) -> np.ndarray | tuple[np.ndarray, ...]:
+        """The turn's picture(s) from the episode's observations so far (the last one is now):
+        one picture, or with ``frames`` above 1 a tuple of separate images (:meth:`recent`)."""
+        if self.frames > 1:
+            return self.recent(frames)
         now = frames[-1]
         parts = [
             np.asarray(frames[i]["rgb"])
@@ -116,6 +122,19 @@ class NavPrompt:
         if self.depth:
             parts.append(colourise_depth(now["depth"]))
         return np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+
+    def recent(self, frames: list[dict[str, Any]]) -> tuple[np.ndarray, ...]:
+        """The last ``frames`` RGB frames, oldest first, each its own image at its own size,
+        then the current depth frame colourised (``depth``). Early in an episode, with fewer
+        frames seen, the first frame is repeated in front: every turn shows the same number of
+        images (the same prompt length, so a batch of episodes pads nothing), and a repeated
+        first frame reads as "I have not moved yet", which is true."""
+        last = frames[-self.frames :]
+        images = [np.asarray(frames[0]["rgb"])] * (self.frames - len(last))
+        images += [np.asarray(f["rgb"]) for f in last]
+        if self.depth:
+            images.append(colourise_depth(frames[-1]["depth"]))
+        return tuple(images)
 
     def goal(self, obs: dict[str, Any], task: str) -> str:
         """The turn's goal in words (:func:`goal_text`)."""
@@ -177,10 +196,16 @@ class AgentSpec:
             "max_new_tokens": (self.max_new_tokens, 1),
             "prompt.memory_frames": (self.prompt.memory_frames, 0),
             "prompt.history_steps": (self.prompt.history_steps, 0),
+            "prompt.frames": (self.prompt.frames, 1),
         }
         for key, (value, least) in counts.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"'{key}' must be an integer >= {least}, got {value!r}")
+        if self.prompt.frames > 1 and self.prompt.memory_frames:
+            raise ValueError(
+                "'prompt.memory_frames' stitches earlier frames into one picture and "
+                "'prompt.frames' shows them as separate images: set one of them, not both"
+            )
         if not isinstance(self.prompt.depth, bool):
             raise ValueError(f"'prompt.depth' must be true or false, got {self.prompt.depth!r}")
         if not isinstance(self.env_kwargs, dict):
@@ -258,7 +283,7 @@ class VLMNavAgent:
             actions.append(action)
         return actions
 
-    def prompt(self) -> tuple[np.ndarray, str, list[str]]:
+    def prompt(self) -> tuple[np.ndarray | tuple[np.ndarray, ...], str, list[str]]:
         """(image, goal text, history) of this agent's current turn."""
         codec = self.policy.codec
         return (
