@@ -11,7 +11,13 @@ import torch
 from test_vlm_nav import ENV, ScriptedText  # a small PointNav; answers read by the real codec
 
 import pixelrl.envs  # noqa: F401
-from pixelrl.embodied.vlm_agent import AgentSpec, NavPrompt, VLMNavAgent, colourise_depth
+from pixelrl.embodied.vlm_agent import (
+    AgentSpec,
+    NavPrompt,
+    VLMNavAgent,
+    colourise_depth,
+    where_text,
+)
 from pixelrl.envs.nav.action_text import NavActionCodec
 from pixelrl.vision.vlm import load_vlm
 
@@ -159,3 +165,25 @@ def test_a_repeated_k_frame_prompt_scores_the_same_shared_or_not():
         policy.share_prompts = False
         alone = policy.score(*args).sequence_logprobs
     torch.testing.assert_close(shared, alone, rtol=1e-4, atol=1e-4)
+
+
+def test_gps_compass_in_words_agrees_with_the_walk():
+    """Off by default; on, the ObjectNav goal says where the agent stands from its start, and
+    the words follow the simulator: forward is ahead, a left turn faces left."""
+    env = gymnasium.make(
+        "pixelrl/ObjectNav-v0", sensors=["rgb"], width=16, height=16, turn_angle=30
+    )
+    obs, _ = env.reset(seed=2)
+    assert NavPrompt().goal(obs, "objectnav") == NavPrompt().goal(obs, "objectnav").split(" You")[0]
+    start = NavPrompt(gps_compass=True).goal(obs, "objectnav")
+    assert start.endswith("You are 0.0 m ahead of and 0.0 m to the right of your start, "
+                          "facing your start heading.")  # fmt: skip
+    obs, *_ = env.step(2)  # turn_left: 30 degrees here
+    assert where_text(obs).endswith("facing 30 degrees left of your start heading.")
+    obs, *_ = env.step(3)  # back to the start heading, then one step forward
+    obs, *_ = env.step(1)
+    forward = float(obs["gps"][0])
+    assert forward > 0 and where_text(obs).startswith(f"You are {forward:.1f} m ahead of")
+    with pytest.raises(ValueError, match="PointNav has none"):
+        AgentSpec(task="pointnav", prompt=NavPrompt(gps_compass=True)).validate()
+    env.close()

@@ -1,5 +1,5 @@
-"""``prompt.frames`` (issue 53: the navigation VLM's last K frames as separate images) on the
-command line: a wrong value is one line ``pixelrl train: error: ...`` naming the key, exit
+"""``prompt.frames`` (issue 53: the navigation VLM's last K frames as separate images) and
+``prompt.gps_compass`` (where it stands from its start, in words) on the command line: a wrong value is one line ``pixelrl train: error: ...`` naming the key, exit
 status 2, no traceback, nothing written."""
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ CASES = [
     ("frames-text", [*SFT, "prompt.frames=four"], "prompt.frames must be a number"),
     ("frames-with-memory-frames", [*SFT, "prompt.frames=4", "prompt.memory_frames=2"],
      "'prompt.memory_frames' stitches earlier frames into one picture"),
+    ("gps-compass-not-bool", [*SFT, "prompt.gps_compass=maybe"], "prompt.gps_compass"),
+    ("gps-compass-pointnav", [*SFT, "env.id=pixelrl/PointNav-v0", "prompt.gps_compass=true"],
+     "'prompt.gps_compass' reads the gps and compass sensors of ObjectNav and InstructNav"),
 ]  # fmt: skip
 
 
