@@ -4,10 +4,12 @@ status 2, no traceback, nothing written."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from test_cli_errors import _run  # one subprocess a case, as a user types it
 
 SFT = ["train", "embodied/vlm-sft", "env.id=pixelrl/ObjectNav-v0", "train.output_dir=run"]
 
@@ -27,11 +29,22 @@ CASES = [
 ]  # fmt: skip
 
 
+def _run(case, cwd) -> dict:
+    """One case as a user types it: ``python -m pixelrl ...`` in a folder of its own."""
+    name, argv, _ = case
+    folder = cwd / name
+    folder.mkdir()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "pixelrl", *argv]
+    p = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+    return {"rc": p.returncode, "out": p.stdout, "err": p.stderr, "left": os.listdir(folder)}
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict[str, dict]:
     cwd = tmp_path_factory.mktemp("cwd")
     with ThreadPoolExecutor(3) as pool:
-        runs = pool.map(lambda case: _run(case, cwd, cwd), CASES)
+        runs = pool.map(lambda case: _run(case, cwd), CASES)
         return {case[0]: r for case, r in zip(CASES, runs)}
 
 
