@@ -5,11 +5,15 @@ A :class:`~pixelrl.vision.vlm.VLMPolicy` with the navigation codec
 
 - the image (:meth:`NavPrompt.image`): the current RGB frame, with the depth frame colourised
   beside it (``depth: true``) and ``memory_frames`` earlier frames before it, sampled long-short
-  as in VLN-R1 (the most recent ones densely, older ones sparsely);
+  as in VLN-R1 (the most recent ones densely, older ones sparsely); or, with ``frames: K`` above
+  1, the last K RGB frames as K separate images at their own size (NaVILA's and Uni-NaVid's
+  memory of past frames), the colourised depth of the current one after them;
 - the text (:func:`goal_text`): the goal in words -- PointNav "The goal is 3.2 m away, 40
   degrees to your left." from the GPS+compass sensor, ObjectNav "Find a bed." (the category as
-  text, so an unseen word works if the model knows it), InstructNav its instruction -- and the
-  low-level actions taken so far, written by the codec (``turn_left(2), move_forward(3)``).
+  text, so an unseen word works if the model knows it), InstructNav its instruction -- with
+  ``gps_compass: true`` where the agent stands relative to its start (:func:`where_text`, the
+  GPS+compass the ResNet+GRU agent reads), and the low-level actions taken so far, written by
+  the codec (``turn_left(2), move_forward(3)``).
 
 It answers with one or more actions (``move_forward(3)``): :class:`VLMNavAgent` executes them
 one low-level step at a time, so the episode's measures (Success, SPL, path length, the step
@@ -71,6 +75,27 @@ def goal_text(obs: dict[str, Any], task: str, distance_floor: bool = False) -> s
     raise ValueError(f"unknown navigation task {task!r}; known: {', '.join(TASKS.values())}")
 
 
+def where_text(obs: dict[str, Any]) -> str:
+    """The GPS+compass sensors in words (ObjectNav's and InstructNav's, which the ResNet+GRU
+    agent reads as numbers): where the agent stands and faces relative to its start, in 0.1 m
+    and 5-degree steps as :func:`goal_text` -- "You are 2.3 m ahead of and 0.4 m to the left of
+    your start, facing 40 degrees left of your start heading." A memory of the way walked that
+    the last frames alone do not hold."""
+    forward, right = (float(v) for v in np.asarray(obs["gps"]).reshape(-1))
+    degrees = int(round(math.degrees(float(np.asarray(obs["compass"]).reshape(-1)[0])) / 5) * 5)
+    ahead = f"{abs(forward):.1f} m {'ahead of' if forward >= 0 else 'behind'}"
+    side = f"{abs(right):.1f} m to the {'right' if right >= 0 else 'left'} of"
+    if degrees == 0:
+        facing = "your start heading"
+    elif abs(degrees) == 180:
+        facing = "back the way you started"
+    else:
+        facing = (
+            f"{abs(degrees)} degrees {'left' if degrees > 0 else 'right'} of your start heading"
+        )
+    return f"You are {ahead} and {side} your start, facing {facing}."
+
+
 def colourise_depth(depth: np.ndarray, max_depth: float | None = None) -> np.ndarray:
     """A depth frame (H×W×1, metres or normalised) as a uint8 H×W×3 picture: near is warm and
     bright, far dark blue, so a vision tower trained on RGB sees the geometry."""
@@ -104,9 +129,16 @@ class NavPrompt:
     memory_frames: int = 0  # earlier RGB frames before the current one (long-short sampling)
     history_steps: int = 8  # the last low-level actions, written by the codec
     distance_floor: bool = False  # PointNav's distance rounded down to 0.1 m (goal_text)
+    frames: int = 1  # the last K RGB frames as K separate images (1: one picture, as before)
+    gps_compass: bool = (
+        False  # ObjectNav / InstructNav: where it stands from its start (where_text)
+    )
 
-    def image(self, frames: list[dict[str, Any]]) -> np.ndarray:
-        """One picture for the turn from the episode's observations so far (the last one is now)."""
+    def image(self, frames: list[dict[str, Any]]) -> np.ndarray | tuple[np.ndarray, ...]:
+        """The turn's picture(s) from the episode's observations so far (the last one is now):
+        one picture, or with ``frames`` above 1 a tuple of separate images (:meth:`recent`)."""
+        if self.frames > 1:
+            return self.recent(frames)
         now = frames[-1]
         parts = [
             np.asarray(frames[i]["rgb"])
@@ -117,9 +149,24 @@ class NavPrompt:
             parts.append(colourise_depth(now["depth"]))
         return np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
 
+    def recent(self, frames: list[dict[str, Any]]) -> tuple[np.ndarray, ...]:
+        """The last ``frames`` RGB frames, oldest first, each its own image at its own size,
+        then the current depth frame colourised (``depth``). Early in an episode, with fewer
+        frames seen, the first frame is repeated in front: every turn shows the same number of
+        images (the same prompt length, so a batch of episodes pads nothing), and a repeated
+        first frame reads as "I have not moved yet", which is true."""
+        last = frames[-self.frames :]
+        images = [np.asarray(frames[0]["rgb"])] * (self.frames - len(last))
+        images += [np.asarray(f["rgb"]) for f in last]
+        if self.depth:
+            images.append(colourise_depth(frames[-1]["depth"]))
+        return tuple(images)
+
     def goal(self, obs: dict[str, Any], task: str) -> str:
-        """The turn's goal in words (:func:`goal_text`)."""
-        return goal_text(obs, task, self.distance_floor)
+        """The turn's goal in words (:func:`goal_text`), then with ``gps_compass`` where the
+        agent stands relative to its start (:func:`where_text`)."""
+        text = goal_text(obs, task, self.distance_floor)
+        return f"{text} {where_text(obs)}" if self.gps_compass else text
 
     def history(self, actions: list[int], codec: NavActionCodec) -> list[str]:
         """The prompt's history entry: the last ``history_steps`` low-level actions as one
@@ -177,12 +224,25 @@ class AgentSpec:
             "max_new_tokens": (self.max_new_tokens, 1),
             "prompt.memory_frames": (self.prompt.memory_frames, 0),
             "prompt.history_steps": (self.prompt.history_steps, 0),
+            "prompt.frames": (self.prompt.frames, 1),
         }
         for key, (value, least) in counts.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"'{key}' must be an integer >= {least}, got {value!r}")
-        if not isinstance(self.prompt.depth, bool):
-            raise ValueError(f"'prompt.depth' must be true or false, got {self.prompt.depth!r}")
+        if self.prompt.frames > 1 and self.prompt.memory_frames:
+            raise ValueError(
+                "'prompt.memory_frames' stitches earlier frames into one picture and "
+                "'prompt.frames' shows them as separate images: set one of them, not both"
+            )
+        for key in ("depth", "gps_compass"):
+            value = getattr(self.prompt, key)
+            if not isinstance(value, bool):
+                raise ValueError(f"'prompt.{key}' must be true or false, got {value!r}")
+        if self.prompt.gps_compass and self.task == "pointnav":
+            raise ValueError(
+                "'prompt.gps_compass' reads the gps and compass sensors of ObjectNav and "
+                "InstructNav; PointNav has none (its goal already says where the goal is)"
+            )
         if not isinstance(self.env_kwargs, dict):
             raise ValueError(f"'env_kwargs' must be an object, got {self.env_kwargs!r}")
 
@@ -258,7 +318,7 @@ class VLMNavAgent:
             actions.append(action)
         return actions
 
-    def prompt(self) -> tuple[np.ndarray, str, list[str]]:
+    def prompt(self) -> tuple[np.ndarray | tuple[np.ndarray, ...], str, list[str]]:
         """(image, goal text, history) of this agent's current turn."""
         codec = self.policy.codec
         return (

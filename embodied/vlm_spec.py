@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from pixelrl.config import Config, ConfigError
-from pixelrl.embodied.vlm_agent import TASKS, AgentSpec, NavPrompt, goal_text
+from pixelrl.embodied.vlm_agent import TASKS, AgentSpec, NavPrompt, goal_text, where_text
 
 
 def check_prompt_sensors(cfg: Config) -> None:
@@ -101,8 +101,9 @@ def codec_for(spec: AgentSpec, env) -> Any:
     return spec.codec(nav.forward_step, nav.turn_degrees)
 
 
-def goal_corpus(task: str, seed: int = 0, n: int = 400) -> list[str]:
-    """Goal sentences for a tiny tokenizer (so ``degrees`` and category names are one token)."""
+def goal_corpus(task: str, seed: int = 0, n: int = 400, gps_compass: bool = False) -> list[str]:
+    """Goal sentences for a tiny tokenizer (so ``degrees`` and category names are one token);
+    with ``gps_compass`` the sentences saying where the agent stands too (:func:`where_text`)."""
     from pixelrl.envs.nav.scene import OBJECTNAV_CATEGORIES
 
     rng = np.random.default_rng(seed)
@@ -113,6 +114,10 @@ def goal_corpus(task: str, seed: int = 0, n: int = 400) -> list[str]:
             "objectgoal": [rng.integers(len(OBJECTNAV_CATEGORIES))],
         }
         texts += [goal_text(obs, "pointnav"), goal_text(obs, "objectnav")]
+    if gps_compass:  # drawn after the goals: the corpus without it is the same as before
+        for _ in range(n):
+            obs = {"gps": rng.uniform(-6, 6, 2), "compass": [rng.uniform(-np.pi, np.pi)]}
+            texts.append(where_text(obs))
     return texts
 
 

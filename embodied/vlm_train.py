@@ -80,7 +80,10 @@ DEFAULTS: dict[str, Any] = text_defaults({
         "val_kwargs": {},
     },
     "agent": {"max_repeat": 4, "max_steps": 8, "max_new_tokens": 16},
-    "prompt": {"depth": False, "memory_frames": 0, "history_steps": 8, "distance_floor": False},
+    # frames: the last K RGB frames as K separate images (a memory of where it has been)
+    # gps_compass: ObjectNav / InstructNav, where the agent stands from its start, in words
+    "prompt": {"depth": False, "memory_frames": 0, "history_steps": 8, "distance_floor": False,
+               "frames": 1, "gps_compass": False},
     "data": {"dataset": "", "episodes": 200},
     # inflection_weight: how much more often a step where the follower's action changes (every
     # stop, every turn onto a new heading) is drawn than the rest (VLN-CE's inflection weighting)
@@ -124,6 +127,10 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
         raise ConfigError(
             f"prompt.distance_floor must be true or false, got {cfg.prompt.distance_floor!r}"
         )
+    try:  # the prompt's and agent's values (types, ranges, prompt.frames with memory_frames)
+        agent_spec(cfg).validate()
+    except ValueError as e:
+        raise ConfigError(f"agent / prompt: {e}") from None
     if int(cfg.eval.val_episodes):
         check_validation_scenes(cfg)
     check_prompt_sensors(cfg)
@@ -175,7 +182,9 @@ class NavTask:
         """The codec's words, goal sentences and history lines, so that each is one token."""
         codec = self.codec()
         return (
-            codec.corpus() * 20 + goal_corpus(self.spec.task, int(self.cfg.seed))
+            codec.corpus() * 20
+            + goal_corpus(self.spec.task, int(self.cfg.seed),
+                          gps_compass=self.spec.prompt.gps_compass)
             + [f"Previous actions: {codec.render([a] * 3)}" for a in range(1, 4)] * 20
         )  # fmt: skip
 

@@ -2,7 +2,8 @@
 
 :class:`VLMPolicy` wraps any transformers image-text-to-text model and its processor. It
 
-1. builds the prompt — the screenshot, the instruction and the last few actions — with the
+1. builds the prompt — the screenshot (or several images: :func:`prompt_images`), the
+   instruction and the last few actions — with the
    processor's chat template where the family has one (PaliGemma has none: its prompt is the
    image token followed by the text, and its processor adds ``<bos>`` and the closing newline);
 2. ``generate``\\ s text: greedy or sampled, ``num_samples`` (GRPO's G) completions per prompt,
@@ -107,6 +108,17 @@ def _to_pil(screenshot):
     return Image.fromarray(arr)
 
 
+def prompt_images(screenshot) -> list:
+    """A prompt's images as PIL: one image (H×W×3 uint8 or PIL), or a tuple or list of them,
+    which the prompt shows as separate images in that order (a navigation agent's last frames:
+    each keeps its own size, nothing is stitched or squashed into one square)."""
+    if isinstance(screenshot, (tuple, list)):
+        if not screenshot:
+            raise ValueError("a prompt's tuple of images is empty")
+        return [_to_pil(s) for s in screenshot]
+    return [_to_pil(screenshot)]
+
+
 def _image_digest(image) -> tuple:
     """An image's size, mode and a hash of its pixels (what the processor's output depends on)."""
     import hashlib
@@ -189,18 +201,20 @@ class VLMPolicy:
             hint=self.codec.answer_hint,
         )
 
-    def build_prompt(self, instruction: str, history: Sequence[str] = ()) -> str:
-        """The full prompt string with the image placeholder, before the processor expands it."""
+    def build_prompt(
+        self, instruction: str, history: Sequence[str] = (), num_images: int = 1
+    ) -> str:
+        """The full prompt string with ``num_images`` image placeholders (one per image, in
+        order, before the text), before the processor expands them."""
         text = self.prompt_text(instruction, history)
         if getattr(self.processor, "chat_template", None):
-            messages = [
-                {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}
-            ]
+            content = [{"type": "image"}] * num_images + [{"type": "text", "text": text}]
+            messages = [{"role": "user", "content": content}]
             return self.processor.apply_chat_template(
                 messages, add_generation_prompt=True, tokenize=False
             )
         # No chat template (PaliGemma): image token(s) first; the processor adds <bos> and "\n".
-        return self.processor.image_token + text
+        return self.processor.image_token * num_images + text
 
     def encode_prompts(
         self,
@@ -208,7 +222,8 @@ class VLMPolicy:
         instructions: Sequence[str],
         histories: Sequence[Sequence[str]] | None = None,
     ):
-        """Processor inputs (tensors) for a batch of prompts, left-padded for generation."""
+        """Processor inputs (tensors) for a batch of prompts, left-padded for generation. Each
+        screenshot is one image or a tuple of images (:func:`prompt_images`)."""
         if len(screenshots) != len(instructions):
             raise ValueError(
                 f"screenshots and instructions differ in length: {len(screenshots)} vs {len(instructions)}"
@@ -218,10 +233,13 @@ class VLMPolicy:
             instructions = [
                 f"{i}\n{self.screen_parse(s)}" for i, s in zip(instructions, screenshots)
             ]
-        images = [[_to_pil(s)] for s in screenshots]
-        texts = [self.build_prompt(i, h) for i, h in zip(instructions, histories)]
+        images = [prompt_images(s) for s in screenshots]
+        texts = [
+            self.build_prompt(i, h, len(image))
+            for i, h, image in zip(instructions, histories, images)
+        ]
         key = (id(self.processor), str(self.model.device), tuple(texts),
-               tuple(_image_digest(image[0]) for image in images))  # fmt: skip
+               tuple(tuple(_image_digest(i) for i in image) for image in images))  # fmt: skip
         memo = self.__dict__.setdefault("_encoded", {})
         if memo.get("key") == key:  # the same prompts again: the same tensors, a fresh mapping
             return copy.copy(memo["batch"])
