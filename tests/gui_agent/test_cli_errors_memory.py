@@ -1,0 +1,26 @@
+"""The pointer policy's memory options (issue 54) in the command line's error contract
+(``tests/pixelrl/test_cli_errors.py``): a wrong value is one line, exit status 2, nothing written."""
+
+from __future__ import annotations
+
+import pytest
+from test_cli_errors import _run  # one subprocess a case, as a user types it
+
+TRAIN = ["train", "gui/ppo", "train.output_dir=run"]
+CASES = [
+    ("train-memory-misspelled", [*TRAIN, "policy.memory=lstmm"],
+     "memory must be one of none, actions, got 'lstmm'"),
+    ("train-memory-actions-zero", [*TRAIN, "policy.memory=actions", "policy.memory_actions=0"],
+     "memory_actions must be an integer >= 1, got 0"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_a_wrong_memory_option_is_one_error_line_and_exit_2(case, tmp_path):
+    r = _run(case, tmp_path, tmp_path)
+    text = r["out"] + r["err"]
+    assert "Traceback" not in text, text
+    assert r["rc"] == 2, text
+    last = r["err"].strip().splitlines()[-1]
+    assert last.startswith("pixelrl train: error: ") and case[2] in last, last
+    assert r["left"] == [], f"the failed command wrote {r['left']}"
