@@ -146,3 +146,26 @@ def test_wrong_memory_options_are_named(override, message):
     with pytest.raises(ValueError, match=message):
         ppo_task.make_policy(cfg, envs.single_observation_space, envs.single_action_space)
     envs.close()
+
+
+def test_the_eval_agent_carries_its_memory_through_an_episode_and_forgets_it_after():
+    import gymnasium as gym
+
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.gui_agent.agents import PointerAgent
+
+    policy, envs = _policy_and_envs(*MEMORY)
+    envs.close()
+    env = gym.make("pixelrl/Desktop-TypeInField-v0", screen_size=tuple(SCREEN))
+    obs, _ = env.reset(seed=1)
+    env.close()
+    agent = PointerAgent(policy)
+    agent.reset()
+    for step in range(3):
+        agent.act(obs["screenshot"], obs["instruction"])
+        remembered = (agent.state["last_actions"][0, :, 0] > 0).sum()
+        assert remembered == min(step + 1, 2)  # K = 2 earlier actions at most
+    agent.reset()
+    assert agent.state == {}
+    agent.act(obs["screenshot"], obs["instruction"])
+    assert (agent.state["last_actions"][0, :, 0] > 0).sum() == 1
