@@ -34,9 +34,11 @@ class PointerAgent:
         self.tasks: list[str] = []  # a gui/miniwob policy's tasks (env.tasks of env.family)
         self.fields: list[str] = []  # the episode's task fields, for {field:N} texts
         self.read_maps: list = []  # spec.reader: one ReadMaps a batch slot (PointerEnv's)
+        self.state: dict = {}  # the policy's memory (policy.memory), carried through an episode
 
     def reset(self) -> None:
         self.fields = []
+        self.state = {}
         for read_maps in self.read_maps:  # a new episode: read its first screen
             read_maps.forget()
 
@@ -62,9 +64,13 @@ class PointerAgent:
             seen.append(obs)
             maps.append(image_map)
         obs = {key: torch.as_tensor(np.stack([o[key] for o in seen])) for key in seen[0]}
+        if not self.state or len(next(iter(self.state.values()))) != len(seen):
+            self.state = self.policy.initial_state(len(seen))  # a new episode (or batch)
         with torch.no_grad():
-            step = self.policy.act(obs, {}, deterministic=self.deterministic)
-        self.last_heatmap = self.policy.heatmap(obs).numpy()
+            state = self.state
+            step = self.policy.act(obs, state, deterministic=self.deterministic)
+        self.state = step.state
+        self.last_heatmap = self.policy.heatmap(obs, state).numpy()
         return [self._decode(a, m) for a, m in zip(step.actions.numpy(), maps)]
 
     def _decode(self, sample: np.ndarray, image_map) -> Action:

@@ -31,6 +31,9 @@ from typing import Any
 import numpy as np
 
 READ_WORDS = 16  # screen words kept per sample for the reading loss
+# earlier expert actions kept per sample (+ 1 encoded, newest first, zeros before the episode's
+# first): the memory a policy with ``memory: actions`` is cloned with (PointerPolicy.history_state)
+LAST_ACTIONS = 8
 
 
 def expert_samples(
@@ -45,7 +48,8 @@ def expert_samples(
     from pixelrl.gui_agent.pointer_env import encode_action
 
     observed: dict[str, list] = {key: [] for key in env.pointer_spec.observation_keys}
-    actions, masks, read_ids, read_cells = [], [], [], []
+    actions, masks, read_ids, read_cells, last_actions = [], [], [], [], []
+    history = np.zeros((LAST_ACTIONS, len(env.action_space.nvec)), dtype=np.int64)
     obs, info = env.reset(seed=seed)
     scripted = expert_of(env)  # the env's task family's expert
     scripted.reset()
@@ -64,15 +68,19 @@ def expert_samples(
             ids, cells = screen_words(info.get("a11y", ()), env.pointer_spec, env.image_map)
             read_ids.append(ids)
             read_cells.append(cells)
+            last_actions.append(history.copy())
+            history = np.concatenate([sample[None] + 1, history[:-1]])  # what a policy played
             bar.update(1)
         obs, _, terminated, truncated, info = env.step_action(expert)
         if terminated or truncated:
             obs, info = env.reset()
             scripted.reset()
+            history[:] = 0
     bar.close()
     return {**{key: np.stack(rows) for key, rows in observed.items()},
             "action": np.stack(actions), "point_mask": np.stack(masks),
-            "read_ids": np.stack(read_ids), "read_cells": np.stack(read_cells)}  # fmt: skip
+            "read_ids": np.stack(read_ids), "read_cells": np.stack(read_cells),
+            "last_actions": np.stack(last_actions)}  # fmt: skip
 
 
 # Elements whose name is drawn inside their box (a window's is in its title bar, a text field's
@@ -197,6 +205,7 @@ def behaviour_clone(
     from tqdm import tqdm
 
     gen = np.random.default_rng(seed)
+    policy.history_state(_last_actions(data, [0]))  # data without memory: one line, now
     opt = torch.optim.Adam(policy.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(1, steps))
     policy.train()
@@ -210,7 +219,8 @@ def behaviour_clone(
         obs = {k: torch.as_tensor(data[k][idx]) for k in policy.spec.observation_keys}
         actions = torch.as_tensor(data["action"][idx])
         mask = torch.as_tensor(data["point_mask"][idx])
-        heads = policy.heads(obs)
+        # with memory: each step's earlier expert actions, as act would have carried them
+        heads = policy.heads(obs, policy.history_state(_last_actions(data, idx)))
         loss = -policy.box_log_likelihood(obs, actions, mask, heads=heads).mean()
         if each_target > 0:
             each = policy.each_target_log_likelihood(heads, actions, mask)
@@ -236,6 +246,13 @@ def behaviour_clone(
     return losses
 
 
+def _last_actions(data: dict[str, np.ndarray], idx):
+    """The samples' earlier actions as a tensor, or ``None`` when the data has none."""
+    import torch
+
+    return torch.as_tensor(data["last_actions"][idx]) if "last_actions" in data else None
+
+
 def accuracy(policy, data: dict[str, np.ndarray], batch_size: int = 64) -> dict[str, Any]:
     """Share of samples where the policy's most likely kind matches the expert's, and where
     both kind and point do (``cell``: the greedy point lies in the target box)."""
@@ -249,7 +266,8 @@ def accuracy(policy, data: dict[str, np.ndarray], batch_size: int = 64) -> dict[
                 k: torch.as_tensor(data[k][s : s + batch_size])
                 for k in policy.spec.observation_keys
             }
-            pred = policy.act(obs, {}, deterministic=True).actions.numpy()
+            state = policy.history_state(_last_actions(data, slice(s, s + batch_size)))
+            pred = policy.act(obs, state, deterministic=True).actions.numpy()
             want = data["action"][s : s + batch_size]
             in_box = data["point_mask"][s : s + batch_size][
                 np.arange(len(pred)), pred[:, 1], pred[:, 2]

@@ -34,8 +34,20 @@ The action is the ``MultiDiscrete([kind, cell, offset, text, key])`` sample of
 offset for pointer kinds, the text for ``type``, the key for ``key``), and its entropy is the
 kind's entropy plus each part's entropy weighted by the probability of the kinds that use it.
 
-Follows :class:`pixelrl.rl.policy.Policy` with no memory (``initial_state`` is ``{}``): the
-screen shows what has been done. BatchNorm layers of the timm encoder stay in inference mode
+Follows :class:`pixelrl.rl.policy.Policy`. By default it has no memory (``initial_state`` is
+``{}``): the screen shows what has been done. Where the screen does not change (MiniWoB++'s
+click-button-sequence: "click ONE, then click TWO"; the same screen gets the same greedy action)
+``memory="actions"`` gives it its own last ``memory_actions`` actions (issue 54)::
+
+    state: {"last_actions": (B, K, 5)}   each earlier action of the episode + 1, newest first
+                                         (0: none, so zeros are a new episode, as mask_state wants)
+    maps:  one (gh, gw) map per earlier action, 1 at the cell it clicked   --> beside the match maps
+    kinds: one-hot of each earlier action's kind (or none) --Linear--> added to t (FiLM, trunk)
+
+The cell head sees "I clicked here" beside "the instruction names this" on every cell, and
+FiLM and the trunk see how many and which kinds of actions came before. ``evaluate`` rebuilds
+each step's history from the rollout's actions and ``masks`` (reset at episode starts), so PPO
+and cloning see exactly what ``act`` saw. BatchNorm layers of the timm encoder stay in inference mode
 (their running statistics never move, so they are fixed per-channel affine maps): a rollout's
 frames are not i.i.d., and collection and update must see the same network. The recipes use
 GroupNorm instead (``backbone_kwargs.norm_layer: groupnorm1``): it normalises, so the encoder
@@ -52,9 +64,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from pixelrl.gui_agent.pointer_env import PointerSpec, hash_words
-from pixelrl.rl.policy import PolicyStep, State
+from pixelrl.rl.policy import PolicyStep, State, mask_state
 
 POINTER_KINDS = ("click", "double_click", "right_click", "move")
+MEMORIES = ("none", "actions")  # policy.memory (module doc)
 
 
 class InstructionEncoder(nn.Module):
@@ -150,6 +163,8 @@ class PointerPolicy(nn.Module):
         mix_layers: 3×3 conv layers that fuse the FiLM features with the match maps before the
             cell head (the second and later are residual); check-boxes must combine two cells'
             facts, "my box is ticked" and "my label is named", into one verdict.
+        memory: ``"none"`` (the default) or ``"actions"``: the episode's last ``memory_actions``
+            actions as input (module doc).
     """
 
     def __init__(
@@ -167,8 +182,18 @@ class PointerPolicy(nn.Module):
         match_dim: int = 32,
         match_lines: bool = True,
         mix_layers: int = 1,
+        memory: str = "none",
+        memory_actions: int = 2,
     ):
         super().__init__()
+        if memory not in MEMORIES:
+            raise ValueError(f"memory must be one of {', '.join(MEMORIES)}, got {memory!r}")
+        if isinstance(memory_actions, bool) or not isinstance(memory_actions, int):
+            raise ValueError(f"memory_actions must be an integer >= 1, got {memory_actions!r}")
+        if memory_actions < 1:
+            raise ValueError(f"memory_actions must be an integer >= 1, got {memory_actions!r}")
+        self.memory = memory
+        self.memory_actions = memory_actions if memory == "actions" else 0
         from pixelrl.vision.encoders import build_encoder, feature_channels
 
         self.spec = spec
@@ -200,6 +225,13 @@ class PointerPolicy(nn.Module):
         maps = match_heads * (3 if self.match_lines else 1)
         if spec.reader:  # the reader's two maps, with their line maxima
             maps += 2 * 3
+        maps += self.memory_actions  # where each earlier action clicked
+        # each earlier action's kind, or none (the first column)
+        self.memory_kinds = (
+            nn.Linear(self.memory_actions * (len(spec.kinds) + 1), text_dim)
+            if self.memory_actions
+            else None
+        )
         if mix_layers < 1:
             raise ValueError(f"mix_layers must be >= 1, got {mix_layers}")
         self.mix = nn.Conv2d(channels + maps, channels, 3, padding=1)
@@ -254,7 +286,50 @@ class PointerPolicy(nn.Module):
 
     # ------------------------------------------------------------------ network
     def initial_state(self, batch_size: int) -> State:
-        return {}
+        if not self.memory_actions:
+            return {}
+        device = self.choice_ids.device
+        return {"last_actions": torch.zeros(batch_size, self.memory_actions, 5, dtype=torch.long,
+                                            device=device)}  # fmt: skip
+
+    def remember(self, state: State, actions: torch.Tensor) -> State:
+        """The state after ``actions`` (B, 5): each action + 1 pushed in front, the oldest out."""
+        if not self.memory_actions:
+            return state
+        last = state["last_actions"]
+        return {"last_actions": torch.cat([actions[:, None] + 1, last[:, :-1]], 1)}
+
+    def history_state(self, last_actions: torch.Tensor | None) -> State:
+        """The state of recorded steps from their earlier actions (B, ≥K, 5), + 1 encoded, newest
+        first (:func:`pixelrl.gui_agent.pointer_bc.expert_samples`' ``last_actions``); ``{}``
+        without memory. Data without them cannot teach a policy with memory: a one-line error."""
+        if not self.memory_actions:
+            return {}
+        if last_actions is None:
+            raise ValueError(
+                "policy.memory=actions needs each sample's earlier actions ('last_actions'), "
+                "which this data was recorded without: record it again with this version"
+            )
+        if last_actions.shape[1] < self.memory_actions:
+            raise ValueError(
+                f"the data keeps {last_actions.shape[1]} earlier actions a sample, "
+                f"fewer than policy.memory_actions={self.memory_actions}"
+            )
+        return {"last_actions": last_actions[:, : self.memory_actions].long()}
+
+    def _memory_inputs(self, state: State | None, batch: int, device) -> tuple[torch.Tensor, ...]:
+        """(maps (B, K, gh, gw), kinds (B, text_dim)) of the earlier actions in ``state``
+        (``None``: an episode's first step)."""
+        cols, rows = self.spec.grid
+        last = (state or {}).get("last_actions")
+        if last is None:
+            last = torch.zeros(batch, self.memory_actions, 5, dtype=torch.long, device=device)
+        kind = last[..., 0]  # 0: none, else kind + 1
+        pointer = (kind > 0) & self.pointer_kinds[(kind - 1).clamp(min=0)]
+        cell = (last[..., 1] - 1).clamp(min=0)
+        maps = F.one_hot(cell, rows * cols).float() * pointer[..., None].float()
+        kinds = F.one_hot(kind, len(self.spec.kinds) + 1).float().flatten(1)
+        return maps.view(batch, -1, rows, cols), self.memory_kinds(kinds)
 
     def read_grid(self, read: torch.Tensor) -> torch.Tensor:
         """The reader's maps (B, h, w, 2) uint8 -> (B, 2, rows, cols) in [0, 1]: each cell's
@@ -263,9 +338,12 @@ class PointerPolicy(nn.Module):
         maps = read.permute(0, 3, 1, 2).float() / 255.0
         return F.adaptive_max_pool2d(maps, (rows, cols))
 
-    def heads(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def heads(
+        self, obs: dict[str, torch.Tensor], state: State | None = None
+    ) -> dict[str, torch.Tensor]:
         """Every head's logits, the value, the fused cell ``features`` (B, C, gh, gw) and, with
-        match heads, the ``match`` maps (B, H, gh, gw) before their line maxima."""
+        match heads, the ``match`` maps (B, H, gh, gw) before their line maxima. ``state``: the
+        memory (:meth:`initial_state`; ``None`` is an episode's first step)."""
         image = obs["image"].permute(0, 3, 1, 2).float() / 255.0 - 0.5
         words = obs["instruction"].long()  # (B, L), or (B, L, 1+S) with subwords
         # Columns past the batch's longest instruction are padding in every row, and padding
@@ -284,6 +362,10 @@ class PointerPolicy(nn.Module):
         x = x[..., :rows, :cols]  # odd sizes: the encoder's map may have a ragged last row
         features = x  # what the match maps read (the reading loss trains it)
         t, per_word = self.text(words)
+        memory_maps = None
+        if self.memory_actions:
+            memory_maps, kinds = self._memory_inputs(state, len(words), words.device)
+            t = t + kinds
         gamma, beta = self.film(t).chunk(2, -1)
         fused = torch.relu(x * (1 + gamma[..., None, None]) + beta[..., None, None])
         out = {}
@@ -294,6 +376,8 @@ class PointerPolicy(nn.Module):
             found.append(with_line_maxima(matched) if self.match_lines else matched)
         if self.spec.reader:
             found.append(with_line_maxima(self.read_grid(obs["read"])))
+        if memory_maps is not None:
+            found.append(memory_maps)
         matched = torch.cat(found, 1) if found else None
         if matched is not None:
             fused = torch.cat([fused, matched], 1)
@@ -361,7 +445,7 @@ class PointerPolicy(nn.Module):
     def act(
         self, obs: dict[str, torch.Tensor], state: State, deterministic: bool = False
     ) -> PolicyStep:
-        heads = self.heads(obs)
+        heads = self.heads(obs, state)
         dists = self._dists(heads)
         parts = []
         for name in ("kind", "cell"):
@@ -374,7 +458,7 @@ class PointerPolicy(nn.Module):
             parts.append(dist.probs.argmax(-1) if deterministic else dist.sample())
         actions = torch.stack(parts, -1)
         logprobs, _ = self._logprob_entropy(heads, dists, actions)
-        return PolicyStep(actions, logprobs, heads["value"], state)
+        return PolicyStep(actions, logprobs, heads["value"], self.remember(state, actions))
 
     def evaluate(
         self, obs: dict[str, torch.Tensor], state: State, actions: torch.Tensor, masks: torch.Tensor
@@ -382,9 +466,23 @@ class PointerPolicy(nn.Module):
         """Log-probabilities, values and entropies ``(T, N)`` of ``actions`` (T, N, 5)."""
         T, N = actions.shape[:2]
         flat = {k: v.reshape(T * N, *v.shape[2:]) for k, v in obs.items()}
-        heads = self.heads(flat)
+        heads = self.heads(flat, self._rollout_states(state, actions, masks))
         lp, ent = self._logprob_entropy(heads, self._dists(heads), actions.reshape(T * N, -1))
         return lp.view(T, N), heads["value"].view(T, N), ent.view(T, N)
+
+    def _rollout_states(
+        self, state: State, actions: torch.Tensor, masks: torch.Tensor
+    ) -> State | None:
+        """Each step's memory (flattened to T*N rows) along a rollout of ``actions`` (T, N, 5)
+        from ``state``, zeroed where ``masks`` (T, N) starts an episode: what ``act`` saw."""
+        if not self.memory_actions:
+            return None
+        states = []
+        for t in range(actions.shape[0]):
+            state = mask_state(state, masks[t])
+            states.append(state["last_actions"])
+            state = self.remember(state, actions[t])
+        return {"last_actions": torch.cat(states)}
 
     def box_log_likelihood(
         self,
@@ -392,6 +490,7 @@ class PointerPolicy(nn.Module):
         actions: torch.Tensor,
         point_mask: torch.Tensor,
         heads: dict[str, torch.Tensor] | None = None,
+        state: State | None = None,
     ) -> torch.Tensor:
         """``log π`` of ``actions`` (B, 5) where a pointer action counts as right anywhere in its
         target: the pointer part is ``log Σ_{(c, o) in point_mask} P(cell = c) P(offset = o | c)``
@@ -399,7 +498,7 @@ class PointerPolicy(nn.Module):
         cloning's grounding loss. ``heads``: :meth:`heads` of ``obs`` when already computed.
         Scoring points, not cells, trains the offset head too: a cell
         that straddles the box edge is right only with the offset that lands inside."""
-        heads = self.heads(obs) if heads is None else heads
+        heads = self.heads(obs, state) if heads is None else heads
         dists = self._dists(heads)
         kind, _, _, text, key = actions.unbind(-1)
         cell_logp = torch.log_softmax(heads["cell"], -1)  # (B, cells)
@@ -486,8 +585,8 @@ class PointerPolicy(nn.Module):
         ll = F.logsigmoid(m0) * positive + F.logsigmoid(-m0) * negative
         return ll.sum(-1) / (positive | negative).sum(-1).clamp(min=1)
 
-    def heatmap(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+    def heatmap(self, obs: dict[str, torch.Tensor], state: State | None = None) -> torch.Tensor:
         """P(click at cell) as a (B, rows, cols) map, for pictures."""
         cols, rows = self.spec.grid
         with torch.no_grad():
-            return torch.softmax(self.heads(obs)["cell"], -1).view(-1, rows, cols)
+            return torch.softmax(self.heads(obs, state)["cell"], -1).view(-1, rows, cols)

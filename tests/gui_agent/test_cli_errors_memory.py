@@ -1,0 +1,31 @@
+"""The pointer policy's memory options (issue 54) in the command line's error contract
+(``tests/pixelrl/test_cli_errors.py``): a wrong value is one line, exit status 2, nothing written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+TRAIN = ["train", "gui/ppo", "train.output_dir=run"]
+CASES = [
+    ("train-memory-misspelled", [*TRAIN, "policy.memory=lstmm"],
+     "memory must be one of none, actions, got 'lstmm'"),
+    ("train-memory-actions-zero", [*TRAIN, "policy.memory=actions", "policy.memory_actions=0"],
+     "memory_actions must be an integer >= 1, got 0"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_a_wrong_memory_option_is_one_error_line_and_exit_2(case, tmp_path):
+    _, argv, expected = case  # one subprocess a case, as a user types it
+    p = subprocess.run([sys.executable, "-m", "pixelrl", *argv], cwd=tmp_path, env=dict(os.environ),
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    text = p.stdout + p.stderr
+    assert "Traceback" not in text, text
+    assert p.returncode == 2, text
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("pixelrl train: error: ") and expected in last, last
+    assert os.listdir(tmp_path) == [], f"the failed command wrote {os.listdir(tmp_path)}"
