@@ -19,7 +19,14 @@ from __future__ import annotations
 
 import argparse
 
-from pixelrl.commands.args import batch_size, env_id, non_negative_int, positive_int
+from pixelrl.commands.args import (
+    add_threads_argument,
+    batch_size,
+    env_id,
+    non_negative_int,
+    positive_int,
+    use_threads,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -47,6 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    "recipes trained with prompt.screen_parse=true saw (needs the reader extra)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the result rows to this file")
+    add_threads_argument(p, "the policy")
     p.set_defaults(func=run)
 
 
@@ -62,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.env and not args.grounding:
         raise UsageError("give --env ID, --grounding N, or both")
+    use_threads(args)
     try:
         agent = load_agent(args.policy)
     except CheckpointError:
