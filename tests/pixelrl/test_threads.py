@@ -87,3 +87,25 @@ def test_a_ppo_run_records_the_count_it_chose(tmp_path):
         trainer.envs.close()
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_command_says_its_threads_on_stderr_and_keeps_stdout_its_own(tmp_path):
+    """``pixelrl read --threads 1 --json``: the thread line on stderr, the JSON alone on stdout,
+    and the reader's ONNX sessions built with that count."""
+    import json
+    import subprocess
+    import sys
+
+    from PIL import Image, ImageDraw
+
+    from pixelrl.envs.desktop.render import font
+
+    pytest.importorskip("rapidocr_onnxruntime", reason="needs the reader extra")
+    image = Image.new("RGB", (200, 40), (255, 255, 255))
+    ImageDraw.Draw(image).text((6, 10), "Submit", fill=0, font=font(14))
+    image.save(tmp_path / "shot.png")
+    p = subprocess.run([sys.executable, "-m", "pixelrl", "read", str(tmp_path / "shot.png"),
+                        "--threads", "1", "--json"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert "threads: 1 (set)" in p.stderr
+    assert [w["text"] for w in json.loads(p.stdout)["words"]] == ["Submit"]

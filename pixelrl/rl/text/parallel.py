@@ -151,7 +151,10 @@ class Parallel:
         from pixelrl.threads import applied
 
         where = f"{self.world_size} ranks (torchrun, {self.shard})" if self.on else "1 process"
-        threads = applied() or torch.get_num_threads()  # the thread policy's choice, and why
+        threads = int(cfg.get("torch_threads") or 0) or torch.get_num_threads()
+        chosen = applied()  # the thread policy's choice (train() wrote its count in cfg), and why
+        if chosen is not None and chosen.count == threads:
+            threads = chosen
         return f"{cfg.recipe}: {where}, device {cfg.device}, torch threads {threads}"
 
     @property
