@@ -34,7 +34,7 @@ def train(cfg: Config, adapter) -> dict[str, Any]:
             f"recipe {cfg.recipe!r} is not one of this module's ({', '.join(adapter.RECIPES)})"
         )
     check_parallel(cfg)
-    # the thread policy (pixelrl.threads) for 0 / auto; config.yaml records the count
+    # torch_threads 0: the thread policy (pixelrl.threads); config.yaml records the count
     workers = local_env_workers(cfg, 0)
     cfg.torch_threads = use_threads(choose_threads(cfg.torch_threads, workers)).count
     loop = {"sft": run_sft, "grpo": run_grpo, "multiturn": run_multiturn}
