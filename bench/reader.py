@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/reader.py [--seeds 8] [--no-miniwob] [--failures 15] [--stretch 1.2]
     .venv/bin/python bench/reader.py --no-fold     # the wheel's ONNX graphs as shipped
+    .venv/bin/python bench/reader.py --load 5      # load time (fresh processes) and the words
 
 Ground truth (privileged, read here only to score the reader, which sees pixels only):
 
@@ -257,6 +258,48 @@ def table(rows: list[tuple[str, Tally]]) -> str:
     return "\n".join(lines)
 
 
+def load_times(repeats: int, fold: bool) -> None:
+    """Seconds to load a reader (``ScreenReader().warm_up()``: its ONNX sessions, folding
+    included) in ``repeats`` fresh processes, pinned to one core, and the words it then reads off
+    one desktop screen: run on two checkouts, the words must be the same. Only the public API is
+    used, so it runs on the code before a change too."""
+    import json
+    import subprocess
+    import sys
+
+    child = (
+        "import json, os, sys, time\n"
+        "cpu = min(os.sched_getaffinity(0)); os.sched_setaffinity(0, {cpu})\n"
+        "import onnx, onnxruntime, rapidocr_onnxruntime\n"  # imports are not the load's cost
+        "from pixelrl.vision.reader import ScreenReader\n"
+        "wall, cpu0 = time.perf_counter(), time.process_time()\n"
+        f"reader = ScreenReader(fold={fold}).warm_up()\n"
+        "first = (time.perf_counter() - wall, time.process_time() - cpu0)\n"
+        "wall, cpu0 = time.perf_counter(), time.process_time()\n"
+        f"ScreenReader(fold={fold}).warm_up()\n"
+        "second = (time.perf_counter() - wall, time.process_time() - cpu0)\n"
+        "print(json.dumps({'first': first, 'second': second}))\n"
+    )
+    rows = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                             check=True).stdout  # fmt: skip
+        rows.append(json.loads(out.strip().splitlines()[-1]))
+    print(f"reader load, {repeats} fresh processes, one core, graphs "
+          f"{'folded' if fold else 'as shipped'} (median; wall on a shared machine)")  # fmt: skip
+    print(f"{'load':<28} {'wall s':>7} {'CPU s':>7}")
+    for key, name in (("first", "first reader of a process"), ("second", "second reader")):
+        wall = np.median([r[key][0] for r in rows])
+        cpu = np.median([r[key][1] for r in rows])
+        print(f"{name:<28} {wall:>7.3f} {cpu:>7.3f}")
+    from pixelrl.vision.reader import ScreenReader
+
+    image, _ = desktop_screen("pixelrl/Desktop-ClickButton-v0", (320, 240), 1)
+    words = ScreenReader(fold=fold).read(image)
+    print(f"words read off Desktop-ClickButton seed 1 (320x240): {len(words)}")
+    print(" ".join(f"{w.text}@{','.join(map(str, w.box))}" for w in words))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=8, help="screens per size / per task")
@@ -266,7 +309,11 @@ def main() -> None:
                         help="ScreenReader(stretch=) (default: the reader's own)")  # fmt: skip
     parser.add_argument("--no-fold", action="store_true",
                         help="run the wheel's ONNX graphs unfolded (ScreenReader(fold=False))")  # fmt: skip
+    parser.add_argument("--load", type=int, default=0, metavar="N",
+                        help="time N loads of a reader in fresh processes instead")  # fmt: skip
     args = parser.parse_args()
+    if args.load:
+        return load_times(args.load, fold=not args.no_fold)
     cpu = pin_to_one_core()
     from pixelrl.vision.reader import ScreenReader
 

@@ -9,7 +9,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pixelrl.commands.args import agent_action, batch_size, non_negative_int, positive_int
+from pixelrl.commands.args import (
+    add_threads_argument,
+    agent_action,
+    batch_size,
+    non_negative_int,
+    positive_int,
+    use_threads,
+)
 
 NAV_DESCRIPTION = """``pixelrl bench nav``: habitat's measures of one or more agents over an episode dataset.
 
@@ -107,6 +114,7 @@ def add_bench_parser(kinds: argparse._SubParsersAction) -> None:
                      help="episodes drawn in paths.png (0: none)")  # fmt: skip
     nav.add_argument("--env-option", type=env_option, action="append", default=[],
                      metavar="KEY=VALUE", help="env option, repeatable (e.g. width=128)")  # fmt: skip
+    add_threads_argument(nav, "the agents")
     nav.set_defaults(func=run_nav, prog=nav.prog)
 
 
@@ -142,6 +150,7 @@ def run_nav(args: argparse.Namespace) -> int:
             )
     out = Path(args.out) if args.out else Path("outputs/bench_nav") / dataset.name.split(".")[0]
     names = _unique([agent_name(kind, path) for kind, path in args.agent])
+    use_threads(args)
     runs = {}
     try:
         for name, (kind, path) in zip(names, args.agent):  # all built before any is run

@@ -19,7 +19,14 @@ from __future__ import annotations
 
 import argparse
 
-from pixelrl.commands.args import batch_size, env_id, non_negative_int, positive_int
+from pixelrl.commands.args import (
+    add_threads_argument,
+    batch_size,
+    env_id,
+    non_negative_int,
+    positive_int,
+    use_threads,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -50,6 +57,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    "as recipes trained with prompt.mark_actions=true answer")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write the result rows to this file")
+    add_threads_argument(p, "the policy")
     p.set_defaults(func=run)
 
 
@@ -69,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "--mark-actions needs --screen-parse: a mark is a number of the screen parse"
         )
+    use_threads(args)
     try:
         agent = load_agent(args.policy)
     except CheckpointError:

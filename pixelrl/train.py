@@ -65,9 +65,13 @@ from pixelrl.rl.storage import RolloutStorage
 from pixelrl.rl.vector_envs import (
     TrainEnvsSpec,
     join_one_ray_cluster,
+    local_env_workers,
     make_vector_envs,
 )
 from pixelrl.run_folder import Run
+from pixelrl.threads import check_config_threads
+from pixelrl.threads import choose as choose_threads
+from pixelrl.threads import use as use_threads
 
 # Every key a recipe may set. ``{}`` sections are open: the task module reads them.
 DEFAULTS: dict[str, Any] = {
@@ -75,8 +79,10 @@ DEFAULTS: dict[str, Any] = {
     "seed": 1,
     "device": "cpu",
     # Torch threads, set per phase. `torch_threads`: the learner's (PPO / imitation updates,
-    # evaluation); 0 keeps torch's default. `collect.torch_threads`: the policy's forward while
-    # collecting (one small batch a step: threads cost more than they give); 0 = torch_threads.
+    # evaluation); 0: the thread policy (pixelrl.threads: the cores less what keeps
+    # them busy; the run's config.yaml records the count). `collect.torch_threads`: the
+    # policy's forward while collecting (one small batch a step: threads cost more than they
+    # give); 0 = torch_threads.
     # With train.async the collector is its own process and gets collect.torch_threads (0: 1),
     # so on 2 cores the env worker holds one core and the learner the other.
     "torch_threads": 0,
@@ -146,7 +152,7 @@ POSITIVE = (
     "ppo.num_minibatches", "ppo.lr", "imitation.epochs", "imitation.num_minibatches", "imitation.lr",
 )  # fmt: skip
 NON_NEGATIVE = (
-    "envs.num_workers", "envs.num_cpus", "torch_threads", "collect.torch_threads",
+    "envs.num_workers", "envs.num_cpus", "collect.torch_threads",
     "train.time_limit_minutes", "train.cpu_limit_minutes", "train.checkpoint_interval", "train.eval_interval",
     "train.eval_episodes", "imitation.updates", "ppo.critic_warmup_updates",
 )  # fmt: skip
@@ -157,6 +163,10 @@ def check_config(cfg: Config) -> None:
     that is not registered (with the nearest ones)."""
 
     check_ranges(cfg, POSITIVE, NON_NEGATIVE)
+    try:
+        check_config_threads(cfg.torch_threads)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     if cfg.envs.backend not in ("sync", "ray"):
         raise ConfigError(f"envs.backend must be sync or ray, got {cfg.envs.backend!r}")
     if not isinstance(cfg.train["async"], bool):
@@ -247,10 +257,13 @@ class Trainer:
                 f"train.resume: checkpoint is from recipe {self.checkpoint.get('recipe')!r}, "
                 f"not {cfg.recipe!r}"
             )
-        # threads per phase (DEFAULTS): the learner's, and the collection's in sync mode
-        if cfg.torch_threads:
-            torch.set_num_threads(int(cfg.torch_threads))
-        self.learn_threads = torch.get_num_threads()
+        # threads per phase (DEFAULTS): the learner's, and the collection's in sync mode; the
+        # env worker processes beside this one keep their cores (pixelrl.threads)
+        self.async_collect = uses_async_collection(cfg)
+        workers = int(self.async_collect) + local_env_workers(cfg, int(cfg.env.num_envs))
+        self.threads = use_threads(choose_threads(cfg.torch_threads, workers))
+        cfg.torch_threads = self.threads.count  # config.yaml: a rerun uses the same count
+        self.learn_threads = self.threads.count
         self.collect_threads = int(cfg.collect.torch_threads) or self.learn_threads
         keep_freed_memory()
         rank_seed = int(cfg.seed) + 1000 * self.dist.rank
@@ -270,7 +283,6 @@ class Trainer:
                 f"env.tasks: recipe {cfg.recipe!r} trains on one env (env.id) and would ignore "
                 "env.tasks and env.family; they are for multi-task recipes such as gui/miniwob"
             )
-        self.async_collect = uses_async_collection(cfg)
         if self.async_collect:
             self.collector = AsyncCollector(
                 TrainEnvsSpec(recipe, cfg.to_dict(), rank_seed),
@@ -508,7 +520,7 @@ class Trainer:
         mode = "async env worker" if self.async_collect else "collect and learn in turn"
         return (
             f"{self.cfg.recipe}: {where}, device {self.device}, {self.envs.num_envs} envs a rank, "
-            f"torch threads {self.learn_threads} (collect {self.collect_threads}), {mode}; "
+            f"torch threads {self.threads} (collect {self.collect_threads}), {mode}; "
             f"run folder {self.run_dir}"
         )
 

@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -144,9 +146,27 @@ def require_reader() -> None:
         )
 
 
-def _engine(threads: int, fold: bool = True):
+@dataclass(frozen=True)
+class _Engine:
+    """PP-OCR's detector and recogniser (rapidocr's wrappers: their pre- and post-processing)."""
+
+    text_det: Any
+    text_rec: Any
+
+
+def _engine(threads: int, fold: bool = True) -> _Engine:
+    """The detector and recogniser, each ONNX session built once. (``RapidOCR()`` builds three:
+    the angle classifier's too, even with ``use_cls=False``; folding then built the detector's
+    and recogniser's again: a reader took 0.83 s to load where the two folded sessions take
+    ~0.3 s, ``bench/reader.py --load``.) The folded graphs go to a private temporary folder for
+    rapidocr's wrappers to load, since they take a model path, not bytes."""
     try:
-        from rapidocr_onnxruntime import RapidOCR
+        import rapidocr_onnxruntime  # noqa: F401  (first: a missing package fails here)
+        from rapidocr_onnxruntime.ch_ppocr_det import TextDetector
+        from rapidocr_onnxruntime.ch_ppocr_rec import TextRecognizer
+        from rapidocr_onnxruntime.main import DEFAULT_CFG_PATH
+        from rapidocr_onnxruntime.utils import read_yaml
+        from rapidocr_onnxruntime.utils.parse_parameters import update_model_path
 
         if fold:
             import onnx  # noqa: F401
@@ -155,32 +175,29 @@ def _engine(threads: int, fold: bool = True):
             f"the screen reader needs rapidocr-onnxruntime and onnx ({e}); install them: "
             f"{INSTALL_HINT}"
         ) from None
-    engine = RapidOCR(
-        intra_op_num_threads=threads,
-        inter_op_num_threads=1,
-        use_cls=False,
-        det_limit_type="max",  # no resizing by the detector below its limit: we upscale ourselves
-        det_limit_side_len=4096,
-        print_verbose=False,
-    )
-    if fold:
-        for runner in (engine.text_det.infer, engine.text_rec.session):
-            runner.session = _folded_session(runner.session)
-    return engine
+    config = update_model_path(read_yaml(DEFAULT_CFG_PATH))  # the wheel's models and options
+    det, rec = config["Det"], config["Rec"]
+    for part in (det, rec):
+        part.update(intra_op_num_threads=threads, inter_op_num_threads=1)
+    # No resizing by the detector below its limit: we upscale ourselves.
+    det.update(limit_type="max", limit_side_len=4096)
+    with tempfile.TemporaryDirectory(prefix="pixelrl-reader-") as folder:
+        if fold:
+            for name, part in (("det.onnx", det), ("rec.onnx", rec)):
+                path = Path(folder) / name
+                path.write_bytes(_folded(part["model_path"]))
+                part["model_path"] = str(path)
+        return _Engine(TextDetector(det), TextRecognizer(rec))  # sessions hold the graphs
 
 
-def _folded_session(session):
-    """The same model, options and providers with PP-OCR's elementwise chains folded
-    (:mod:`pixelrl.vision.onnx_fold`: the same outputs, ~1.8x the recogniser's speed)."""
-    import onnxruntime
-
+@functools.lru_cache(maxsize=4)
+def _folded(model_path: str) -> bytes:
+    """The wheel's model at ``model_path`` with PP-OCR's elementwise chains folded
+    (:mod:`pixelrl.vision.onnx_fold`: the same outputs, ~1.8x the recogniser's speed); kept for
+    the process, so that a second reader does not fold again."""
     from pixelrl.vision.onnx_fold import fold_model
 
-    return onnxruntime.InferenceSession(
-        fold_model(session._model_path),  # the wheel's model file the session was built from
-        sess_options=session.get_session_options(),
-        providers=session.get_providers(),
-    )
+    return fold_model(model_path)
 
 
 def as_rgb(image: Any) -> np.ndarray:

@@ -164,3 +164,39 @@ def agent_action(kinds: tuple[str, ...], path_kinds: tuple[str, ...], repeat: bo
             setattr(namespace, f"_{self.dest}_given", True)
 
     return AgentAction
+
+
+def thread_count(text: str) -> int | None:
+    """``--threads``: ``auto`` (None: the thread policy, :mod:`pixelrl.threads`) or a count in
+    [1, the cores this process may run on]."""
+    from pixelrl.threads import usable_cores
+
+    if text.strip().lower() == "auto":
+        return None
+    value = positive_int(text)
+    cores = usable_cores()
+    if value > cores:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {cores}, the cores this process may run on, got {text}"
+        )
+    return value
+
+
+def add_threads_argument(parser: argparse.ArgumentParser, what: str = "the model") -> None:
+    """``--threads N|auto`` on a command where a model runs."""
+    parser.add_argument("--threads", type=thread_count, default=None, metavar="N",
+                        help=f"threads {what} runs on (torch, ONNX Runtime); default auto: the "
+                        "cores this process may use less what keeps them busy (pixelrl.threads)")  # fmt: skip
+
+
+def use_threads(args: argparse.Namespace, import_torch: bool = True):
+    """Apply ``args.threads`` through the thread policy (:func:`pixelrl.threads.use`) and say
+    the choice in one line on stderr (stdout stays the command's output: ``--json``); returns
+    the :class:`~pixelrl.threads.Threads`."""
+    import sys
+
+    from pixelrl.threads import choose, use
+
+    threads = use(choose(args.threads), import_torch)
+    print(f"threads: {threads}", file=sys.stderr, flush=True)
+    return threads

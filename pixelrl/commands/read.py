@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 from pixelrl.cli import UsageError
-from pixelrl.commands.args import positive_float
+from pixelrl.commands.args import add_threads_argument, positive_float, use_threads
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
@@ -48,6 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="enlarge before the lines are found (default: 2 up to 400 px a side, else 1)")  # fmt: skip
     p.add_argument("--min-score", type=score_threshold, default=0.3,
                    help="drop words read with a lower confidence (0..1)")  # fmt: skip
+    add_threads_argument(p, "the reader")
     p.set_defaults(func=run)
 
 
@@ -89,8 +90,9 @@ def run(args: argparse.Namespace) -> int:
     from pixelrl.vision.reader import ScreenReader, group_lines
 
     image = load_image(args.image)
+    threads = use_threads(args, import_torch=False)  # the reader runs ONNX Runtime, no torch
     reader = ScreenReader(upscale=args.upscale, detect_upscale=args.detect_upscale,
-                          word_score=args.min_score, cache_size=0)  # fmt: skip
+                          word_score=args.min_score, cache_size=0, threads=threads.count)  # fmt: skip
     words = reader.read(image)
     lines = group_lines(words) if args.lines else None
     if args.json:

@@ -27,12 +27,14 @@ from pixelrl import registry
 from pixelrl.checkpoint import load_checkpoint
 from pixelrl.cli import UsageError
 from pixelrl.commands.args import (
+    add_threads_argument,
     agent_action,
     env_id,
     json_object,
     make_env,
     positive_float,
     positive_int,
+    use_threads,
 )
 from pixelrl.recipes import get_recipe
 
@@ -75,6 +77,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="human mode: per episode")  # fmt: skip
     p.add_argument("--allow-user-display", action="store_true",
                    help="human mode: allow listening on your own display (records your keys)")  # fmt: skip
+    add_threads_argument(p, "a checkpoint or vlm agent")
     p.set_defaults(func=run)
 
 
@@ -101,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
         if env_kwargs is None:  # the observations it learned on (as a checkpoint's, above)
             env_kwargs = replay_kwargs(args.env, trained_with, None, str(path),
                                        source="an agent file")  # fmt: skip
+    if kind == "checkpoint" or kind in file_agents():  # a model runs here
+        use_threads(args)
     env = make_env(args.env, **(env_kwargs or {}))
     if args.ray_workers:
         return _record_in_ray(env, kind, env_kwargs or {}, args)

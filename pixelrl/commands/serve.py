@@ -20,7 +20,15 @@ from __future__ import annotations
 import argparse
 
 from pixelrl.cli import UsageError
-from pixelrl.commands.args import env_id, json_object, make_env, positive_float, positive_int
+from pixelrl.commands.args import (
+    add_threads_argument,
+    env_id,
+    json_object,
+    make_env,
+    positive_float,
+    positive_int,
+    use_threads,
+)
 from pixelrl.serve_guards import DEFAULT_IDLE_TIMEOUT_S, origin
 
 
@@ -76,6 +84,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    "that are not browsers send no origin and are always taken)")  # fmt: skip
     p.add_argument("--log-level", choices=("warning", "info", "debug"), default="warning",
                    help="uvicorn's log level (default %(default)s)")  # fmt: skip
+    add_threads_argument(p, "the envs")
     p.set_defaults(func=run)
 
 
@@ -93,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
             f"--host {args.host} is not a loopback address: anyone who reaches it could drive "
             "the env (there is no authentication); add --allow-remote if you mean it"
         )
+    use_threads(args, import_torch=False)
     make_env(args.env, **(args.env_kwargs or {})).close()  # bad options: one line, exit 2
     spec = make_spec(args.env, args.env_kwargs, images=args.images)
     try:

@@ -4,6 +4,7 @@
 - :func:`ray_options` -- ``RayVectorEnv``'s settings from a config's ``envs`` section (the PPO
   trainer's and the text recipes' alike).
 - :func:`join_one_ray_cluster` -- under ``torchrun``, every rank's env workers in one cluster.
+- :func:`local_env_workers` -- how many env worker processes a run starts on this machine.
 - :class:`TrainEnvsSpec` -- what the async env worker (:mod:`pixelrl.rl.async_collect`) builds.
 """
 
@@ -50,6 +51,17 @@ def make_vector_envs(task: Any, cfg: Config, num_envs: int, seed: int, split: st
         min_envs=workers * per_worker,  # the rollout storage cannot shrink
         **ray_options(opts),
     )
+
+
+def local_env_workers(cfg: Config, num_envs: int) -> int:
+    """The Ray env actors a run with ``num_envs`` training envs starts on this machine (a local
+    cluster: no ``envs.address``, no ``RAY_ADDRESS``), as :func:`make_vector_envs` counts them;
+    0 for envs in this process or on a cluster elsewhere. The thread policy leaves them their
+    cores (:mod:`pixelrl.threads`)."""
+    opts = cfg.get("envs") or {}
+    if opts.get("backend") != "ray" or opts.get("address") or os.environ.get("RAY_ADDRESS"):
+        return 0
+    return int(opts.get("num_workers") or 0) or -(-num_envs // int(opts.get("per_worker") or 1))
 
 
 def ray_options(opts: Any) -> dict[str, Any]:

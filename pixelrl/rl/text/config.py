@@ -12,7 +12,7 @@ COMMON: dict[str, Any] = {
     "recipe": "",
     "seed": 1,
     "device": "cpu",
-    "torch_threads": 0,
+    "torch_threads": 0,  # 0: the thread policy (pixelrl.threads)
     "model": "tiny-qwen2_vl",  # tiny-<family>, a model folder or a transformers name
     "dtype": None,
     "text_size": {},  # tiny-<family>: the language model's shape (pixelrl.vision.tiny_vlm)
@@ -53,8 +53,13 @@ def check_text_config(cfg) -> None:
     warm-up, patience, the format guard), before any run folder."""
     from pixelrl.config import ConfigError, check_ranges
     from pixelrl.rl.schedule import check_schedule
+    from pixelrl.threads import check_config_threads
 
     check_ranges(cfg, (), ("eval.patience",))
+    try:
+        check_config_threads(cfg.torch_threads)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     for key in ("sft", "grpo"):
         try:
             check_schedule(str(cfg[key].lr_schedule), cfg[key].warmup_ratio, key)

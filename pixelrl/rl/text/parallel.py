@@ -148,8 +148,13 @@ class Parallel:
         """The run in one line: on how many ranks, split how, on what, with how many threads."""
         import torch
 
+        from pixelrl.threads import applied
+
         where = f"{self.world_size} ranks (torchrun, {self.shard})" if self.on else "1 process"
         threads = int(cfg.get("torch_threads") or 0) or torch.get_num_threads()
+        chosen = applied()  # the thread policy's choice (train() wrote its count in cfg), and why
+        if chosen is not None and chosen.count == threads:
+            threads = chosen
         return f"{cfg.recipe}: {where}, device {cfg.device}, torch threads {threads}"
 
     @property

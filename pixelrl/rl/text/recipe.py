@@ -19,13 +19,14 @@ LOOPS = ("sft", "grpo", "multiturn")
 
 def train(cfg: Config, adapter) -> dict[str, Any]:
     """Run ``cfg.recipe`` with ``adapter``."""
-    import torch
-
     from pixelrl.rl.text.config import check_text_config
     from pixelrl.rl.text.grpo import run_grpo
     from pixelrl.rl.text.multiturn import run_multiturn
     from pixelrl.rl.text.parallel import check_parallel
     from pixelrl.rl.text.sft import run_sft
+    from pixelrl.rl.vector_envs import local_env_workers
+    from pixelrl.threads import choose as choose_threads
+    from pixelrl.threads import use as use_threads
 
     check_text_config(cfg)
     if cfg.recipe not in adapter.RECIPES:
@@ -33,8 +34,9 @@ def train(cfg: Config, adapter) -> dict[str, Any]:
             f"recipe {cfg.recipe!r} is not one of this module's ({', '.join(adapter.RECIPES)})"
         )
     check_parallel(cfg)
-    if int(cfg.torch_threads):
-        torch.set_num_threads(int(cfg.torch_threads))
+    # torch_threads 0: the thread policy (pixelrl.threads); config.yaml records the count
+    workers = local_env_workers(cfg, 0)
+    cfg.torch_threads = use_threads(choose_threads(cfg.torch_threads, workers)).count
     loop = {"sft": run_sft, "grpo": run_grpo, "multiturn": run_multiturn}
     return loop[adapter.RECIPES[cfg.recipe]](cfg, adapter)
 
