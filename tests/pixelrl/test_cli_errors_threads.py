@@ -3,10 +3,9 @@ written (the contract of tests/pixelrl/test_cli_errors.py, whose runner this reu
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
-from test_cli_errors import CLICK, TRAIN, _run  # tests/pixelrl, beside this file
+from cli_forks import run_cases
+from test_cli_errors import CLICK, TRAIN  # tests/pixelrl, beside this file
 
 from pixelrl.threads import usable_cores
 
@@ -41,9 +40,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict[str, dict]:
-    data, cwd = tmp_path_factory.mktemp("data"), tmp_path_factory.mktemp("cwd")
-    with ThreadPoolExecutor(4) as pool:
-        return dict(zip([c[0] for c in CASES], pool.map(lambda c: _run(c, data, cwd), CASES)))
+    return run_cases(CASES, tmp_path_factory.mktemp("cwd"), tmp_path_factory.mktemp("data"))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
