@@ -45,7 +45,7 @@ def timed(argv: list[str], threads: str, cwd: Path) -> dict:
     env.pop("OMP_NUM_THREADS", None)  # the policy's own choice, not a variable's
     tic = time.perf_counter()
     with tempfile.TemporaryFile("w+") as err:
-        p = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        p = subprocess.Popen(command, cwd=cwd, env=env, stdout=err, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(p.pid, 0)
         wall = time.perf_counter() - tic
         p.returncode = os.waitstatus_to_exitcode(status)

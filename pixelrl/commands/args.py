@@ -189,14 +189,13 @@ def add_threads_argument(parser: argparse.ArgumentParser, what: str = "the model
                         "cores this process may use less what keeps them busy (pixelrl.threads)")  # fmt: skip
 
 
-def use_threads(args: argparse.Namespace, import_torch: bool = True):
-    """Apply ``args.threads`` through the thread policy (:func:`pixelrl.threads.use`) and say
-    the choice in one line on stderr (stdout stays the command's output: ``--json``); returns
-    the :class:`~pixelrl.threads.Threads`."""
-    import sys
-
+def use_threads(args: argparse.Namespace, import_torch: bool = True, say: bool = True):
+    """Apply ``args.threads`` through the thread policy (:func:`pixelrl.threads.use`) and, with
+    ``say``, print the choice as one line of the command's output (stdout: stderr holds nothing
+    but a user mistake's one error line); returns the :class:`~pixelrl.threads.Threads`."""
     from pixelrl.threads import choose, use
 
     threads = use(choose(args.threads), import_torch)
-    print(f"threads: {threads}", file=sys.stderr, flush=True)
+    if say:
+        print(f"threads: {threads}", flush=True)
     return threads

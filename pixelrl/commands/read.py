@@ -90,14 +90,16 @@ def run(args: argparse.Namespace) -> int:
     from pixelrl.vision.reader import ScreenReader, group_lines
 
     image = load_image(args.image)
-    threads = use_threads(args, import_torch=False)  # the reader runs ONNX Runtime, no torch
+    # the reader runs ONNX Runtime, no torch; stdout is the words (the count is in --json's doc)
+    threads = use_threads(args, import_torch=False, say=False)
     reader = ScreenReader(upscale=args.upscale, detect_upscale=args.detect_upscale,
                           word_score=args.min_score, cache_size=0, threads=threads.count)  # fmt: skip
     words = reader.read(image)
     lines = group_lines(words) if args.lines else None
     if args.json:
         size = [int(image.shape[1]), int(image.shape[0])]
-        doc = {"image": args.image, "size": size, "words": [w.to_dict() for w in words]}
+        doc = {"image": args.image, "size": size, "threads": threads.count,
+               "words": [w.to_dict() for w in words]}  # fmt: skip
         if lines is not None:
             doc["lines"] = [line.to_dict() for line in lines]
         print(json.dumps(doc, ensure_ascii=False))

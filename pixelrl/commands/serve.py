@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             f"--host {args.host} is not a loopback address: anyone who reaches it could drive "
             "the env (there is no authentication); add --allow-remote if you mean it"
         )
-    use_threads(args, import_torch=False)
+    threads = use_threads(args, import_torch=False, say=False)  # said after the first line
     make_env(args.env, **(args.env_kwargs or {})).close()  # bad options: one line, exit 2
     spec = make_spec(args.env, args.env_kwargs, images=args.images)
     try:
@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         f"client, at most {args.max_sessions}); Ctrl+C stops",
         flush=True,
     )
+    print(f"threads: {threads}", flush=True)
     app = build_app(
         spec,
         max_sessions=args.max_sessions,
