@@ -205,12 +205,18 @@ class Desktop(Widget):
     # -- hit-testing ----------------------------------------------------------------------------
     def owner_at(self, x: int, y: int) -> Widget | None:
         """The top-level layer that shows at (x, y): the popup, a window, the taskbar, or None."""
-        if self.popup is not None and contains(self.popup.rect, x, y):
-            return self.popup
-        if contains(self.taskbar.rect, x, y):
+        # contains() inlined: the a11y tree asks this once per element, every step
+        popup = self.popup
+        if popup is not None:
+            x0, y0, x1, y1 = popup.rect
+            if x0 <= x < x1 and y0 <= y < y1:
+                return popup
+        x0, y0, x1, y1 = self.taskbar.rect
+        if x0 <= x < x1 and y0 <= y < y1:
             return self.taskbar
         for w in reversed(self.windows):
-            if contains(w.rect, x, y):
+            x0, y0, x1, y1 = w.rect
+            if x0 <= x < x1 and y0 <= y < y1:
                 return w
         return None
 
@@ -360,7 +366,7 @@ class Desktop(Widget):
         x0, y0, x1, y1 = bbox
         cx, cy = (x0 + x1 - 1) // 2, (y0 + y1 - 1) // 2
         layer = self._layer
-        t = self.theme
+        t = self._theme
         visible = 0 <= cx < t.width and 0 <= cy < t.height and self.owner_at(cx, cy) is layer
         blocked = self._modal is not None and layer is not self._modal and layer is not self.popup
         state["visible"] = visible
