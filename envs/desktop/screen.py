@@ -29,8 +29,17 @@ class Desktop(Widget):
 
     role = "desktop"
 
-    def __init__(self, theme: Theme, frame: np.ndarray | None = None) -> None:
-        """``frame``: an H×W×3 uint8 buffer to draw into (reused between episodes), or a new one."""
+    def __init__(
+        self, theme: Theme, frame: np.ndarray | None = None, previous: Desktop | None = None
+    ) -> None:
+        """``frame``: an H×W×3 uint8 buffer to draw into (reused between episodes), or a new one.
+
+        ``previous``: the desktop whose frame this one takes over (the last episode's). Where its
+        wallpaper is this one's, only what it drew over the wallpaper is repainted, not the whole
+        screen (the frame then holds the same pixels as after a full repaint).
+        """
+        if previous is not None:
+            frame = previous.frame
         super().__init__("Desktop", (0, 0, theme.width, theme.height))
         self._theme = theme
         self.desktop = self
@@ -57,6 +66,14 @@ class Desktop(Widget):
         self.wallpaper = render.gradient(theme.width, theme.height, *theme.palette.wallpaper)
         self.wallpaper_key = (theme.width, theme.height, *theme.palette.wallpaper)
         self.dirty: list[Rect] = [self.rect]  # regions to repaint, kept disjoint
+        if (
+            previous is not None
+            and previous.frame is self.frame
+            and previous.wallpaper_key == self.wallpaper_key
+        ):
+            self.dirty = []
+            for rect in (*previous.drawn_over_wallpaper(), self.taskbar.rect):
+                self.invalidate(rect)
         self._a11y: list[dict] | None = None
         self._layer: Widget | None = None  # the layer a11y_tree() is walking
         self._modal: Window | None = None
@@ -65,6 +82,16 @@ class Desktop(Widget):
     @property
     def theme(self) -> Theme:
         return self._theme
+
+    def drawn_over_wallpaper(self) -> list[Rect]:
+        """Where ``frame`` may show something other than the bare wallpaper: every layer's
+        rectangle and the regions not repainted yet (outside them it shows the wallpaper)."""
+        rects = [*self.dirty, self.taskbar.rect]
+        rects += [icon.rect for icon in self.icons]
+        rects += [w.rect for w in self.windows]
+        if self.popup is not None:
+            rects.append(self.popup.rect)
+        return rects
 
     def new_id(self) -> str:
         self._next_id += 1

@@ -42,3 +42,32 @@ def test_observations_rewards_and_infos_match_main(bench, size, policy, seed, di
 def test_the_digest_sees_a_different_episode(bench):
     # a check that cannot fail checks nothing: another seed gives another digest
     assert bench.run_digest((320, 240), "expert", 3, steps=40) != MAIN_DIGESTS[2][3]
+
+
+def test_a_reset_that_keeps_the_wallpaper_shows_what_a_full_repaint_shows():
+    # A reset repaints only what the last episode drew over the wallpaper when the new theme has
+    # the same wallpaper: after random actions (dragged windows, open menus) as well.
+    from pixelrl.envs.desktop.env import DesktopEnv
+    from pixelrl.envs.gui_action import Action, ActionError
+
+    size = (320, 240)
+    env = DesktopEnv("mixed", screen_size=size)
+    env.reset(seed=5)
+    env.action_space.seed(5)
+    kept = 0
+    for _ in range(150):
+        for _ in range(3):
+            try:
+                action = Action.from_sample(env.action_space.sample()).validate(size)
+            except ActionError:
+                continue
+            _, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                break
+        before = env.desktop
+        obs, _ = env.reset()
+        desktop = env.desktop
+        kept += before.wallpaper_key == desktop.wallpaper_key
+        desktop.dirty = [desktop.rect]
+        assert (desktop.render() == obs["screenshot"]).all()
+    assert kept >= 10  # the partial repaint was exercised
