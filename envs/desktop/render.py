@@ -45,7 +45,8 @@ def text_mask(text: str, size: int, bold: bool = False) -> np.ndarray:
     """
     f = font(size, bold)
     ascent, descent = line_metrics(size, bold)
-    width = max(1, int(np.ceil(f.getlength(text))) + 1)
+    # text_width is cached and mostly asked first (fit_text): one Pillow layout less per new text
+    width = max(1, text_width(text, size, bold) + 1)
     img = Image.new("L", (width, ascent + descent), 0)
     ImageDraw.Draw(img).text((0, 0), text, fill=255, font=f)
     mask = np.asarray(img, dtype=np.uint16)
