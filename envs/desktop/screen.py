@@ -29,8 +29,17 @@ class Desktop(Widget):
 
     role = "desktop"
 
-    def __init__(self, theme: Theme, frame: np.ndarray | None = None) -> None:
-        """``frame``: an H×W×3 uint8 buffer to draw into (reused between episodes), or a new one."""
+    def __init__(
+        self, theme: Theme, frame: np.ndarray | None = None, previous: Desktop | None = None
+    ) -> None:
+        """``frame``: an H×W×3 uint8 buffer to draw into (reused between episodes), or a new one.
+
+        ``previous``: the desktop whose frame this one takes over (the last episode's). Where its
+        wallpaper is this one's, only what it drew over the wallpaper is repainted, not the whole
+        screen (the frame then holds the same pixels as after a full repaint).
+        """
+        if previous is not None:
+            frame = previous.frame
         super().__init__("Desktop", (0, 0, theme.width, theme.height))
         self._theme = theme
         self.desktop = self
@@ -57,6 +66,14 @@ class Desktop(Widget):
         self.wallpaper = render.gradient(theme.width, theme.height, *theme.palette.wallpaper)
         self.wallpaper_key = (theme.width, theme.height, *theme.palette.wallpaper)
         self.dirty: list[Rect] = [self.rect]  # regions to repaint, kept disjoint
+        if (
+            previous is not None
+            and previous.frame is self.frame
+            and previous.wallpaper_key == self.wallpaper_key
+        ):
+            self.dirty = []
+            for rect in (*previous.drawn_over_wallpaper(), self.taskbar.rect):
+                self.invalidate(rect)
         self._a11y: list[dict] | None = None
         self._layer: Widget | None = None  # the layer a11y_tree() is walking
         self._modal: Window | None = None
@@ -65,6 +82,16 @@ class Desktop(Widget):
     @property
     def theme(self) -> Theme:
         return self._theme
+
+    def drawn_over_wallpaper(self) -> list[Rect]:
+        """Where ``frame`` may show something other than the bare wallpaper: every layer's
+        rectangle and the regions not repainted yet (outside them it shows the wallpaper)."""
+        rects = [*self.dirty, self.taskbar.rect]
+        rects += [icon.rect for icon in self.icons]
+        rects += [w.rect for w in self.windows]
+        if self.popup is not None:
+            rects.append(self.popup.rect)
+        return rects
 
     def new_id(self) -> str:
         self._next_id += 1
@@ -205,12 +232,18 @@ class Desktop(Widget):
     # -- hit-testing ----------------------------------------------------------------------------
     def owner_at(self, x: int, y: int) -> Widget | None:
         """The top-level layer that shows at (x, y): the popup, a window, the taskbar, or None."""
-        if self.popup is not None and contains(self.popup.rect, x, y):
-            return self.popup
-        if contains(self.taskbar.rect, x, y):
+        # contains() inlined: the a11y tree asks this once per element, every step
+        popup = self.popup
+        if popup is not None:
+            x0, y0, x1, y1 = popup.rect
+            if x0 <= x < x1 and y0 <= y < y1:
+                return popup
+        x0, y0, x1, y1 = self.taskbar.rect
+        if x0 <= x < x1 and y0 <= y < y1:
             return self.taskbar
         for w in reversed(self.windows):
-            if contains(w.rect, x, y):
+            x0, y0, x1, y1 = w.rect
+            if x0 <= x < x1 and y0 <= y < y1:
                 return w
         return None
 
@@ -360,7 +393,7 @@ class Desktop(Widget):
         x0, y0, x1, y1 = bbox
         cx, cy = (x0 + x1 - 1) // 2, (y0 + y1 - 1) // 2
         layer = self._layer
-        t = self.theme
+        t = self._theme
         visible = 0 <= cx < t.width and 0 <= cy < t.height and self.owner_at(cx, cy) is layer
         blocked = self._modal is not None and layer is not self._modal and layer is not self.popup
         state["visible"] = visible

@@ -32,10 +32,6 @@ if TYPE_CHECKING:
 SCROLL_ROWS_PER_NOTCH = 3
 
 
-def _shift(rect: Rect, dx: int, dy: int) -> Rect:
-    return (rect[0] + dx, rect[1] + dy, rect[2] + dx, rect[3] + dy)
-
-
 class Widget:
     """Base class: a rectangle with state, drawn by the desktop, reacting to input."""
 
@@ -68,10 +64,12 @@ class Widget:
             child.attach(desktop, self)
 
     def abs_rect(self) -> Rect:
-        if self.parent is None:
+        parent = self.parent
+        if parent is None:
             return self.rect
-        ox, oy = self.parent.origin()
-        return _shift(self.rect, ox, oy)
+        ox, oy = parent.origin()
+        x0, y0, x1, y1 = self.rect
+        return (x0 + ox, y0 + oy, x1 + ox, y1 + oy)
 
     def origin(self) -> tuple[int, int]:
         r = self.abs_rect()
