@@ -96,6 +96,14 @@ def check_parallel(cfg: Config) -> None:
         )
 
 
+def outside_model(policy) -> list:
+    """The policy's modules outside its model (a VLM's pointer head): FSDP does not shard them,
+    so under either split they are replicated, broadcast from rank 0 at start and their
+    gradients averaged (:meth:`Parallel.reduce`)."""
+    head = getattr(policy, "pointer", None)
+    return [head] if head is not None else []
+
+
 def _collective_failed(e: BaseException) -> bool:
     """Whether ``e`` is a collective that failed (a peer gone, a timeout), not this rank's own."""
     import torch
@@ -197,14 +205,18 @@ class Parallel:
             )
             if hasattr(model, "enable_input_require_grads"):  # LoRA: frozen embeddings
                 model.enable_input_require_grads()
+        from pixelrl.rl.distributed import broadcast_parameters
+
         if self.shard == "fsdp" and torch.distributed.is_initialized():
             self._fully_shard(policy, cfg)
             self.sharded = True
         elif self.on:
-            from pixelrl.rl.distributed import broadcast_parameters
-
             with torch.no_grad():
                 broadcast_parameters(policy.model)
+        if self.on:  # what sits outside the model (the pointer head): replicated, rank 0's
+            with torch.no_grad():
+                for module in outside_model(policy):
+                    broadcast_parameters(module)
         return policy
 
     def _fully_shard(self, policy, cfg: Config) -> None:
@@ -251,11 +263,18 @@ class Parallel:
         return float(count) * self.world_size / total if total else 0.0
 
     def reduce(self, parameters) -> None:
-        """Average the gradients over ranks (ddp); FSDP already reduce-scattered them."""
-        if self.on and self.shard == "ddp":
-            from pixelrl.rl.distributed import all_reduce_gradients
+        """Average the gradients over ranks: all of them (ddp); with fsdp the replicated ones
+        outside the model (the pointer head), FSDP having reduce-scattered its shards'."""
+        if not self.on:
+            return
+        from pixelrl.rl.distributed import all_reduce_gradients
 
+        if self.shard == "ddp":
             all_reduce_gradients(parameters)
+        elif self.sharded:
+            from torch.distributed.tensor import DTensor
+
+            all_reduce_gradients([p for p in parameters if not isinstance(p, DTensor)])
 
     def most(self, n: int) -> int:
         """The largest ``n`` over ranks (every rank then takes as many optimizer steps)."""
@@ -393,6 +412,8 @@ class Parallel:
 
                 plain = load_text_policy(cfg, adapter.codec(), adapter.corpus)
                 plain.model.load_state_dict(full)
+                for mine, theirs in zip(outside_model(plain), outside_model(policy)):
+                    mine.load_state_dict(theirs.state_dict())  # replicated: rank 0's is whole
                 adapter.save(plain, folder)
         elif self.is_main:
             adapter.save(policy, folder)
