@@ -104,6 +104,18 @@ def outside_model(policy) -> list:
     return [head] if head is not None else []
 
 
+def checkpointed(policy):
+    """The module a checkpoint holds: the model, or with modules outside it (the pointer head,
+    whose parameters the optimizer holds too) one over both, named ``model.`` and ``outside.``
+    (a model alone keeps the names its checkpoints always had)."""
+    import torch
+
+    extra = outside_model(policy)
+    if not extra:
+        return policy.model
+    return torch.nn.ModuleDict({"model": policy.model, "outside": torch.nn.ModuleList(extra)})
+
+
 def _collective_failed(e: BaseException) -> bool:
     """Whether ``e`` is a collective that failed (a peer gone, a timeout), not this rank's own."""
     import torch
@@ -442,7 +454,7 @@ class Parallel:
         from torch.distributed.checkpoint.state_dict import get_state_dict
 
         folder = run.folder / "checkpoints" / f"step_{step}"
-        model_sd, optim_sd = get_state_dict(policy.model, opt)
+        model_sd, optim_sd = get_state_dict(checkpointed(policy), opt)
         dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(folder))
         generators = {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state()}
         states = {k: v.state_dict() for k, v in (extras or {}).items() if hasattr(v, "state_dict")}
@@ -467,10 +479,10 @@ class Parallel:
 
         meta = self._meta(self.resume)
         folder = Path(meta["folder"])
-        model_sd, optim_sd = get_state_dict(policy.model, opt)
+        model_sd, optim_sd = get_state_dict(checkpointed(policy), opt)
         state = {"model": model_sd, "optim": optim_sd}
         load_folder(state, folder)  # read as data: a crafted folder is a ResumeError
-        set_state_dict(policy.model, opt, model_state_dict=state["model"],
+        set_state_dict(checkpointed(policy), opt, model_state_dict=state["model"],
                        optim_state_dict=state["optim"])  # fmt: skip
         generators = load_rank_file(folder / f"rank{self.rank}.pt")
         rng.bit_generator.state = generators["numpy"]
