@@ -19,7 +19,10 @@ one the whole batch gives in one process:
   ``fsdp``: FSDP2 (``torch.distributed.fsdp.fully_shard``) on every decoder layer and on every
   other module with weights of its own (a VLM's ``generate`` encodes images outside the model's
   forward), so parameters, gradients and AdamW's states take 1/W of the memory on each rank;
-  ``distributed.param_dtype=bfloat16`` computes in bf16 and reduces gradients in fp32.
+  ``distributed.param_dtype=bfloat16`` computes in bf16 and reduces gradients in fp32;
+- what sits outside the model (a VLM's pointer head, :func:`outside_model`) is replicated under
+  both: rank 0's broadcast at start, its gradients all-reduced, one clip over it and the shards
+  (:func:`pixelrl.rl.distributed.clip_grad_norm`); checkpoints hold it beside the model.
 
 Rank 0 alone writes the run folder (config, history, evaluations, curve, model). With ddp the
 held-out evaluation runs on rank 0 alone; with fsdp it runs on every rank in lockstep (each
