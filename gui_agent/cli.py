@@ -93,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
 
         if args.mark_actions:
             from pixelrl.envs.gui_action.codec import GUIActionCodec
+            from pixelrl.gui_agent.vlm_grounding import pointing_clash
+
+            if agent.vlm.pointer is not None:
+                raise UsageError(pointing_clash(f"{args.policy}'s pointer head", "--mark-actions"))
 
             codec = agent.vlm.codec
             agent.vlm.codec = GUIActionCodec(codec.action_format, codec.coordinates, True)

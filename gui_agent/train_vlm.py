@@ -48,7 +48,12 @@ from pixelrl.env_family import names_family
 from pixelrl.gui_agent.grounding_rewards import GROUNDING_REWARDS
 from pixelrl.gui_agent.vlm_demos import record_tasks
 from pixelrl.gui_agent.vlm_episodes import group_envs, play_group, sft_examples
-from pixelrl.gui_agent.vlm_grounding import grounding_accuracy, grounding_examples, mark_points
+from pixelrl.gui_agent.vlm_grounding import (
+    grounding_accuracy,
+    grounding_examples,
+    mark_points,
+    pointing_clash,
+)
 from pixelrl.gui_agent.vlm_tasks import (
     play_ids,
     screen_size,
@@ -137,6 +142,14 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
             "prompt.mark_actions needs prompt.screen_parse=true: a mark is a number of the "
             "prompt's screen parse"
         )
+    if cfg.prompt.mark_actions:
+        from pixelrl.vision.pointer_head import HEAD_FILE
+
+        source = str(cfg.init or cfg.model)
+        saved = (Path(source) / HEAD_FILE).is_file()  # a model saved with its head loads it
+        head = "pointer_head=true" if cfg.pointer_head else saved and f"{source}'s pointer head"
+        if head:
+            raise ConfigError(pointing_clash(head, "prompt.mark_actions=true"))
     if names_family(cfg):
         task_envs(cfg)  # an unknown family or task is a ConfigError before any run folder
     return cfg

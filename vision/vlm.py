@@ -689,15 +689,37 @@ class VLMPolicy:
         target_modules: Sequence[str] | str = ("q_proj", "k_proj", "v_proj", "o_proj"),
     ) -> None:
         """Wrap the model with peft LoRA adapters on the language model's attention projections
-        (vision tower left frozen): only the adapters train. For large models."""
+        (vision tower left frozen): only the adapters train, and with a pointer head the
+        pointer token's embedding rows (:meth:`_pointer_rows`). For large models."""
         from peft import LoraConfig, get_peft_model
 
         targets = target_modules if isinstance(target_modules, str) else list(target_modules)
         # Restrict to the language model: vision towers name their projections alike.
         if not isinstance(targets, str):
             targets = r".*(language_model|text_model).*\.(" + "|".join(targets) + r")$"
-        config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets)
+        config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets,
+                            **self._pointer_rows(LoraConfig))  # fmt: skip
         self.model = get_peft_model(self.model, config)
+
+    def _pointer_rows(self, lora_config: type) -> dict:
+        """With a pointer head, LoRA's ``trainable_token_indices`` for the pointer token: its
+        input embedding row and (untied) output row train, the rest of both stays frozen. The
+        token is new (its rows mean-resized), so frozen it would be read and written as that
+        guess forever. peft < 0.15 has no such option: the rows then stay frozen."""
+        if self.pointer is None:
+            return {}
+        if "trainable_token_indices" not in getattr(lora_config, "__dataclass_fields__", {}):
+            import warnings
+
+            warnings.warn("peft < 0.15: under LoRA the pointer token's embedding stays frozen",
+                          stacklevel=3)  # fmt: skip
+            return {}
+        names = {id(m): name for name, m in self.model.named_modules()}
+        inputs, outputs = self.model.get_input_embeddings(), self.model.get_output_embeddings()
+        rows = {names[id(inputs)]: [self.pointer_id]}
+        if outputs is not None and outputs.weight is not inputs.weight:  # tied: peft does both
+            rows[names[id(outputs)]] = [self.pointer_id]
+        return {"trainable_token_indices": rows}
 
     def save(self, folder) -> Path:
         """``save_pretrained`` of the model (LoRA adapters merged in) and its processor, the

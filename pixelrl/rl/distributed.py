@@ -110,6 +110,25 @@ def all_reduce_gradients(
             offset += p.numel()
 
 
+def clip_grad_norm(parameters: Iterable[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
+    """``torch.nn.utils.clip_grad_norm_`` for parameters that may mix FSDP2's shards (DTensor)
+    with plain replicated tensors (a pointer head outside the sharded model): each kind's norm
+    apart (a shard's over all ranks, a replicated one's counted once), one clip for both."""
+    from torch.distributed.tensor import DTensor
+
+    params = [p for p in parameters if p.grad is not None]
+    sharded = [p for p in params if isinstance(p, DTensor)]
+    if not sharded or len(sharded) == len(params):  # one kind: torch's own
+        return torch.nn.utils.clip_grad_norm_(params, max_norm)
+    plain = [p for p in params if not isinstance(p, DTensor)]
+    norms = [torch.nn.utils.get_total_norm([p.grad for p in sharded]).full_tensor(),
+             torch.nn.utils.get_total_norm([p.grad for p in plain])]  # fmt: skip
+    total = torch.nn.utils.get_total_norm([n.to(norms[1].device) for n in norms])
+    for group in (sharded, plain):
+        torch.nn.utils.clip_grads_with_norm_(group, max_norm, total)
+    return total
+
+
 def all_reduce_sum(values: list[float]) -> list[float]:
     """Sum a few numbers over all ranks (frames, episode counts); unchanged when single-process."""
     if not is_distributed():

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from pixelrl.rl.distributed import clip_grad_norm
 from pixelrl.rl.text.rows import Turn, prompt_columns
 
 
@@ -332,7 +333,7 @@ def grpo_update(
     params = [p for group in optimizer.param_groups for p in group["params"]]
     if sync is not None:
         sync.reduce(params)
-    stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+    stats["grad_norm"] = float(clip_grad_norm(params, cfg.max_grad_norm))
     optimizer.step()
     return stats
 

@@ -28,7 +28,7 @@ def sft_step(
     averaged over ranks, so the step is the whole batch's. ``live=False``: a stand-in batch of
     a rank with no share this step (it joins the collectives, adds nothing); the loss returned
     is then this rank's part of the global mean."""
-    import torch
+    from pixelrl.rl.distributed import clip_grad_norm
 
     images, instructions, histories = prompt_columns([e.prompt for e in batch])
     boxes = [e.box for e in batch]  # a pointer head's targets: its cross-entropy joins the NLL
@@ -42,7 +42,7 @@ def sft_step(
     params = policy.trainable_parameters()
     if sync is not None:
         sync.reduce(params)
-    torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+    clip_grad_norm(params, max_grad_norm)
     optimizer.step()
     return float(loss.detach())
 

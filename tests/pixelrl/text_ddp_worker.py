@@ -14,6 +14,9 @@ each run's folder under ``OUT/<name>``. Modes (several may follow one another in
   and with fsdp bf16 compute (``compose-SHARD``);
 - ``die HOW``: GRPO whose rank 1, at step 2, raises in its rewards (``raise``), exits without
   a word (``kill``) or never returns (``hang``; ``distributed.timeout_s`` is 8);
+- ``pointer SHARD NAME``: SFT (2 steps) of a policy with a pointer head (issue 53), whose
+  clicks are the head's; rank 1's head starts perturbed (only rank 0's broadcast makes the ranks'
+  heads one); each rank writes its trained head to ``NAME/rank<r>/`` beside the run's folder;
 - ``refuse``: the configs that cannot be split over 2 ranks; their errors go to
   ``OUT/refused<rank>.txt``.
 
@@ -116,6 +119,60 @@ class GradedTask(ColourTask):
         return episodes, groups
 
 
+class PointerTask(GradedTask):
+    """Click into a box through the pointer head: SFT's targets hold the pointer token, and
+    the head's cross-entropy against the box's cells joins the NLL."""
+
+    BOX = (200, 150, 320, 240)
+
+    def codec(self):
+        from pixelrl.envs.gui_action.codec import GUIActionCodec
+
+        return GUIActionCodec.for_model("tiny-smolvlm", "uitars", None)
+
+    def evaluator(self):  # nothing to measure here: the heads' weights are the test
+        from pixelrl.rl.text.adapter import Evaluation
+
+        return Evaluation("accuracy", lambda policy: {"accuracy": 0.0, "n": 0})
+
+    def examples(self, run, policy):
+        from pixelrl.rl.text.rows import Example, Prompt
+        from pixelrl.vision.pointer_head import POINTER_TOKEN
+
+        rng = np.random.default_rng(0)
+        target = f"click(start_box='{POINTER_TOKEN}')"
+        return [Example(Prompt(rng.integers(0, 255, (240, 320, 3), np.uint8), word), target,
+                        box=self.BOX) for word in ("left", "right", "up", "down")]  # fmt: skip
+
+
+HEADS: list = []  # the pointer heads made in this run, the trained policy's first
+OUT: list = []  # where the run's heads go
+
+
+def perturbed_heads() -> None:
+    """Rank 1's pointer head starts 0.5 off rank 0's (as a head built on another device or read
+    from another file might); every head made is kept in HEADS."""
+    plain = VLMPolicy._attach_pointer
+    if getattr(plain, "perturbed", False):  # (already wrapped by an earlier mode)
+        return
+
+    def attach(self, head):
+        plain(self, head)
+        if RANK == 1:
+            with torch.no_grad():
+                for p in self.pointer.parameters():
+                    p.add_(0.5)
+        HEADS.append(self.pointer)
+        if len(HEADS) == 1:  # the trained policy's, as it starts
+            from pixelrl.vision.pointer_head import save_head
+
+            (OUT[0] / f"rank{RANK}-start").mkdir(parents=True, exist_ok=True)
+            save_head(self.pointer, OUT[0] / f"rank{RANK}-start")
+
+    attach.perturbed = True
+    VLMPolicy._attach_pointer = attach
+
+
 GRPO = {"steps": 2, "num_samples": 3, "prompts_per_step": 2, "max_new_tokens": 4,
         "minibatch": 12, "lr": 1e-2, "groups_per_step": 2}  # fmt: skip
 
@@ -167,6 +224,18 @@ def main() -> None:
             task = GradedTask(None)
             task.fail_at, task.how = 2, modes.pop(0)
             train("toy/grpo", out / "die", task=task, grpo=GRPO, distributed={"timeout_s": 8})
+        elif mode == "pointer":  # pointer SHARD NAME
+            from pixelrl.vision.pointer_head import save_head
+
+            dist, where = {"shard": modes.pop(0)}, out / modes.pop(0)
+            perturbed_heads()
+            HEADS.clear()
+            OUT[:] = [where]
+            train("toy/sft", where / "sft", task=PointerTask(None), sft=sft, distributed=dist,
+                  pointer_head=True, vision_size={"image_size": 64, "patch_size": 4,
+                                                  "scale_factor": 2})  # fmt: skip
+            (where / f"rank{RANK}").mkdir(parents=True, exist_ok=True)
+            save_head(HEADS[0], where / f"rank{RANK}")  # trained
         elif mode == "refuse":
             refused = []
             for name, sections in (

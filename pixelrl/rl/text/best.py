@@ -13,6 +13,7 @@ With no validation set (``evaluation.run`` None) it keeps nothing and never stop
 from __future__ import annotations
 
 from pixelrl.rl.text.adapter import Evaluation
+from pixelrl.rl.text.parallel import checkpointed
 
 
 class Validation:
@@ -36,7 +37,8 @@ class Validation:
         value = float(row[self.evaluation.measure])
         if self.best is None or value > self.best:
             self.best, self.best_step, self.since_best = value, step, 0
-            self.weights = {k: v.detach().clone() for k, v in policy.model.state_dict().items()}
+            kept = checkpointed(policy).state_dict()  # the model's, and a pointer head's
+            self.weights = {k: v.detach().clone() for k, v in kept.items()}
             return False
         if step > self.grace:
             self.since_best += 1
@@ -46,7 +48,7 @@ class Validation:
         """Load the best weights into ``policy`` (False: none kept)."""
         if self.weights is None:
             return False
-        policy.model.load_state_dict(self.weights)
+        checkpointed(policy).load_state_dict(self.weights)
         return True
 
     def state_dict(self) -> dict:

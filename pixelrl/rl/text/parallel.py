@@ -19,7 +19,10 @@ one the whole batch gives in one process:
   ``fsdp``: FSDP2 (``torch.distributed.fsdp.fully_shard``) on every decoder layer and on every
   other module with weights of its own (a VLM's ``generate`` encodes images outside the model's
   forward), so parameters, gradients and AdamW's states take 1/W of the memory on each rank;
-  ``distributed.param_dtype=bfloat16`` computes in bf16 and reduces gradients in fp32.
+  ``distributed.param_dtype=bfloat16`` computes in bf16 and reduces gradients in fp32;
+- what sits outside the model (a VLM's pointer head, :func:`outside_model`) is replicated under
+  both: rank 0's broadcast at start, its gradients all-reduced, one clip over it and the shards
+  (:func:`pixelrl.rl.distributed.clip_grad_norm`); checkpoints hold it beside the model.
 
 Rank 0 alone writes the run folder (config, history, evaluations, curve, model). With ddp the
 held-out evaluation runs on rank 0 alone; with fsdp it runs on every rank in lockstep (each
@@ -94,6 +97,26 @@ def check_parallel(cfg: Config) -> None:
             f"train.resume: {cfg.train.resume} holds no checkpoint (checkpoints/latest); "
             "set train.checkpoint_interval in the run to resume"
         )
+
+
+def outside_model(policy) -> list:
+    """The policy's modules outside its model (a VLM's pointer head): FSDP does not shard them,
+    so under either split they are replicated, broadcast from rank 0 at start and their
+    gradients averaged (:meth:`Parallel.reduce`)."""
+    head = getattr(policy, "pointer", None)
+    return [head] if head is not None else []
+
+
+def checkpointed(policy):
+    """The module a checkpoint holds: the model, or with modules outside it (the pointer head,
+    whose parameters the optimizer holds too) one over both, named ``model.`` and ``outside.``
+    (a model alone keeps the names its checkpoints always had)."""
+    import torch
+
+    extra = outside_model(policy)
+    if not extra:
+        return policy.model
+    return torch.nn.ModuleDict({"model": policy.model, "outside": torch.nn.ModuleList(extra)})
 
 
 def _collective_failed(e: BaseException) -> bool:
@@ -202,14 +225,18 @@ class Parallel:
             )
             if hasattr(model, "enable_input_require_grads"):  # LoRA: frozen embeddings
                 model.enable_input_require_grads()
+        from pixelrl.rl.distributed import broadcast_parameters
+
         if self.shard == "fsdp" and torch.distributed.is_initialized():
             self._fully_shard(policy, cfg)
             self.sharded = True
         elif self.on:
-            from pixelrl.rl.distributed import broadcast_parameters
-
             with torch.no_grad():
                 broadcast_parameters(policy.model)
+        if self.on:  # what sits outside the model (the pointer head): replicated, rank 0's
+            with torch.no_grad():
+                for module in outside_model(policy):
+                    broadcast_parameters(module)
         return policy
 
     def _fully_shard(self, policy, cfg: Config) -> None:
@@ -256,11 +283,18 @@ class Parallel:
         return float(count) * self.world_size / total if total else 0.0
 
     def reduce(self, parameters) -> None:
-        """Average the gradients over ranks (ddp); FSDP already reduce-scattered them."""
-        if self.on and self.shard == "ddp":
-            from pixelrl.rl.distributed import all_reduce_gradients
+        """Average the gradients over ranks: all of them (ddp); with fsdp the replicated ones
+        outside the model (the pointer head), FSDP having reduce-scattered its shards'."""
+        if not self.on:
+            return
+        from pixelrl.rl.distributed import all_reduce_gradients
 
+        if self.shard == "ddp":
             all_reduce_gradients(parameters)
+        elif self.sharded:
+            from torch.distributed.tensor import DTensor
+
+            all_reduce_gradients([p for p in parameters if not isinstance(p, DTensor)])
 
     def most(self, n: int) -> int:
         """The largest ``n`` over ranks (every rank then takes as many optimizer steps)."""
@@ -398,6 +432,8 @@ class Parallel:
 
                 plain = load_text_policy(cfg, adapter.codec(), adapter.corpus)
                 plain.model.load_state_dict(full)
+                for mine, theirs in zip(outside_model(plain), outside_model(policy)):
+                    mine.load_state_dict(theirs.state_dict())  # replicated: rank 0's is whole
                 adapter.save(plain, folder)
         elif self.is_main:
             adapter.save(policy, folder)
@@ -426,7 +462,7 @@ class Parallel:
         from torch.distributed.checkpoint.state_dict import get_state_dict
 
         folder = run.folder / "checkpoints" / f"step_{step}"
-        model_sd, optim_sd = get_state_dict(policy.model, opt)
+        model_sd, optim_sd = get_state_dict(checkpointed(policy), opt)
         dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(folder))
         generators = {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state()}
         states = {k: v.state_dict() for k, v in (extras or {}).items() if hasattr(v, "state_dict")}
@@ -451,10 +487,10 @@ class Parallel:
 
         meta = self._meta(self.resume)
         folder = Path(meta["folder"])
-        model_sd, optim_sd = get_state_dict(policy.model, opt)
+        model_sd, optim_sd = get_state_dict(checkpointed(policy), opt)
         state = {"model": model_sd, "optim": optim_sd}
         load_folder(state, folder)  # read as data: a crafted folder is a ResumeError
-        set_state_dict(policy.model, opt, model_state_dict=state["model"],
+        set_state_dict(checkpointed(policy), opt, model_state_dict=state["model"],
                        optim_state_dict=state["optim"])  # fmt: skip
         generators = load_rank_file(folder / f"rank{self.rank}.pt")
         rng.bit_generator.state = generators["numpy"]
