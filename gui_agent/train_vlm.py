@@ -74,6 +74,9 @@ DEFAULTS: dict[str, Any] = text_defaults({
     # and element names join the tokenizer's corpus (a label is then one token, not byte
     # pieces); 0 screens: the generic action corpus only
     "tokenizer": {"vocab_size": 600, "screens": 0},
+    # how answers are written: uitars (click(start_box='(x,y)')), pyautogui, or toolcall (the
+    # JSON tool calls of TRL's GUI environment, pixelrl.trl_env, its tools' schemas in the system
+    # turn: a model that continues in TRL's GRPOTrainer; tiny models: tiny-qwen2_5_vl, qwen2_vl)
     "action_format": "uitars",
     # how action text's numbers map to pixels (pixelrl.envs.gui_action.coordinates: relative1000,
     # smart_resize:ui-tars-1.5, ...); "": the released model's own when known, else the defaults
@@ -152,17 +155,50 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
             raise ConfigError(pointing_clash(head, "prompt.mark_actions=true"))
     if names_family(cfg):
         task_envs(cfg)  # an unknown family or task is a ConfigError before any run folder
+    _check_codec(cfg)
     return cfg
 
 
+def _check_codec(cfg: Config) -> None:
+    """An unknown ``action_format``, or one the other keys contradict (``toolcall`` reads
+    pixels and no marks), is a ConfigError before any run folder."""
+    from pixelrl.envs.gui_action.codec import ACTION_FORMATS, GUIActionCodec
+
+    if cfg.action_format not in ACTION_FORMATS:
+        raise ConfigError(
+            f"action_format: {cfg.action_format!r}; known: {', '.join(ACTION_FORMATS)}"
+        )
+    try:
+        GUIActionCodec(cfg.action_format, cfg.coordinates or None, bool(cfg.prompt.mark_actions))
+    except ValueError as e:
+        raise ConfigError(f"{'coordinates' if cfg.coordinates else 'action_format'}: {e}") from None
+    from pixelrl.vision.tiny_vlm import TOOL_CALLING_FAMILIES
+    from pixelrl.vision.vlm import tiny_family
+
+    family = tiny_family(str(cfg.model))  # None: a released model, its own template
+    if cfg.action_format == "toolcall" and family and family not in TOOL_CALLING_FAMILIES:
+        raise ConfigError(
+            f"action_format: toolcall needs a tool-calling chat template, which tiny-{family} "
+            f"has not; tiny models that have one: "
+            f"{', '.join('tiny-' + f for f in TOOL_CALLING_FAMILIES)}"
+        )
+
+
 def gui_codec(cfg: Config, source: str):
-    """The GUI action codec of ``action_format`` and ``coordinates`` (or the model's own)."""
+    """The GUI action codec of ``action_format`` and ``coordinates`` (or the model's own); with
+    ``toolcall``, the tools' schemas of TRL's GUI environment for the prompt's system turn."""
     from pixelrl.envs.gui_action.codec import GUIActionCodec
 
+    tools = ()
+    if cfg.action_format == "toolcall":
+        from pixelrl.trl_env import gui_tool_schemas
+
+        tools = gui_tool_schemas()
     try:
         return GUIActionCodec.for_model(
-            source, cfg.action_format, cfg.coordinates or None, bool(cfg.prompt.mark_actions)
-        )
+            source, cfg.action_format, cfg.coordinates or None, bool(cfg.prompt.mark_actions),
+            tools,
+        )  # fmt: skip
     except ValueError as e:
         key = "coordinates" if cfg.coordinates else "action_format"
         raise ConfigError(f"{key}: {e}") from None

@@ -45,14 +45,11 @@ import numpy as np
 import pixelrl.envs  # noqa: F401  (registers the ids)
 from pixelrl import registry
 from pixelrl.envs import family_of
-from pixelrl.envs.gui_action import MAX_SCROLL, Action, ActionError
+from pixelrl.envs.gui_action import ActionError, toolcall
 from pixelrl.seeds import checked_seed
 
 # The words before the task's own (the row's prompt); the tools' schemas follow in the system turn.
-GUI_PROMPT = (
-    "You control a computer's mouse and keyboard through the tools. Look at the screenshot, "
-    "act with one tool call at a time, and call done when the task is complete."
-)
+GUI_PROMPT = toolcall.TOOL_PROMPT  # the tool-call dialect's too: a model trained on it reads it
 NAV_PROMPT = (
     "You move a robot through a house with the tools. Look at the camera frame, act with one "
     "tool call at a time, and call stop when you have reached the goal."
@@ -66,12 +63,10 @@ class ToolError(ValueError):
 def whole_number(value: Any, name: str, low: int, high: int) -> int:
     """A count a model wrote as an int in ``low..high``, or a :class:`ToolError` naming ``name``
     (a model's arguments are anything JSON holds: ``2.5``, ``"3"``, ``true``, NaN, 10**400)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ToolError(f"{name} must be a whole number in {low}..{high}, got {str(value)[:40]!r}")
-    if not low <= value <= high:
-        shown = str(value) if abs(value) < 10**40 else "a number of more than 40 digits"
-        raise ToolError(f"{name} must be a whole number in {low}..{high}, got {shown}")
-    return int(value)
+    try:
+        return toolcall.whole_number(value, name, low, high)
+    except ActionError as e:
+        raise ToolError(str(e)) from None
 
 
 def make_env(env_id: str, url: str | None = None, **env_kwargs: Any) -> gymnasium.Env:
@@ -175,9 +170,12 @@ class GUIEnvironment(ToolEnvironment):
     def _image(self) -> np.ndarray:
         return self._obs["screenshot"]
 
-    def _act(self, make: Callable[[], Any]) -> list[dict[str, Any]]:
+    def _act(self, tool: str, **arguments: Any) -> list[dict[str, Any]]:
+        """Play the tool call: its action is the tool-call dialect's
+        (:func:`pixelrl.envs.gui_action.toolcall.tool_action`), so a model that learnt that
+        dialect in our SFT means the same here."""
         try:
-            action = make()
+            action = toolcall.tool_action(tool, arguments)
         except (ActionError, TypeError) as e:
             raise ToolError(" ".join(str(e).split())) from None
         return self._play([action])
@@ -192,7 +190,7 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        return self._act(lambda: Action.click(x, y))
+        return self._act("click", x=x, y=y)
 
     def double_click(self, x: int, y: int) -> list:
         """Double-click a point of the screen (open an icon).
@@ -204,7 +202,7 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        return self._act(lambda: Action.double_click(x, y))
+        return self._act("double_click", x=x, y=y)
 
     def right_click(self, x: int, y: int) -> list:
         """Right-click a point of the screen (a context menu).
@@ -216,7 +214,7 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        return self._act(lambda: Action.right_click(x, y))
+        return self._act("right_click", x=x, y=y)
 
     def drag(self, x: int, y: int, to_x: int, to_y: int) -> list:
         """Press the left button at one point, move to another and release it.
@@ -230,7 +228,7 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        return self._act(lambda: Action.drag(x, y, to_x, to_y))
+        return self._act("drag", x=x, y=y, to_x=to_x, to_y=to_y)
 
     def scroll(self, x: int, y: int, clicks: int) -> list:
         """Turn the mouse wheel over a point.
@@ -243,10 +241,7 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        # checked here: Action.scroll takes int(clicks), which turns 2.5 into 2 and NaN into a
-        # ValueError the trainer would not survive
-        clicks = whole_number(clicks, "clicks", -MAX_SCROLL, MAX_SCROLL)
-        return self._act(lambda: Action.scroll(x, y, dy=clicks))
+        return self._act("scroll", x=x, y=y, clicks=clicks)
 
     def type(self, text: str) -> list:
         """Type text at the keyboard focus.
@@ -257,7 +252,7 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        return self._act(lambda: Action.type_text(text))
+        return self._act("type", text=text)
 
     def hotkey(self, keys: str) -> list:
         """Press a key or a key combination.
@@ -268,10 +263,7 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The new screenshot and the task.
         """
-        names = [k.strip() for k in str(keys).split("+")]
-        if not all(names):
-            raise ToolError(f"keys must be key names joined by '+', got {keys!r}")
-        return self._act(lambda: Action.key(names[0]) if len(names) == 1 else Action.hotkey(*names))
+        return self._act("hotkey", keys=keys)
 
     def done(self) -> list:
         """Say the task is complete; the episode ends.
@@ -279,7 +271,7 @@ class GUIEnvironment(ToolEnvironment):
         Returns:
             The last screenshot and the outcome.
         """
-        return self._act(Action.done)
+        return self._act("done")
 
 
 def trl_env_ids(near: str = "") -> list[str]:
@@ -374,6 +366,16 @@ def tools_of(environment: ToolEnvironment) -> list[Callable]:
     return [getattr(environment, n) for n in names]
 
 
+def gui_tool_schemas() -> list[dict]:
+    """The JSON schemas TRL shows a model of :class:`GUIEnvironment`'s tools (from their type
+    hints and docstrings): the system turn of a recipe that teaches the tool-call dialect
+    (``action_format: toolcall``), so its model sees what TRL will show it."""
+    from transformers.utils import get_json_schema
+
+    bare = GUIEnvironment.__new__(GUIEnvironment)  # no env: only its methods' signatures
+    return [get_json_schema(tool) for tool in tools_of(bare)]
+
+
 def tiny_tool_model(
     env_id: str,
     seed: int = 0,
@@ -389,9 +391,8 @@ def tiny_tool_model(
     import json
 
     from transformers.utils import get_json_schema
-    from trl.chat_template_utils import qwen3_vl_chat_template
 
-    from pixelrl.vision.tiny_vlm import build_tiny_vlm
+    from pixelrl.vision.tiny_vlm import build_tiny_vlm, use_tool_chat_template
 
     env = environment_class(env_id)(env_id, **env_kwargs)
     try:
@@ -406,6 +407,5 @@ def tiny_tool_model(
     corpus += [f"<tool_call>\n{c}\n</tool_call>" for c in calls] * 20
     model, processor = build_tiny_vlm("qwen2_5_vl", corpus, seed=seed, text_size=text_size,
                                       vocab_size=vocab_size)  # fmt: skip
-    processor.chat_template = processor.tokenizer.chat_template = qwen3_vl_chat_template
-    processor.tokenizer.padding_side = "left"  # TRL generates from left-padded prompts
+    use_tool_chat_template(processor, "qwen2_5_vl")
     return model, processor

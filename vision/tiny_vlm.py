@@ -402,3 +402,26 @@ def build_tiny_vlm(
     model, processor = _TINY_BUILDERS[family](vocab, size, vision)
     model.eval()
     return model, processor
+
+
+# Tiny families whose image tokens Qwen3-VL's chat template writes (<|vision_start|>...).
+TOOL_CALLING_FAMILIES = ("qwen2_vl", "qwen2_5_vl")
+
+
+def use_tool_chat_template(processor, family: str) -> None:
+    """Give a tiny ``family`` model's processor Qwen3-VL's chat template: the tool-calling
+    template TRL knows how to parse (``supports_tool_calling``, its ``response_schema``), so
+    that a tool-call model trained here continues in TRL's ``GRPOTrainer``. Needs ``trl``."""
+    if family not in TOOL_CALLING_FAMILIES:
+        raise ValueError(
+            f"tiny-{family} has no tool-calling chat template TRL accepts; tiny models that "
+            f"have one: {', '.join('tiny-' + f for f in TOOL_CALLING_FAMILIES)}"
+        )
+    try:
+        from trl.chat_template_utils import qwen3_vl_chat_template
+    except ImportError as e:
+        raise ValueError(
+            f"a tiny tool-call model takes TRL's chat template: pip install trl ({e})"
+        ) from None
+    processor.chat_template = processor.tokenizer.chat_template = qwen3_vl_chat_template
+    processor.tokenizer.padding_side = "left"  # TRL generates from left-padded prompts

@@ -54,7 +54,7 @@ from pixelrl.vision.model_source import (
     is_hub_id,
     missing_path_message,
 )
-from pixelrl.vision.tiny_vlm import FAMILIES, build_tiny_vlm
+from pixelrl.vision.tiny_vlm import FAMILIES, build_tiny_vlm, use_tool_chat_template
 
 __all__ = ["FAMILIES", "Completion", "VLMPolicy", "load_vlm", "tiny_corpus", "tiny_family"]
 
@@ -195,6 +195,10 @@ class VLMPolicy:
         for line in recent:
             if not isinstance(line, str):
                 raise TypeError(f"a history line is text (action_text(action)), got {line!r}")
+        own = getattr(self.codec, "prompt_template", None)
+        if own is not None:  # the codec's (tool calls: TRL's first prompt, word for word)
+            text = own.format(instruction=instruction, hint=self.codec.answer_hint)
+            return text + (f"\nPrevious actions: {'; '.join(recent)}" if recent else "")
         return self.prompt_template.format(
             instruction=instruction,
             history="; ".join(recent) if recent else "none",
@@ -210,8 +214,10 @@ class VLMPolicy:
         if getattr(self.processor, "chat_template", None):
             content = [{"type": "image"}] * num_images + [{"type": "text", "text": text}]
             messages = [{"role": "user", "content": content}]
+            # a tool-call codec's tools: their schemas in the system turn, as TRL shows them
+            tools = list(getattr(self.codec, "tools", ())) or None
             return self.processor.apply_chat_template(
-                messages, add_generation_prompt=True, tokenize=False
+                messages, add_generation_prompt=True, tokenize=False, tools=tools
             )
         # No chat template (PaliGemma): image token(s) first; the processor adds <bos> and "\n".
         return self.processor.image_token * num_images + text
@@ -927,6 +933,8 @@ def load_vlm(
             family, corpus, seed=seed, text_size=text_size, vision_size=vision_size,
             vocab_size=vocab_size,
         )  # fmt: skip
+        if getattr(codec, "tools", ()):  # a tool-call codec: a template that shows the tools
+            use_tool_chat_template(processor, family)
     else:
         from transformers import AutoModelForImageTextToText, AutoProcessor
 

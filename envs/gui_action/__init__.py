@@ -26,7 +26,9 @@ One module an idea:
   ``smart_resize``) and the space a model family answers in;
 - the text dialects, each reading and writing: :mod:`.pyautogui` (``pyautogui.click(x=120,
   y=45)``), :mod:`.uitars` (``click(start_box='(120,45)')``), :mod:`.osworld` (``WAIT``,
-  ``DONE``, ``FAIL``, the paste pair); :mod:`.syntax` is what they share and :mod:`.parse`
+  ``DONE``, ``FAIL``, the paste pair), :mod:`.toolcall` (``<tool_call>{"name": "click",
+  "arguments": {"x": 120, "y": 45}}</tool_call>``, the tools of TRL environments, read with
+  :mod:`json`); :mod:`.syntax` is what they share and :mod:`.parse`
   reads any of them (:func:`parse_action`): :mod:`ast` and a whitelist of calls, never
   evaluated;
 - :mod:`.codec` -- :class:`GUIActionCodec`, the action language of a vision-language policy.
@@ -65,6 +67,12 @@ from pixelrl.envs.gui_action.keys import KEY_ALIASES, KEY_NAMES, MODIFIER_KEYS, 
 from pixelrl.envs.gui_action.parse import parse_action, parse_actions
 from pixelrl.envs.gui_action.pyautogui import to_pyautogui
 from pixelrl.envs.gui_action.space import GuiActionSpace, action_space, as_action, sample_action
+from pixelrl.envs.gui_action.toolcall import (
+    TOOL_ARGUMENTS,
+    parse_toolcall,
+    to_toolcall,
+    tool_action,
+)
 from pixelrl.envs.gui_action.uitars import POINT_SYNTAXES, to_uitars, uitars_quote
 
 __all__ = [
@@ -75,5 +83,6 @@ __all__ = [
     "from_unit", "smart_resize", "to_relative1000", "to_unit", "ActionError", "ActionParseError",
     "KEY_ALIASES", "KEY_NAMES", "MODIFIER_KEYS", "normalize_key", "parse_action", "parse_actions",
     "to_pyautogui", "GuiActionSpace", "action_space", "as_action", "sample_action",
-    "POINT_SYNTAXES", "to_uitars", "uitars_quote",
+    "POINT_SYNTAXES", "to_uitars", "uitars_quote", "TOOL_ARGUMENTS", "parse_toolcall",
+    "to_toolcall", "tool_action",
 ]  # fmt: skip

@@ -6,11 +6,13 @@ parser that never raises and never executes), how an action is written (history 
 targets), what an unparsable answer does, the prompt's answer hint, and the texts a tiny model's
 tokenizer is trained on. This one reads and writes :class:`~pixelrl.envs.gui_action.Action` values
 as UI-TARS calls (``click(start_box='(x,y)')``) or pyautogui calls, in a coordinate space of
-:mod:`pixelrl.envs.gui_action.coordinates`.
+:mod:`pixelrl.envs.gui_action.coordinates`, or as JSON tool calls (``toolcall``: the tools of
+TRL environments, in pixels, :mod:`pixelrl.envs.gui_action.toolcall`).
 """
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Sequence
 
@@ -25,7 +27,15 @@ from pixelrl.envs.gui_action.marks import mark_of_box, mark_text
 from pixelrl.envs.gui_action.parse import parse_action
 from pixelrl.envs.gui_action.pyautogui import to_pyautogui
 from pixelrl.envs.gui_action.syntax import _num
+from pixelrl.envs.gui_action.toolcall import (
+    PROMPT_TEMPLATE,
+    TOOL_PROMPT,
+    parse_toolcall,
+    to_toolcall,
+)
 from pixelrl.envs.gui_action.uitars import to_uitars
+
+ACTION_FORMATS = ("uitars", "pyautogui", "toolcall")
 
 # Words of desktop instructions and labels, for a tiny tokenizer's corpus.
 INSTRUCTION_WORDS = (
@@ -54,7 +64,10 @@ def safe_parse(
 
 
 class GUIActionCodec:
-    """GUI actions as UI-TARS calls (``click(start_box='(x,y)')``) or pyautogui calls.
+    """GUI actions as UI-TARS calls (``click(start_box='(x,y)')``), pyautogui calls or JSON
+    tool calls (``"toolcall"``: ``<tool_call>{"name": "click", "arguments": {"x": 120, "y":
+    45}}</tool_call>``, the GUI tools of TRL environments in screen pixels; ``tools``: their
+    JSON schemas, which a chat template shows in the system turn, as TRL does).
 
     ``coordinates``: how numbers in the text are read and written (``None``: pyautogui in
     pixels, UI-TARS in 0-1000, the defaults of :func:`pixelrl.envs.gui_action.parse_action`; or a
@@ -74,19 +87,33 @@ class GUIActionCodec:
     # The GUI policies' prompt line (unchanged since the first GUI recipes: models trained with
     # it keep their prompt).
     answer_hint = "Answer with one action, e.g. click(start_box='(x,y)') with x, y in 0-1000."
+    # the policy's own prompt template (None: vision.vlm.DEFAULT_PROMPT); toolcall has TRL's
+    prompt_template: str | None = None
 
     def __init__(
         self,
         action_format: str = "uitars",
         coordinates: str | CoordinateSpace | None = None,
         mark_actions: bool = False,
+        tools: Sequence[dict] = (),
     ) -> None:
-        if action_format not in ("uitars", "pyautogui"):
+        if action_format not in ACTION_FORMATS:
             raise ValueError(
-                f"action_format must be 'uitars' or 'pyautogui', got {action_format!r}"
+                f"action_format must be one of {', '.join(ACTION_FORMATS)}, got {action_format!r}"
             )
         self.action_format = action_format
         self.coordinates = None if coordinates is None else coordinate_space(coordinates)
+        self.tools = tuple(tools)
+        if action_format == "toolcall":
+            # the tools take screen pixels, and name no marks: one way to read a tool call
+            if self.coordinates is not None and self.coordinates.kind != "pixels":
+                raise ValueError(
+                    "action_format 'toolcall' takes screen pixels (coordinates: pixels)"
+                )
+            if mark_actions:
+                raise ValueError("action_format 'toolcall' has no mark actions")
+            # TRL's words and order (the task after them), so the first prompt reads as in TRL
+            self.answer_hint, self.prompt_template = TOOL_PROMPT, PROMPT_TEMPLATE
         if action_format == "uitars" and self.coordinates is not None:
             # say which numbers a point takes; 0-1000 keeps the class's line (trained prompts)
             units = {"pixels": "screen pixels", "unit": "0-1",
@@ -107,13 +134,14 @@ class GUIActionCodec:
         action_format: str = "uitars",
         coordinates: str | None = None,
         mark_actions: bool = False,
+        tools: Sequence[dict] = (),
     ) -> GUIActionCodec:
         """The codec of a model: ``coordinates`` if given, else (UI-TARS syntax) the space its
         family answers in when its name or path says (UI-TARS-1.5 and Qwen2.5-VL: pixels of
         their resized image; UI-TARS-1.0 and Qwen2-VL: 0-1000); ``tiny-...`` models have none."""
         if coordinates is None and action_format == "uitars" and not model.startswith("tiny-"):
             coordinates = coordinates_for_model(model)
-        return cls(action_format, coordinates, mark_actions)
+        return cls(action_format, coordinates, mark_actions, tools)
 
     @property
     def noop(self) -> Action:
@@ -127,11 +155,20 @@ class GUIActionCodec:
     ) -> tuple[Action | None, str | None]:
         """``(action, None)`` or ``(None, reason)``; ``marks``: the boxes of the prompt's screen
         parse, which a mark action names (ignored without ``mark_actions``: then it names none)."""
+        if self.action_format == "toolcall":
+            try:
+                return parse_toolcall(text, screen_size), None
+            except ActionError as e:
+                return None, str(e)
         return safe_parse(text, screen_size, self.coordinates, marks if self.mark_actions else None)
 
     def render(self, action: Action, screen_size: tuple[int, int] | None = None) -> str:
         if self.action_format == "uitars":
             return to_uitars(action, screen_size, self.coordinates or "relative1000")
+        if self.action_format == "toolcall":
+            if action.kind == "wait":  # a history line of a refused answer's noop: no tool plays it
+                return "(no action)"
+            return to_toolcall(action)
         return to_pyautogui(action, self.coordinates or "pixels", screen_size)
 
     def render_target(
@@ -193,8 +230,11 @@ class GUIActionCodec:
                 a = Action(kind)
             texts.append(to_uitars(a, screen))
             texts.append(to_pyautogui(a))
+            if self.action_format == "toolcall" and a.kind not in ("move", "wait"):
+                texts.append(to_toolcall(a))
             if self.mark_actions and a.kind in ("click", "double_click", "right_click", "move"):
                 texts.append(mark_text(a, rng.randint(1, 40)))
+        texts += [json.dumps(tool) for tool in self.tools]  # the system turn's schemas
         for _ in range(n_actions // 2):
             texts.append(" ".join(rng.choice(INSTRUCTION_WORDS) for _ in range(rng.randint(3, 8))))
         return texts
