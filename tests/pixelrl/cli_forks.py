@@ -94,6 +94,20 @@ def run_cases(cases: list[tuple], cwd: Path, data: Path | None = None) -> dict[s
         return dict(zip([c[0] for c in cases], pool.map(run, range(len(cases)), cases)))
 
 
+def assert_one_error_line(result: dict, argv: list[str], expected: str) -> None:
+    """The CLI's error contract for a case run by :func:`run_cases`: exit status 2, no
+    traceback, a last line ``PROG: error: ...`` on stderr holding ``expected``, nothing written."""
+    text = result["out"] + result["err"]
+    assert "Traceback" not in text and result["rc"] == 2, text
+    last = result["err"].strip().splitlines()[-1]
+    if argv[0] == "-g":
+        prog = "python -m pixelrl.envs.grounding"
+    else:
+        prog = f"pixelrl {argv[0]}{' nav' if argv[0] == 'bench' else ''}"
+    assert last.startswith(f"{prog}: error: ") and expected in last, last
+    assert result["left"] == [], f"the failed command wrote {result['left']}"
+
+
 def _child(request: dict) -> None:
     """In the forked child: become the command, then exit with its status. Never returns."""
     import atexit

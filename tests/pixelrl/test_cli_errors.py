@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_forks import case_argv, run_cases, user_env
+from cli_forks import assert_one_error_line, case_argv, run_cases, user_env
 
 PIXELRL = [sys.executable, "-m", "pixelrl"]
 CLICK = "pixelrl/Desktop-ClickButton-v0"
@@ -432,15 +432,7 @@ def results(data, tmp_path_factory) -> dict[str, dict]:
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_a_user_mistake_is_one_error_line_and_exit_2(case, results):
     name, argv, expected = case
-    r = results[name]
-    text = r["out"] + r["err"]
-    assert "Traceback" not in text, text
-    assert r["rc"] == 2, text
-    last = r["err"].strip().splitlines()[-1]
-    prog = "python -m pixelrl.envs.grounding" if argv[0] == "-g" else f"pixelrl {argv[0]}"
-    assert last.startswith(f"{prog}{' nav' if argv[0] == 'bench' else ''}: error: "), last
-    assert expected in last, last
-    assert r["left"] == [], f"the failed command wrote {r['left']}"
+    assert_one_error_line(results[name], argv, expected)
 
 
 def test_debug_shows_the_traceback_of_a_user_mistake(data, tmp_path):

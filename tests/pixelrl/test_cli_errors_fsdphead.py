@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_forks import run_cases
+from cli_forks import assert_one_error_line, run_cases
 
 CLASH = "two ways to name a click's point (the pointer head's image cell, a mark's number)"
 MARKS = ["prompt.screen_parse=true", "prompt.mark_actions=true", "train.output_dir=run"]
@@ -38,9 +38,4 @@ def results(tmp_path_factory) -> dict[str, dict]:
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_a_pointer_head_with_mark_actions_is_one_error_line(case, results):
     name, argv, expected = case
-    r = results[name]
-    text = r["out"] + r["err"]
-    assert "Traceback" not in text and r["rc"] == 2, text
-    last = r["err"].strip().splitlines()[-1]
-    assert last.startswith(f"pixelrl {argv[0]}: error: ") and expected in last, last
-    assert r["left"] == [], f"the failed command wrote {r['left']}"
+    assert_one_error_line(results[name], argv, expected)

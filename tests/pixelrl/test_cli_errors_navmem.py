@@ -4,12 +4,8 @@ status 2, no traceback, nothing written."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
+from cli_forks import assert_one_error_line, run_cases
 
 SFT = ["train", "embodied/vlm-sft", "env.id=pixelrl/ObjectNav-v0", "train.output_dir=run"]
 
@@ -29,30 +25,12 @@ CASES = [
 ]  # fmt: skip
 
 
-def _run(case, cwd) -> dict:
-    """One case as a user types it: ``python -m pixelrl ...`` in a folder of its own."""
-    name, argv, _ = case
-    folder = cwd / name
-    folder.mkdir()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "pixelrl", *argv]
-    p = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=120)
-    return {"rc": p.returncode, "out": p.stdout, "err": p.stderr, "left": os.listdir(folder)}
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict[str, dict]:
-    cwd = tmp_path_factory.mktemp("cwd")
-    with ThreadPoolExecutor(3) as pool:
-        runs = pool.map(lambda case: _run(case, cwd), CASES)
-        return {case[0]: r for case, r in zip(CASES, runs)}
+    return run_cases(CASES, tmp_path_factory.mktemp("cwd"))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_a_wrong_prompt_frames_is_one_error_line_and_exit_2(case, results):
-    name, _, expected = case
-    r = results[name]
-    assert "Traceback" not in r["out"] + r["err"] and r["rc"] == 2, r
-    last = r["err"].strip().splitlines()[-1]
-    assert last.startswith("pixelrl train: error: ") and expected in last, last
-    assert r["left"] == [], f"the failed command wrote {r['left']}"
+    name, argv, expected = case
+    assert_one_error_line(results[name], argv, expected)

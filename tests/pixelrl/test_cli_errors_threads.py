@@ -4,7 +4,7 @@ written (the contract of tests/pixelrl/test_cli_errors.py, whose runner this reu
 from __future__ import annotations
 
 import pytest
-from cli_forks import run_cases
+from cli_forks import assert_one_error_line, run_cases
 from test_cli_errors import CLICK, TRAIN  # tests/pixelrl, beside this file
 
 from pixelrl.threads import usable_cores
@@ -46,10 +46,4 @@ def results(tmp_path_factory) -> dict[str, dict]:
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_a_threads_mistake_is_one_error_line_and_exit_2(case, results):
     name, argv, expected = case
-    r = results[name]
-    text = r["out"] + r["err"]
-    assert "Traceback" not in text and r["rc"] == 2, text
-    last = r["err"].strip().splitlines()[-1]
-    assert last.startswith(f"pixelrl {argv[0]}{' nav' if argv[0] == 'bench' else ''}: error: ")
-    assert expected in last, last
-    assert r["left"] == [], f"the failed command wrote {r['left']}"
+    assert_one_error_line(results[name], argv, expected)

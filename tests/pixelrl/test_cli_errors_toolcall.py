@@ -5,7 +5,7 @@ traceback, nothing written (the cases run forked from one server: tests/pixelrl/
 from __future__ import annotations
 
 import pytest
-from cli_forks import run_cases
+from cli_forks import assert_one_error_line, run_cases
 
 TRAIN = ["train", "gui/sft", "train.output_dir=run"]
 CASES = [
@@ -27,9 +27,5 @@ def results(tmp_path_factory) -> dict[str, dict]:
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_a_wrong_action_format_is_one_error_line(case, results):
-    name, _, expected = case
-    r = results[name]
-    assert "Traceback" not in r["out"] + r["err"] and r["rc"] == 2, r["err"]
-    last = r["err"].strip().splitlines()[-1]
-    assert last.startswith("pixelrl train: error: ") and expected in last, last
-    assert r["left"] == [], f"the failed command wrote {r['left']}"
+    name, argv, expected = case
+    assert_one_error_line(results[name], argv, expected)
