@@ -34,8 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from pixelrl.envs.gui_action import Action, ActionError
-from pixelrl.trl_env import GUIEnvironment, ToolError
+from pixelrl.envs.gui_action import Action, ActionError, toolcall
 from pixelrl.vision import rewards
 
 __all__ = [
@@ -50,28 +49,11 @@ __all__ = [
 ]
 
 
-class _ToolActions(GUIEnvironment):
-    """The GUI tools with no env behind them: a tool call returns the :class:`Action` it stands
-    for, checked exactly as the env's tools check it (one source for the tools' arguments)."""
-
-    def __init__(self) -> None:  # no gym env: nothing is played
-        self.env = None
-
-    def _act(self, make: Callable[[], Action]) -> Action:  # type: ignore[override]
-        return make()
-
-
-_TOOLS = _ToolActions()
-_TOOL_NAMES = frozenset(
-    name for name in vars(GUIEnvironment) if not name.startswith("_") and name != "PROMPT"
-)
-
-
 def _tool_call_action(call: Any) -> Action | None:
     """The action of one TRL tool call (``{"type": "function", "function": {"name", "arguments"}}``,
     arguments a dict or its JSON text), or None when it is not one of our GUI tools' calls."""
     function = call.get("function", call) if isinstance(call, dict) else None
-    if not isinstance(function, dict) or function.get("name") not in _TOOL_NAMES:
+    if not isinstance(function, dict) or function.get("name") not in toolcall.TOOL_ARGUMENTS:
         return None
     arguments = function.get("arguments", {})
     if isinstance(arguments, str):
@@ -81,9 +63,9 @@ def _tool_call_action(call: Any) -> Action | None:
             return None
     if not isinstance(arguments, dict):
         return None
-    try:
-        return getattr(_TOOLS, function["name"])(**arguments)
-    except (ToolError, ActionError, TypeError, ValueError, OverflowError):
+    try:  # the tool-call dialect's action: what GUIEnvironment's tools play (one source)
+        return toolcall.tool_action(function["name"], arguments)
+    except (ActionError, TypeError, ValueError, OverflowError):
         return None
 
 
