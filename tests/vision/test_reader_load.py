@@ -4,8 +4,6 @@ and the folded reader reads the same words off a real screenshot as the wheel's 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,15 +12,11 @@ from pixelrl.vision import reader as reader_module
 from pixelrl.vision.reader import ScreenReader
 
 pytest.importorskip("rapidocr_onnxruntime", reason="needs the reader extra")
-REPO = Path(__file__).resolve().parents[2]
+from test_reader import _bench  # noqa: E402  (tests/vision: bench/reader.py, loaded once)
 
 
 def _desktop_screen():
-    spec = importlib.util.spec_from_file_location("bench_reader", REPO / "bench" / "reader.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_reader"] = module
-    spec.loader.exec_module(module)
-    image, _ = module.desktop_screen("pixelrl/Desktop-ClickButton-v0", (320, 240), 1)
+    image, _ = _bench().desktop_screen("pixelrl/Desktop-ClickButton-v0", (320, 240), 1)
     return image
 
 
