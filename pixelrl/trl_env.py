@@ -236,7 +236,7 @@ class GUIEnvironment(ToolEnvironment):
         Args:
             x: Pixels from the left edge.
             y: Pixels from the top edge.
-            clicks: Wheel clicks; positive scrolls up, negative down.
+            clicks: Wheel clicks; positive scrolls down (the content moves up), negative up.
 
         Returns:
             The new screenshot and the task.

@@ -704,21 +704,15 @@ class VLMPolicy:
         if not isinstance(targets, str):
             targets = r".*(language_model|text_model).*\.(" + "|".join(targets) + r")$"
         config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets,
-                            **self._pointer_rows(LoraConfig))  # fmt: skip
+                            **self._pointer_rows())  # fmt: skip
         self.model = get_peft_model(self.model, config)
 
-    def _pointer_rows(self, lora_config: type) -> dict:
-        """With a pointer head, LoRA's ``trainable_token_indices`` for the pointer token: its
-        input embedding row and (untied) output row train, the rest of both stays frozen. The
-        token is new (its rows mean-resized), so frozen it would be read and written as that
-        guess forever. peft < 0.15 has no such option: the rows then stay frozen."""
+    def _pointer_rows(self) -> dict:
+        """With a pointer head, LoRA's ``trainable_token_indices`` (peft >= 0.15) for the pointer
+        token: its input embedding row and (untied) output row train, the rest of both stays
+        frozen. The token is new (its rows mean-resized), so frozen it would be read and written
+        as that guess forever."""
         if self.pointer is None:
-            return {}
-        if "trainable_token_indices" not in getattr(lora_config, "__dataclass_fields__", {}):
-            import warnings
-
-            warnings.warn("peft < 0.15: under LoRA the pointer token's embedding stays frozen",
-                          stacklevel=3)  # fmt: skip
             return {}
         names = {id(m): name for name, m in self.model.named_modules()}
         inputs, outputs = self.model.get_input_embeddings(), self.model.get_output_embeddings()
