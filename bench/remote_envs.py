@@ -11,6 +11,14 @@ before timing; episodes run back to back (resets included). Figures are env step
 second, best of ``--repeats`` chunks (other processes only ever slow a chunk down), and the
 ratio Ray / in-process (issue 24's target: >= 0.8 for batched envs on one machine).
 
+``--per-actor 16 32``: side by side instead. For each ``--envs`` N and each K that divides it,
+the in-process vector and the Ray vector of N/K actors x K envs are both built, then stepped in
+alternating chunks (in-process, Ray, in-process, ...) ``--repeats`` times, so a machine whose
+load changes slows both alike; the ratio of each pair, their median and spread, and the CPU
+seconds an env step costs each way (this process, plus the actors' processes from ``/proc``;
+Ray's own daemons left out), which load does not inflate much. Run it with another checkout's
+Python to compare code: it uses only ``RayVectorEnv``'s public API and its actors' ``pid``.
+
 ``--miniwob TASK``: scaling instead. ``pixelrl/MiniWoB-<TASK>-v0`` (one headless Chromium per
 env) with 1, 2, 4 ... browsers: in-process (one ``SyncVectorEnv`` steps them in turn) and in Ray
 (one actor per browser, stepped in parallel). Also prints episodes/s and, from the one-worker
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 
 import gymnasium as gym
@@ -32,14 +41,7 @@ ENV_ID = "pixelrl/Desktop-Mixed-v0"
 def rates(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -> tuple[float, float]:
     """Env steps and episodes per second: the best of ``repeats`` timed chunks of about
     ``seconds`` each (the episode rate of that chunk)."""
-    # per env from the single space, then batched: gymnasium's batched GUI space is a plain Dict
-    # that would also sample the kinds a backend refuses (MiniWoB++: key_down / key_up)
-    single, n = envs.single_action_space, envs.num_envs
-    single.seed(0)
-    actions = [
-        concatenate(single, [single.sample() for _ in range(n)], create_empty_array(single, n))
-        for _ in range(64)
-    ]
+    actions = _actions(envs)
     envs.reset(seed=0)
     for a in actions[:4]:  # warm up: first frames, caches, Ray's object transfer paths
         envs.step(a)
@@ -53,6 +55,91 @@ def rates(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -> tuple[flo
         wall = time.perf_counter() - start
         best = max(best, (steps * envs.num_envs / wall, episodes / wall))
     return best
+
+
+def _actions(envs: gym.vector.VectorEnv, count: int = 64) -> list:
+    """``count`` batches of uniform actions, per env from the single space, then batched:
+    gymnasium's batched GUI space is a plain Dict that would also sample the kinds a backend
+    refuses (MiniWoB++: key_down / key_up)."""
+    single, n = envs.single_action_space, envs.num_envs
+    single.seed(0)
+    return [
+        concatenate(single, [single.sample() for _ in range(n)], create_empty_array(single, n))
+        for _ in range(count)
+    ]
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds (user + system) of this process and of ``pids`` so far."""
+    tick, total = os.sysconf("SC_CLK_TCK"), time.process_time()
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+def chunk(envs: gym.vector.VectorEnv, actions: list, seconds: float, pids: list[int]) -> tuple:
+    """Env steps per wall second and CPU seconds per env step of one chunk of ~``seconds``."""
+    steps, start, cpu = 0, time.perf_counter(), _cpu_seconds(pids)
+    while time.perf_counter() - start < seconds:
+        envs.step(actions[steps % len(actions)])
+        steps += 1
+    wall, cpu = time.perf_counter() - start, _cpu_seconds(pids) - cpu
+    return steps * envs.num_envs / wall, cpu / (steps * envs.num_envs)
+
+
+def side_by_side(n: int, per_actor: int, kwargs: dict, args: argparse.Namespace) -> dict:
+    """In-process and Ray (``n // per_actor`` actors) in alternating chunks (module doc)."""
+    import ray
+
+    from pixelrl.envs.remote import RayVectorEnv, make_registered
+
+    local = gym.vector.SyncVectorEnv(
+        [lambda: make_registered(ENV_ID, kwargs) for _ in range(n)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+    remote = RayVectorEnv(ENV_ID, n // per_actor, per_actor, kwargs=kwargs)
+    try:
+        pids = ray.get([slot.actor.pid.remote() for slot in remote.slots])
+        actions = _actions(local)
+        for envs in (local, remote):
+            envs.reset(seed=0)
+            for a in actions[:4]:  # warm up: first frames, caches, Ray's transfer paths
+                envs.step(a)
+        pairs = []
+        for _ in range(args.repeats):
+            pairs.append((chunk(local, actions, args.seconds, []),
+                          chunk(remote, actions, args.seconds, pids)))  # fmt: skip
+    finally:
+        remote.close()
+        local.close()
+    ratios = sorted(r[0] / h[0] for h, r in pairs)
+    return {
+        "split": f"{n // per_actor} x {per_actor}",
+        "n": n,
+        "local": statistics.median(h[0] for h, _ in pairs),
+        "ray": statistics.median(r[0] for _, r in pairs),
+        "ratio": statistics.median(ratios),
+        "spread": (ratios[0], ratios[-1]),
+        "cpu_local": statistics.median(h[1] for h, _ in pairs) * 1e6,
+        "cpu_ray": statistics.median(r[1] for _, r in pairs) * 1e6,
+    }
+
+
+def side_by_side_table(kwargs: dict, args: argparse.Namespace) -> None:
+    print("| envs | Ray actors x envs | in-process steps/s | Ray steps/s | ratio (median) "
+          "| ratio spread | CPU µs a step in-process | CPU µs a step Ray |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for n in args.envs:
+        for k in args.per_actor:
+            if n % k:
+                continue
+            row = side_by_side(n, k, kwargs, args)
+            low, high = row["spread"]
+            print(f"| {n} | {row['split']} | {row['local']:,.0f} | {row['ray']:,.0f} "
+                  f"| {row['ratio']:.2f}x | {low:.2f}-{high:.2f}x | {row['cpu_local']:.0f} "
+                  f"| {row['cpu_ray']:.0f} |", flush=True)  # fmt: skip
 
 
 def steps_per_second(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -> float:
@@ -105,6 +192,7 @@ def main() -> None:
     parser.add_argument("--size", default="320x240", help="screen WxH")
     parser.add_argument("--miniwob", metavar="TASK", help="scale MiniWoB++ browsers instead")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--per-actor", type=int, nargs="+", help="side by side (module doc)")
     args = parser.parse_args()
     if args.miniwob:
         miniwob_scaling(args)
@@ -117,8 +205,16 @@ def main() -> None:
     from pixelrl.envs.remote import RayVectorEnv
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"{ENV_ID} {width}x{height}, {cpus} CPUs (env steps/s, best chunk)")
     ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    if args.per_actor:
+        print(f"{ENV_ID} {width}x{height}, {cpus} CPUs, {args.repeats} pairs of "
+              f"{args.seconds:g} s chunks (env steps/s, medians)")  # fmt: skip
+        try:
+            side_by_side_table(kwargs, args)
+        finally:
+            ray.shutdown()
+        return
+    print(f"{ENV_ID} {width}x{height}, {cpus} CPUs (env steps/s, best chunk)")
     rows = []
     try:
         for n in args.envs:
