@@ -202,18 +202,20 @@ def main() -> None:
 
     import ray
 
-    from pixelrl.envs.remote import RayVectorEnv
+    from pixelrl.envs.remote import RayVectorEnv, ensure_ray
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
-    if args.per_actor:
-        print(f"{ENV_ID} {width}x{height}, {cpus} CPUs, {args.repeats} pairs of "
-              f"{args.seconds:g} s chunks (env steps/s, medians)")  # fmt: skip
+    if args.per_actor:  # Ray as the trainers start it (its workers' priority included)
+        ensure_ray(num_cpus=cpus)
+        niceness = ray.get(ray.remote(lambda: os.getpriority(os.PRIO_PROCESS, 0)).remote())
+        print(f"{ENV_ID} {width}x{height}, {cpus} CPUs, Ray workers at nice {niceness}, "
+              f"{args.repeats} pairs of {args.seconds:g} s chunks (env steps/s, medians)")  # fmt: skip
         try:
             side_by_side_table(kwargs, args)
         finally:
             ray.shutdown()
         return
+    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
     print(f"{ENV_ID} {width}x{height}, {cpus} CPUs (env steps/s, best chunk)")
     rows = []
     try:

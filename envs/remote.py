@@ -338,7 +338,8 @@ class _Sent:
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     """Connect to Ray: the cluster at ``address`` (or ``RAY_ADDRESS``), else a local one with
-    ``num_cpus``. True when this call started Ray (so the caller may shut it down)."""
+    ``num_cpus``, whose workers run at this process's priority. True when this call started
+    Ray (so the caller may shut it down)."""
     import ray
 
     if ray.is_initialized():
@@ -347,8 +348,13 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     if address:
         ray.init(address=address)
     else:
-        # no dashboard: it is a web server and a few processes nobody looks at locally
-        ray.init(num_cpus=num_cpus, include_dashboard=False)
+        # No dashboard: it is a web server and a few processes nobody looks at locally. Ray
+        # starts its workers at nice 15 so that its daemons win; ours step the envs the
+        # trainer waits on, and at nice 15 anything else running on the machine starves them
+        # (docs/results/ray_envs.md: 2-4x slower steps on a loaded machine). RAY_worker_niceness
+        # still decides where it is set.
+        config = {} if "RAY_worker_niceness" in os.environ else {"worker_niceness": 0}
+        ray.init(num_cpus=num_cpus, include_dashboard=False, _system_config=config)
     return True
 
 
