@@ -17,35 +17,31 @@ from gymnasium.utils.env_checker import data_equivalence
 
 ray = pytest.importorskip("ray")
 
+import test_remote  # noqa: E402
+from test_remote import Faulty, remote_and_local  # noqa: E402
+
 from pixelrl.envs import shared_obs, worker_channel  # noqa: E402
 from pixelrl.envs.gui_action import ActionError  # noqa: E402
-from pixelrl.envs.remote import EnvWorker, RayVectorEnv, make_registered  # noqa: E402
+from pixelrl.envs.remote import EnvWorker, RayVectorEnv  # noqa: E402
 
 MIXED = "pixelrl/Desktop-Mixed-v0"  # a random task family an episode: varied infos to carry
 KWARGS = {"screen_size": (320, 240), "max_steps": 4}
 
 
-class Counter(gym.Env):
-    """Counts its steps; refuses action 3 (the agent's mistake, raised before it counts)."""
-
-    observation_space = gym.spaces.Box(0, 1000, (1,), np.float32)
-    action_space = gym.spaces.Discrete(4)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.steps = 0
-        return np.zeros(1, np.float32), {}
+class Counter(Faulty):
+    """Faulty (counts its steps) that refuses action 3: the agent's mistake, raised before it
+    counts."""
 
     def step(self, action):
         if action == 3:
             raise ActionError("action 3 is refused")
-        self.steps += 1
-        return np.array([self.steps], np.float32), 1.0, False, False, {}
+        return super().step(action)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # actors cannot import us
+    for module in (sys.modules[__name__], test_remote):  # the actors cannot import them
+        ray.cloudpickle.register_pickle_by_value(module)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
@@ -57,11 +53,7 @@ def test_every_transport_gives_the_sync_vector_envs_batches(transport, monkeypat
         monkeypatch.setattr(shared_obs, "SHM_DIR", str(tmp_path / "no-shm"))
     if transport == "ray":  # as a worker on another machine: every call through Ray
         monkeypatch.setattr(worker_channel, "SOCKET_DIR", str(tmp_path / "no-socket"))
-    remote = RayVectorEnv(MIXED, num_workers=2, per_worker=3, kwargs=KWARGS)
-    local = gym.vector.SyncVectorEnv(
-        [lambda: make_registered(MIXED, KWARGS) for _ in range(6)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
+    remote, local = remote_and_local(MIXED, KWARGS, 2, 3)
     try:
         listeners = [slot.listener.directory for slot in remote.slots if slot.listener]
         assert data_equivalence(remote.reset(seed=11), local.reset(seed=11), exact=True)
