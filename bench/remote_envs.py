@@ -14,10 +14,13 @@ ratio Ray / in-process (issue 24's target: >= 0.8 for batched envs on one machin
 ``--per-actor 16 32``: side by side instead. For each ``--envs`` N and each K that divides it,
 the in-process vector and the Ray vector of N/K actors x K envs are both built, then stepped in
 alternating chunks (in-process, Ray, in-process, ...) ``--repeats`` times, so a machine whose
-load changes slows both alike; the ratio of each pair, their median and spread, and the CPU
+load changes slows both alike; the ratio of each round, their median and spread, and the CPU
 seconds an env step costs each way (this process, plus the actors' processes from ``/proc``;
-Ray's own daemons left out), which load does not inflate much. Run it with another checkout's
-Python to compare code: it uses only ``RayVectorEnv``'s public API and its actors' ``pid``.
+Ray's own daemons left out), which load does not inflate much. Where the code has the socket to
+the workers (``pixelrl.envs.worker_channel``), a third vector in the same rounds sends every
+call through Ray, as for workers on another machine: the socket's own gain, in one run. Run it
+with another checkout's Python to compare code: it uses only ``RayVectorEnv``'s public API and
+its actors' ``pid``.
 
 ``--miniwob TASK``: scaling instead. ``pixelrl/MiniWoB-<TASK>-v0`` (one headless Chromium per
 env) with 1, 2, 4 ... browsers: in-process (one ``SyncVectorEnv`` steps them in turn) and in Ray
@@ -89,8 +92,25 @@ def chunk(envs: gym.vector.VectorEnv, actions: list, seconds: float, pids: list[
     return steps * envs.num_envs / wall, cpu / (steps * envs.num_envs)
 
 
+def _ray_calls_only(n: int, per_actor: int, kwargs: dict) -> gym.vector.VectorEnv | None:
+    """The same Ray vector with every call through Ray (no socket, as for workers on another
+    machine), where this checkout has the socket (``pixelrl.envs.worker_channel``)."""
+    try:
+        from pixelrl.envs import worker_channel
+    except ImportError:  # older code: every call goes through Ray already
+        return None
+    from pixelrl.envs.remote import RayVectorEnv
+
+    kept, worker_channel.SOCKET_DIR = worker_channel.SOCKET_DIR, "/nonexistent/pixelrl"
+    try:  # the sockets are made here, at the start (and at restarts, which a bench has none of)
+        return RayVectorEnv(ENV_ID, n // per_actor, per_actor, kwargs=kwargs)
+    finally:
+        worker_channel.SOCKET_DIR = kept
+
+
 def side_by_side(n: int, per_actor: int, kwargs: dict, args: argparse.Namespace) -> dict:
-    """In-process and Ray (``n // per_actor`` actors) in alternating chunks (module doc)."""
+    """In-process and Ray (``n // per_actor`` actors) in alternating chunks (module doc); with
+    this checkout's code also the Ray vector without its socket, in the same rounds."""
     import ray
 
     from pixelrl.envs.remote import RayVectorEnv, make_registered
@@ -99,47 +119,57 @@ def side_by_side(n: int, per_actor: int, kwargs: dict, args: argparse.Namespace)
         [lambda: make_registered(ENV_ID, kwargs) for _ in range(n)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
-    remote = RayVectorEnv(ENV_ID, n // per_actor, per_actor, kwargs=kwargs)
+    contenders = [RayVectorEnv(ENV_ID, n // per_actor, per_actor, kwargs=kwargs)]
+    plain = _ray_calls_only(n, per_actor, kwargs)
+    contenders += [plain] if plain is not None else []
     try:
-        pids = ray.get([slot.actor.pid.remote() for slot in remote.slots])
+        pids = [ray.get([slot.actor.pid.remote() for slot in e.slots]) for e in contenders]
         actions = _actions(local)
-        for envs in (local, remote):
+        for envs in (local, *contenders):
             envs.reset(seed=0)
             for a in actions[:4]:  # warm up: first frames, caches, Ray's transfer paths
                 envs.step(a)
-        pairs = []
+        rounds = []  # (steps/s, CPU s a step) of in-process, Ray, [Ray calls only]
         for _ in range(args.repeats):
-            pairs.append((chunk(local, actions, args.seconds, []),
-                          chunk(remote, actions, args.seconds, pids)))  # fmt: skip
+            rounds.append([chunk(local, actions, args.seconds, [])] + [
+                chunk(e, actions, args.seconds, p) for e, p in zip(contenders, pids)
+            ])  # fmt: skip
     finally:
-        remote.close()
-        local.close()
-    ratios = sorted(r[0] / h[0] for h, r in pairs)
-    return {
+        for envs in (local, *contenders):
+            envs.close()
+    ratios = sorted(r[1][0] / r[0][0] for r in rounds)
+    row = {
         "split": f"{n // per_actor} x {per_actor}",
-        "n": n,
-        "local": statistics.median(h[0] for h, _ in pairs),
-        "ray": statistics.median(r[0] for _, r in pairs),
+        "local": statistics.median(r[0][0] for r in rounds),
+        "ray": statistics.median(r[1][0] for r in rounds),
         "ratio": statistics.median(ratios),
         "spread": (ratios[0], ratios[-1]),
-        "cpu_local": statistics.median(h[1] for h, _ in pairs) * 1e6,
-        "cpu_ray": statistics.median(r[1] for _, r in pairs) * 1e6,
+        "cpu_local": statistics.median(r[0][1] for r in rounds) * 1e6,
+        "cpu_ray": statistics.median(r[1][1] for r in rounds) * 1e6,
+        "plain": None,
     }
+    if plain is not None:
+        row["plain"] = statistics.median(r[2][0] / r[0][0] for r in rounds)
+        row["socket_gain"] = statistics.median(r[1][0] / r[2][0] for r in rounds)
+    return row
 
 
 def side_by_side_table(kwargs: dict, args: argparse.Namespace) -> None:
     print("| envs | Ray actors x envs | in-process steps/s | Ray steps/s | ratio (median) "
-          "| ratio spread | CPU µs a step in-process | CPU µs a step Ray |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+          "| ratio spread | CPU µs a step in-process | CPU µs a step Ray "
+          "| ratio, Ray calls only | socket / Ray calls |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for n in args.envs:
         for k in args.per_actor:
             if n % k:
                 continue
             row = side_by_side(n, k, kwargs, args)
             low, high = row["spread"]
+            plain = "-" if row["plain"] is None else f"{row['plain']:.2f}x"
+            gain = "-" if row["plain"] is None else f"{row['socket_gain']:.2f}x"
             print(f"| {n} | {row['split']} | {row['local']:,.0f} | {row['ray']:,.0f} "
                   f"| {row['ratio']:.2f}x | {low:.2f}-{high:.2f}x | {row['cpu_local']:.0f} "
-                  f"| {row['cpu_ray']:.0f} |", flush=True)  # fmt: skip
+                  f"| {row['cpu_ray']:.0f} | {plain} | {gain} |", flush=True)  # fmt: skip
 
 
 def steps_per_second(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -> float:
@@ -209,7 +239,7 @@ def main() -> None:
         ensure_ray(num_cpus=cpus)
         niceness = ray.get(ray.remote(lambda: os.getpriority(os.PRIO_PROCESS, 0)).remote())
         print(f"{ENV_ID} {width}x{height}, {cpus} CPUs, Ray workers at nice {niceness}, "
-              f"{args.repeats} pairs of {args.seconds:g} s chunks (env steps/s, medians)")  # fmt: skip
+              f"{args.repeats} rounds of {args.seconds:g} s chunks (env steps/s, medians)")  # fmt: skip
         try:
             side_by_side_table(kwargs, args)
         finally:
