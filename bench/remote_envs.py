@@ -22,6 +22,9 @@ call through Ray, as for workers on another machine: the socket's own gain, in o
 with another checkout's Python to compare code: it uses only ``RayVectorEnv``'s public API and
 its actors' ``pid``.
 
+``--env CartPole-v1`` (with ``--per-actor``): an env whose step costs microseconds, so the
+figures are the transport's own cost a step.
+
 ``--miniwob TASK``: scaling instead. ``pixelrl/MiniWoB-<TASK>-v0`` (one headless Chromium per
 env) with 1, 2, 4 ... browsers: in-process (one ``SyncVectorEnv`` steps them in turn) and in Ray
 (one actor per browser, stepped in parallel). Also prints episodes/s and, from the one-worker
@@ -92,7 +95,9 @@ def chunk(envs: gym.vector.VectorEnv, actions: list, seconds: float, pids: list[
     return steps * envs.num_envs / wall, cpu / (steps * envs.num_envs)
 
 
-def _ray_calls_only(n: int, per_actor: int, kwargs: dict) -> gym.vector.VectorEnv | None:
+def _ray_calls_only(
+    env_id: str, n: int, per_actor: int, kwargs: dict
+) -> gym.vector.VectorEnv | None:
     """The same Ray vector with every call through Ray (no socket, as for workers on another
     machine), where this checkout has the socket (``pixelrl.envs.worker_channel``)."""
     try:
@@ -103,12 +108,14 @@ def _ray_calls_only(n: int, per_actor: int, kwargs: dict) -> gym.vector.VectorEn
 
     kept, worker_channel.SOCKET_DIR = worker_channel.SOCKET_DIR, "/nonexistent/pixelrl"
     try:  # the sockets are made here, at the start (and at restarts, which a bench has none of)
-        return RayVectorEnv(ENV_ID, n // per_actor, per_actor, kwargs=kwargs)
+        return RayVectorEnv(env_id, n // per_actor, per_actor, kwargs=kwargs)
     finally:
         worker_channel.SOCKET_DIR = kept
 
 
-def side_by_side(n: int, per_actor: int, kwargs: dict, args: argparse.Namespace) -> dict:
+def side_by_side(
+    env_id: str, n: int, per_actor: int, kwargs: dict, args: argparse.Namespace
+) -> dict:
     """In-process and Ray (``n // per_actor`` actors) in alternating chunks (module doc); with
     this checkout's code also the Ray vector without its socket, in the same rounds."""
     import ray
@@ -116,11 +123,11 @@ def side_by_side(n: int, per_actor: int, kwargs: dict, args: argparse.Namespace)
     from pixelrl.envs.remote import RayVectorEnv, make_registered
 
     local = gym.vector.SyncVectorEnv(
-        [lambda: make_registered(ENV_ID, kwargs) for _ in range(n)],
+        [lambda: make_registered(env_id, kwargs) for _ in range(n)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
-    contenders = [RayVectorEnv(ENV_ID, n // per_actor, per_actor, kwargs=kwargs)]
-    plain = _ray_calls_only(n, per_actor, kwargs)
+    contenders = [RayVectorEnv(env_id, n // per_actor, per_actor, kwargs=kwargs)]
+    plain = _ray_calls_only(env_id, n, per_actor, kwargs)
     contenders += [plain] if plain is not None else []
     try:
         pids = [ray.get([slot.actor.pid.remote() for slot in e.slots]) for e in contenders]
@@ -154,7 +161,7 @@ def side_by_side(n: int, per_actor: int, kwargs: dict, args: argparse.Namespace)
     return row
 
 
-def side_by_side_table(kwargs: dict, args: argparse.Namespace) -> None:
+def side_by_side_table(env_id: str, kwargs: dict, args: argparse.Namespace) -> None:
     print("| envs | Ray actors x envs | in-process steps/s | Ray steps/s | ratio (median) "
           "| ratio spread | CPU µs a step in-process | CPU µs a step Ray "
           "| ratio, Ray calls only | socket / Ray calls |")  # fmt: skip
@@ -163,7 +170,7 @@ def side_by_side_table(kwargs: dict, args: argparse.Namespace) -> None:
         for k in args.per_actor:
             if n % k:
                 continue
-            row = side_by_side(n, k, kwargs, args)
+            row = side_by_side(env_id, n, k, kwargs, args)
             low, high = row["spread"]
             plain = "-" if row["plain"] is None else f"{row['plain']:.2f}x"
             gain = "-" if row["plain"] is None else f"{row['socket_gain']:.2f}x"
@@ -223,6 +230,9 @@ def main() -> None:
     parser.add_argument("--miniwob", metavar="TASK", help="scale MiniWoB++ browsers instead")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--per-actor", type=int, nargs="+", help="side by side (module doc)")
+    parser.add_argument(
+        "--env", default=ENV_ID, help="with --per-actor: another env (CartPole-v1: the transport)"
+    )
     args = parser.parse_args()
     if args.miniwob:
         miniwob_scaling(args)
@@ -238,10 +248,12 @@ def main() -> None:
     if args.per_actor:  # Ray as the trainers start it (its workers' priority included)
         ensure_ray(num_cpus=cpus)
         niceness = ray.get(ray.remote(lambda: os.getpriority(os.PRIO_PROCESS, 0)).remote())
-        print(f"{ENV_ID} {width}x{height}, {cpus} CPUs, Ray workers at nice {niceness}, "
+        if args.env != ENV_ID:  # not the desktop: its own defaults
+            kwargs = {}
+        print(f"{args.env} {width}x{height}, {cpus} CPUs, Ray workers at nice {niceness}, "
               f"{args.repeats} rounds of {args.seconds:g} s chunks (env steps/s, medians)")  # fmt: skip
         try:
-            side_by_side_table(kwargs, args)
+            side_by_side_table(args.env, kwargs, args)
         finally:
             ray.shutdown()
         return
