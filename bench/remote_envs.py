@@ -11,6 +11,20 @@ before timing; episodes run back to back (resets included). Figures are env step
 second, best of ``--repeats`` chunks (other processes only ever slow a chunk down), and the
 ratio Ray / in-process (issue 24's target: >= 0.8 for batched envs on one machine).
 
+``--per-actor 16 32``: side by side instead. For each ``--envs`` N and each K that divides it,
+the in-process vector and the Ray vector of N/K actors x K envs are both built, then stepped in
+alternating chunks (in-process, Ray, in-process, ...) ``--repeats`` times, so a machine whose
+load changes slows both alike; the ratio of each round, their median and spread, and the CPU
+seconds an env step costs each way (this process, plus the actors' processes from ``/proc``;
+Ray's own daemons left out), which load does not inflate much. Where the code has the socket to
+the workers (``pixelrl.envs.worker_channel``), a third vector in the same rounds sends every
+call through Ray, as for workers on another machine: the socket's own gain, in one run. Run it
+with another checkout's Python to compare code: it uses only ``RayVectorEnv``'s public API and
+its actors' ``pid``.
+
+``--env CartPole-v1`` (with ``--per-actor``): an env whose step costs microseconds, so the
+figures are the transport's own cost a step.
+
 ``--miniwob TASK``: scaling instead. ``pixelrl/MiniWoB-<TASK>-v0`` (one headless Chromium per
 env) with 1, 2, 4 ... browsers: in-process (one ``SyncVectorEnv`` steps them in turn) and in Ray
 (one actor per browser, stepped in parallel). Also prints episodes/s and, from the one-worker
@@ -21,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 
 import gymnasium as gym
@@ -32,14 +47,7 @@ ENV_ID = "pixelrl/Desktop-Mixed-v0"
 def rates(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -> tuple[float, float]:
     """Env steps and episodes per second: the best of ``repeats`` timed chunks of about
     ``seconds`` each (the episode rate of that chunk)."""
-    # per env from the single space, then batched: gymnasium's batched GUI space is a plain Dict
-    # that would also sample the kinds a backend refuses (MiniWoB++: key_down / key_up)
-    single, n = envs.single_action_space, envs.num_envs
-    single.seed(0)
-    actions = [
-        concatenate(single, [single.sample() for _ in range(n)], create_empty_array(single, n))
-        for _ in range(64)
-    ]
+    actions = _actions(envs)
     envs.reset(seed=0)
     for a in actions[:4]:  # warm up: first frames, caches, Ray's object transfer paths
         envs.step(a)
@@ -53,6 +61,122 @@ def rates(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -> tuple[flo
         wall = time.perf_counter() - start
         best = max(best, (steps * envs.num_envs / wall, episodes / wall))
     return best
+
+
+def _actions(envs: gym.vector.VectorEnv, count: int = 64) -> list:
+    """``count`` batches of uniform actions, per env from the single space, then batched:
+    gymnasium's batched GUI space is a plain Dict that would also sample the kinds a backend
+    refuses (MiniWoB++: key_down / key_up)."""
+    single, n = envs.single_action_space, envs.num_envs
+    single.seed(0)
+    return [
+        concatenate(single, [single.sample() for _ in range(n)], create_empty_array(single, n))
+        for _ in range(count)
+    ]
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds (user + system) of this process and of ``pids`` so far."""
+    tick, total = os.sysconf("SC_CLK_TCK"), time.process_time()
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+def chunk(envs: gym.vector.VectorEnv, actions: list, seconds: float, pids: list[int]) -> tuple:
+    """Env steps per wall second and CPU seconds per env step of one chunk of ~``seconds``."""
+    steps, start, cpu = 0, time.perf_counter(), _cpu_seconds(pids)
+    while time.perf_counter() - start < seconds:
+        envs.step(actions[steps % len(actions)])
+        steps += 1
+    wall, cpu = time.perf_counter() - start, _cpu_seconds(pids) - cpu
+    return steps * envs.num_envs / wall, cpu / (steps * envs.num_envs)
+
+
+def _ray_calls_only(
+    env_id: str, n: int, per_actor: int, kwargs: dict
+) -> gym.vector.VectorEnv | None:
+    """The same Ray vector with every call through Ray (no socket, as for workers on another
+    machine), where this checkout has the socket (``pixelrl.envs.worker_channel``)."""
+    try:
+        from pixelrl.envs import worker_channel
+    except ImportError:  # older code: every call goes through Ray already
+        return None
+    from pixelrl.envs.remote import RayVectorEnv
+
+    kept, worker_channel.SOCKET_DIR = worker_channel.SOCKET_DIR, "/nonexistent/pixelrl"
+    try:  # the sockets are made here, at the start (and at restarts, which a bench has none of)
+        return RayVectorEnv(env_id, n // per_actor, per_actor, kwargs=kwargs)
+    finally:
+        worker_channel.SOCKET_DIR = kept
+
+
+def side_by_side(
+    env_id: str, n: int, per_actor: int, kwargs: dict, args: argparse.Namespace
+) -> dict:
+    """In-process and Ray (``n // per_actor`` actors) in alternating chunks (module doc); with
+    this checkout's code also the Ray vector without its socket, in the same rounds."""
+    import ray
+
+    from pixelrl.envs.remote import RayVectorEnv, make_registered
+
+    local = gym.vector.SyncVectorEnv(
+        [lambda: make_registered(env_id, kwargs) for _ in range(n)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+    contenders = [RayVectorEnv(env_id, n // per_actor, per_actor, kwargs=kwargs)]
+    plain = _ray_calls_only(env_id, n, per_actor, kwargs)
+    contenders += [plain] if plain is not None else []
+    try:
+        pids = [ray.get([slot.actor.pid.remote() for slot in e.slots]) for e in contenders]
+        actions = _actions(local)
+        for envs in (local, *contenders):
+            envs.reset(seed=0)
+            for a in actions[:4]:  # warm up: first frames, caches, Ray's transfer paths
+                envs.step(a)
+        rounds = []  # (steps/s, CPU s a step) of in-process, Ray, [Ray calls only]
+        for _ in range(args.repeats):
+            rounds.append([chunk(local, actions, args.seconds, [])] + [
+                chunk(e, actions, args.seconds, p) for e, p in zip(contenders, pids)
+            ])  # fmt: skip
+    finally:
+        for envs in (local, *contenders):
+            envs.close()
+    ratios = sorted(r[1][0] / r[0][0] for r in rounds)
+    row = {
+        "split": f"{n // per_actor} x {per_actor}",
+        "local": statistics.median(r[0][0] for r in rounds),
+        "ray": statistics.median(r[1][0] for r in rounds),
+        "ratio": statistics.median(ratios),
+        "spread": (ratios[0], ratios[-1]),
+        "cpu_local": statistics.median(r[0][1] for r in rounds) * 1e6,
+        "cpu_ray": statistics.median(r[1][1] for r in rounds) * 1e6,
+        "plain": None,
+    }
+    if plain is not None:
+        row["plain"] = statistics.median(r[2][0] / r[0][0] for r in rounds)
+        row["socket_gain"] = statistics.median(r[1][0] / r[2][0] for r in rounds)
+    return row
+
+
+def side_by_side_table(env_id: str, kwargs: dict, args: argparse.Namespace) -> None:
+    print("| envs | Ray actors x envs | in-process steps/s | Ray steps/s | ratio (median) "
+          "| ratio spread | CPU µs a step in-process | CPU µs a step Ray "
+          "| ratio, Ray calls only | socket / Ray calls |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n in args.envs:
+        for k in args.per_actor:
+            if n % k:
+                continue
+            row = side_by_side(env_id, n, k, kwargs, args)
+            low, high = row["spread"]
+            plain = "-" if row["plain"] is None else f"{row['plain']:.2f}x"
+            gain = "-" if row["plain"] is None else f"{row['socket_gain']:.2f}x"
+            print(f"| {n} | {row['split']} | {row['local']:,.0f} | {row['ray']:,.0f} "
+                  f"| {row['ratio']:.2f}x | {low:.2f}-{high:.2f}x | {row['cpu_local']:.0f} "
+                  f"| {row['cpu_ray']:.0f} | {plain} | {gain} |", flush=True)  # fmt: skip
 
 
 def steps_per_second(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -> float:
@@ -105,6 +229,10 @@ def main() -> None:
     parser.add_argument("--size", default="320x240", help="screen WxH")
     parser.add_argument("--miniwob", metavar="TASK", help="scale MiniWoB++ browsers instead")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--per-actor", type=int, nargs="+", help="side by side (module doc)")
+    parser.add_argument(
+        "--env", default=ENV_ID, help="with --per-actor: another env (CartPole-v1: the transport)"
+    )
     args = parser.parse_args()
     if args.miniwob:
         miniwob_scaling(args)
@@ -114,11 +242,23 @@ def main() -> None:
 
     import ray
 
-    from pixelrl.envs.remote import RayVectorEnv
+    from pixelrl.envs.remote import RayVectorEnv, ensure_ray
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"{ENV_ID} {width}x{height}, {cpus} CPUs (env steps/s, best chunk)")
+    if args.per_actor:  # Ray as the trainers start it (its workers' priority included)
+        ensure_ray(num_cpus=cpus)
+        niceness = ray.get(ray.remote(lambda: os.getpriority(os.PRIO_PROCESS, 0)).remote())
+        if args.env != ENV_ID:  # not the desktop: its own defaults
+            kwargs = {}
+        print(f"{args.env} {width}x{height}, {cpus} CPUs, Ray workers at nice {niceness}, "
+              f"{args.repeats} rounds of {args.seconds:g} s chunks (env steps/s, medians)")  # fmt: skip
+        try:
+            side_by_side_table(args.env, kwargs, args)
+        finally:
+            ray.shutdown()
+        return
     ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    print(f"{ENV_ID} {width}x{height}, {cpus} CPUs (env steps/s, best chunk)")
     rows = []
     try:
         for n in args.envs:

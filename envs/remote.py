@@ -9,8 +9,11 @@ every trainer here uses): a finished env is reset in the same step, its last obs
 in ``info["final_obs"]`` / ``info["final_info"]``; ``reset(seed=s)`` seeds env ``i`` with ``s+i``.
 
 Transport: each worker answers in the vector's layout (its envs' observations batched, infos
-merged), so the driver only joins the workers' blocks; a worker on the driver's machine writes
-the large observation arrays into shared memory instead of its answer (``pixelrl.envs.shared_obs``).
+merged), so the driver only joins the workers' blocks. A worker on the driver's machine writes
+the large observation arrays into shared memory instead of its answer (``pixelrl.envs.shared_obs``)
+and, from its first answer on, serves ``reset`` / ``step`` over a Unix socket instead of Ray's
+calls (``pixelrl.envs.worker_channel``: one message each way a step, without Ray's ~2 ms a call);
+Ray still starts, places and replaces it. A worker on another machine answers through Ray.
 
 Ray: joins the running cluster when there is one (``address="auto"``, ``RAY_ADDRESS`` or an
 ``ray.init`` already made), else starts a local one (``ray.init(num_cpus=...)``).
@@ -35,8 +38,10 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,8 +50,10 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
+from pixelrl.envs import worker_channel
 from pixelrl.envs.gui_action import ActionError
 from pixelrl.envs.shared_obs import SharedBuffers, SharedSpec
+from pixelrl.envs.worker_channel import Channel, Listener
 
 _ARRAY_SPACES = (
     gym.spaces.Box,
@@ -123,6 +130,14 @@ class _InfoLayout:
         self.num_envs = num_envs
 
 
+def _error_outcome(err: BaseException) -> tuple[str, Any]:
+    """What an env's exception in a worker means for the driver: an action it refused is the
+    caller's mistake (raised as from a ``SyncVectorEnv``), anything else a fault."""
+    if isinstance(err, ActionError):
+        return "refused", err
+    return "fault", f"error: {type(err).__name__}: {err}"
+
+
 class EnvWorkerError(RuntimeError):
     """The Ray vector env cannot go on: too few envs left, or no worker could start."""
 
@@ -135,9 +150,24 @@ def make_registered(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
     return gym.make(env_id, **kwargs)
 
 
+def _on_env_thread(method: Callable) -> Callable:
+    """Run a worker's ``method`` on its one env thread, whichever thread asked (Ray's, or the
+    channel's): an env bound to the thread that built it (a GL context) sees only that one,
+    and two calls never touch the envs at once."""
+
+    @functools.wraps(method)
+    def run(self: EnvWorker, *args: Any, **kwargs: Any) -> Any:
+        return self._env_thread.submit(method, self, *args, **kwargs).result()
+
+    return run
+
+
 class EnvWorker:
     """The actor's side: ``count`` envs stepped in turn, each reset in the step it ends
-    (gymnasium's ``SyncVectorEnv`` ``SAME_STEP`` logic, per env)."""
+    (gymnasium's ``SyncVectorEnv`` ``SAME_STEP`` logic, per env). On the driver's machine it
+    serves ``reset`` and ``step`` over a socket too (``open_channel``)."""
+
+    SERVED = ("reset", "step")  # what the channel may ask for
 
     def __init__(
         self,
@@ -146,7 +176,8 @@ class EnvWorker:
         refused_action: Any = None,
     ) -> None:
         fns = list(env_fn) if isinstance(env_fn, list | tuple) else [env_fn] * count
-        self.envs = [fn() for fn in fns]
+        self._env_thread = ThreadPoolExecutor(1, thread_name_prefix="env")
+        self.envs = self._env_thread.submit(lambda: [fn() for fn in fns]).result()
         self.refused_action = refused_action
         self._obs_space = self.envs[0].observation_space
         self._action_batch = batch_space(self.envs[0].action_space, len(self.envs))
@@ -164,6 +195,37 @@ class EnvWorker:
         batch = create_empty_array(self._obs_space, len(self.envs))
         self._copies = [self._shared.place(batch, copy) for copy in (0, 1)]
         return True
+
+    def open_channel(self, path: str) -> bool:
+        """Connect to the driver's socket at ``path`` and serve ``reset`` / ``step`` on it from
+        a thread of its own (``pixelrl.envs.worker_channel``); False when the socket is not on
+        this machine, and Ray carries every call."""
+        channel = worker_channel.connect(path)
+        if channel is None:
+            return False
+        threading.Thread(target=self._serve, args=(channel,), daemon=True).start()
+        return True
+
+    def _serve(self, channel: Channel) -> None:
+        """Answer the driver's requests, ``(name, args)``, with ``("ok", value)`` or
+        ``("error", exception)``, until it closes the channel."""
+        while True:
+            try:
+                name, args = channel.recv()
+            except (EOFError, OSError):
+                return
+            try:
+                if name not in self.SERVED:
+                    raise ValueError(f"the channel serves {self.SERVED}, not {name!r}")
+                answer = ("ok", getattr(self, name)(*args))
+            except Exception as err:  # noqa: BLE001 - the driver sorts it out, as from Ray
+                answer = ("error", err)
+            try:
+                channel.send(answer)
+            except OSError:  # the driver is gone
+                return
+            except Exception as err:  # noqa: BLE001 - pickling fails before a byte is sent
+                channel.send(("error", RuntimeError(f"the answer cannot be pickled: {err}")))
 
     def describe(self) -> dict[str, Any]:
         env = self.envs[0]
@@ -183,6 +245,7 @@ class EnvWorker:
 
         return ray.get_runtime_context().get_node_id()
 
+    @_on_env_thread
     def reset(
         self, seeds: Sequence[int | None], options: dict[str, Any] | None, mask: Sequence[bool]
     ) -> list[tuple[Any, dict[str, Any]] | None]:
@@ -191,6 +254,7 @@ class EnvWorker:
             for env, seed, m in zip(self.envs, seeds, mask)
         ]
 
+    @_on_env_thread
     def step(self, actions: Any, batched: bool = False) -> tuple:
         """Step every env (one action each: a list, or with ``batched`` this worker's rows of
         the vector's action batch) and answer in the vector's own layout, so the driver only
@@ -235,6 +299,7 @@ class EnvWorker:
             obs, reward, terminated, truncated, info = env.step(self.refused_action)
             return obs, reward, terminated, truncated, {**info, "action_error": str(err)}
 
+    @_on_env_thread
     def call(self, name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
         results = []
         for env in self.envs:
@@ -242,6 +307,7 @@ class EnvWorker:
             results.append(attr(*args, **kwargs) if callable(attr) else attr)
         return results
 
+    @_on_env_thread
     def close(self) -> None:
         for env in self.envs:
             env.close()
@@ -260,11 +326,23 @@ class _Slot:
     removed: bool = False
     reasons: list[str] = field(default_factory=list)
     shared: SharedBuffers | None = None  # its actor's observations, when it is on this machine
+    channel: Channel | None = None  # its actor's socket for reset / step, on this machine
+    listener: Listener | None = None  # until its actor's first answer says whether it connected
+    opening: Any = None  # the ref of the actor's open_channel call
+
+
+class _Sent:
+    """A request that went over a worker's channel (its answer is read from there); ``lost``
+    says why it could not be sent."""
+
+    def __init__(self, lost: str | None = None) -> None:
+        self.lost = lost
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     """Connect to Ray: the cluster at ``address`` (or ``RAY_ADDRESS``), else a local one with
-    ``num_cpus``. True when this call started Ray (so the caller may shut it down)."""
+    ``num_cpus``, whose workers run at this process's priority. True when this call started
+    Ray (so the caller may shut it down)."""
     import ray
 
     if ray.is_initialized():
@@ -273,8 +351,13 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     if address:
         ray.init(address=address)
     else:
-        # no dashboard: it is a web server and a few processes nobody looks at locally
-        ray.init(num_cpus=num_cpus, include_dashboard=False)
+        # No dashboard: it is a web server and a few processes nobody looks at locally. Ray
+        # starts its workers at nice 15 so that its daemons win; ours step the envs the
+        # trainer waits on, and at nice 15 anything else running on the machine starves them
+        # (docs/results/ray_envs.md: 2-4x slower steps on a loaded machine). RAY_worker_niceness
+        # still decides where it is set.
+        config = {} if "RAY_worker_niceness" in os.environ else {"worker_niceness": 0}
+        ray.init(num_cpus=num_cpus, include_dashboard=False, _system_config=config)
     return True
 
 
@@ -401,11 +484,40 @@ class RayVectorEnv(VectorEnv):
         return [self._seed + first + i + 7919 * self.restarts for i in range(slot.count)]
 
     def _share(self, slot: _Slot) -> None:
-        """Give the slot's (new) actor shared memory for its observations (Ray runs an actor's
-        calls in order, so its first step already writes there)."""
+        """Give the slot's (new) actor shared memory for its observations and a socket for its
+        calls (Ray runs an actor's calls in order: its first reset already writes there, and
+        by its first answer it has connected, or found no socket on its machine)."""
         slot.shared = SharedBuffers.create(self.single_observation_space, slot.count)
         if slot.shared is not None:
             slot.actor.share.remote(slot.shared.spec)
+        slot.listener = Listener.create()
+        if slot.listener is not None:
+            slot.opening = slot.actor.open_channel.remote(slot.listener.path)
+
+    def _accept(self, slot: _Slot) -> None:
+        """After the slot's first answer: its channel from now on, when its actor connected."""
+        import ray
+
+        listener, slot.listener = slot.listener, None
+        try:
+            connected = ray.get(slot.opening, timeout=self.start_timeout)
+        except ray.exceptions.RayError:
+            connected = False
+        if connected:
+            slot.channel = listener.accept(timeout=self.start_timeout)
+        else:  # on another machine: Ray carries its calls
+            listener.close()
+
+    def _request(self, slot: _Slot, method: str, *args: Any) -> Any:
+        """Ask the slot's worker for ``method(*args)``: over its channel when it has one, else
+        through Ray; ``_call`` waits for the answers either way."""
+        if slot.channel is None:
+            return getattr(slot.actor, method).remote(*args)
+        try:
+            slot.channel.send((method, args))
+        except OSError as err:  # the actor is gone (its end of the socket closed with it)
+            return _Sent(f"died: {type(err).__name__} on its channel")
+        return _Sent()
 
     def _kill(self, slot: _Slot) -> None:
         import ray
@@ -413,6 +525,10 @@ class RayVectorEnv(VectorEnv):
         if slot.shared is not None:  # the mapping lives on in views of its last observations
             slot.shared.unlink()
             slot.shared = None
+        for end in (slot.channel, slot.listener):
+            if end is not None:
+                end.close()
+        slot.channel = slot.listener = None
 
         if slot.actor is not None:
             try:
@@ -450,50 +566,87 @@ class RayVectorEnv(VectorEnv):
     def _call(
         self, pairs: list[tuple[_Slot, Any]], timeout: float, clears: bool = True
     ) -> dict[int, Any]:
-        """Wait for each slot's object ref up to ``timeout`` (in parallel); the results of those
-        that answered, and a fault for each of the others. With ``clears`` an answer ends the
-        slot's run of failures (a replacement's first reset does not: only a step it survives)."""
+        """Wait up to ``timeout`` for each slot's answer (a Ray object ref, or a request sent on
+        its channel: ``_request``), all asked before any is awaited; the results of those that
+        answered, and a fault for each of the others. With ``clears`` an answer ends the slot's
+        run of failures (a replacement's first reset does not: only a step it survives). An
+        action an env refused is raised once every answer is read (the channels stay in step)."""
+        deadline = time.monotonic() + timeout
+        on_ray = [(slot, ticket) for slot, ticket in pairs if not isinstance(ticket, _Sent)]
+        outcomes = self._ray_outcomes(on_ray, deadline, timeout) if on_ray else {}
+        for slot, ticket in pairs:
+            if isinstance(ticket, _Sent):
+                outcomes[slot.index] = self._channel_outcome(slot, ticket, deadline, timeout)
+        results: dict[int, Any] = {}
+        refused: ActionError | None = None
+        for slot, _ in pairs:
+            kind, value = outcomes[slot.index]
+            if kind == "ok":
+                results[slot.index] = value
+                self._answered(slot, clears)
+            elif kind == "refused":  # the caller's action, not the env's fault
+                refused = refused or value
+            else:
+                self._fault(slot, value)
+        if refused is not None:
+            raise refused
+        return results
+
+    @staticmethod
+    def _ray_outcomes(
+        pairs: list[tuple[_Slot, Any]], deadline: float, timeout: float
+    ) -> dict[int, tuple[str, Any]]:
+        """Each slot's answer through Ray: ``("ok", value)``, ``("refused", ActionError)`` or
+        ``("fault", reason)``."""
         import ray
         from ray.exceptions import RayActorError, RayError, RayTaskError
 
         refs = [ref for _, ref in pairs]
-        if not refs:
-            return {}
-        deadline = time.monotonic() + timeout
         try:  # the common case in one call: every worker answers in time
-            values = ray.get(refs, timeout=timeout)
+            values = ray.get(refs, timeout=max(0.0, deadline - time.monotonic()))
         except RayError:  # a timeout or a failure: sort the answers out one by one below
             pass
         else:
-            for slot, _ in pairs:
-                self._answered(slot, clears)
-            return {slot.index: value for (slot, _), value in zip(pairs, values)}
+            return {slot.index: ("ok", value) for (slot, _), value in zip(pairs, values)}
         left = max(0.0, deadline - time.monotonic())
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=left)
-        done = set(ready)
-        results: dict[int, Any] = {}
+        done = set(ray.wait(refs, num_returns=len(refs), timeout=left)[0])
+        outcomes: dict[int, tuple[str, Any]] = {}
         for slot, ref in pairs:
             if ref not in done:
-                self._fault(slot, f"timeout: no answer within {timeout:g} s")
+                outcomes[slot.index] = ("fault", f"timeout: no answer within {timeout:g} s")
                 continue
             try:
-                results[slot.index] = ray.get(ref)
+                outcomes[slot.index] = ("ok", ray.get(ref))
             except RayActorError as err:
-                self._fault(slot, f"died: {type(err).__name__}")
+                outcomes[slot.index] = ("fault", f"died: {type(err).__name__}")
             except RayTaskError as err:
-                if isinstance(err.cause, ActionError):
-                    raise err.cause from None  # the caller's action, not the env's fault
-                self._fault(slot, f"error: {type(err.cause).__name__}: {err.cause}")
-            else:
-                self._answered(slot, clears)
-        return results
+                outcomes[slot.index] = _error_outcome(err.cause)
+        return outcomes
 
     @staticmethod
-    def _answered(slot: _Slot, clears: bool) -> None:
+    def _channel_outcome(
+        slot: _Slot, sent: _Sent, deadline: float, timeout: float
+    ) -> tuple[str, Any]:
+        """The slot's answer on its channel, as ``_ray_outcomes`` gives it."""
+        if sent.lost is not None:
+            return "fault", sent.lost
+        try:  # the others were waited for first: what is left of the common deadline
+            status, value = slot.channel.recv(timeout=max(1e-3, deadline - time.monotonic()))
+        except TimeoutError:
+            return "fault", f"timeout: no answer within {timeout:g} s"
+        except (EOFError, OSError) as err:  # its process is gone, and its end of the socket
+            return "fault", f"died: {type(err).__name__} on its channel"
+        except Exception as err:  # noqa: BLE001 - an answer this process cannot unpickle
+            return _error_outcome(err)
+        return ("ok", value) if status == "ok" else _error_outcome(value)
+
+    def _answered(self, slot: _Slot, clears: bool) -> None:
         if clears:
             slot.failures = 0
         if slot.shared is not None:  # it has mapped its file by now (its calls run in order)
             slot.shared.unlink()
+        if slot.listener is not None:  # and tried our socket
+            self._accept(slot)
 
     def _restart(
         self, slots: list[_Slot], starts: dict[int, int], seeds: Sequence[int | None] | None = None
@@ -515,7 +668,7 @@ class RayVectorEnv(VectorEnv):
                     if seeds is None
                     else list(seeds[first : first + slot.count])
                 )
-                pairs.append((slot, slot.actor.reset.remote(own, None, [True] * slot.count)))
+                pairs.append((slot, self._request(slot, "reset", own, None, [True] * slot.count)))
             fresh.update(self._call(pairs, self.start_timeout, clears=False))
             pending = [s for s in pending if s.index not in fresh and not s.removed]
         return fresh
@@ -554,7 +707,9 @@ class RayVectorEnv(VectorEnv):
         calls = []
         for slot in slots:
             rows = slice(starts[slot.index], starts[slot.index] + slot.count)
-            calls.append((slot, slot.actor.reset.remote(seeds[rows], options, list(mask[rows]))))
+            calls.append(
+                (slot, self._request(slot, "reset", seeds[rows], options, list(mask[rows])))
+            )
         results = self._call(calls, self.start_timeout)
         # a worker that failed its reset gets a fresh actor (reset in full: nothing was running)
         failed = [s for s, _ in calls if s.index not in results]
@@ -590,7 +745,7 @@ class RayVectorEnv(VectorEnv):
         for slot in self.live:
             rows = slice(starts[slot.index], starts[slot.index] + slot.count)
             part = _rows(self.single_action_space, actions, rows) if batched else actions[rows]
-            calls.append((slot, slot.actor.step.remote(part, batched)))
+            calls.append((slot, self._request(slot, "step", part, batched)))
         results = self._call(calls, self.step_timeout)
         failed = [slot for slot, _ in calls if slot.index not in results]
         fresh = self._restart(failed, starts)

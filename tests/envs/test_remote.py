@@ -81,15 +81,23 @@ def local_ray():
     ray.shutdown()
 
 
+def remote_and_local(
+    env_id: str, kwargs: dict, workers: int, per_worker: int
+) -> tuple[RayVectorEnv, gym.vector.SyncVectorEnv]:
+    """The same envs in Ray actors and in this process, as the trainers run them."""
+    remote = RayVectorEnv(env_id, num_workers=workers, per_worker=per_worker, kwargs=kwargs)
+    local = gym.vector.SyncVectorEnv(
+        [lambda: make_registered(env_id, kwargs) for _ in range(workers * per_worker)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+    return remote, local
+
+
 @pytest.mark.parametrize("shared", [True, False], ids=["shared-memory", "object-store"])
 def test_same_batches_as_sync_vector_env_for_the_same_seeds(shared, monkeypatch, tmp_path):
     if not shared:  # as for a worker on another machine: every observation through Ray
         monkeypatch.setattr(shared_obs, "SHM_DIR", str(tmp_path / "no-shm"))
-    remote = RayVectorEnv(DESKTOP, num_workers=2, per_worker=2, kwargs=DESKTOP_KWARGS)
-    local = gym.vector.SyncVectorEnv(
-        [lambda: make_registered(DESKTOP, DESKTOP_KWARGS) for _ in range(4)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
+    remote, local = remote_and_local(DESKTOP, DESKTOP_KWARGS, 2, 2)
     try:
         assert remote.num_envs == 4
         assert remote.single_observation_space == local.single_observation_space
