@@ -288,6 +288,9 @@ def shape_patch(
     return patch
 
 
+SMALL_BOX = 128 * 128  # pixels: a box this small is cheaper written whole twice than by edges
+
+
 class Canvas:
     """Draws onto ``frame`` (H×W×3 uint8), never outside ``clip``."""
 
@@ -341,8 +344,18 @@ class Canvas:
         fill((x1 - width, y0, x1, y1), color)
 
     def box(self, rect: Rect, fill: Color, outline: Color | None = None, width: int = 1) -> None:
-        self.fill(rect, fill)
-        if outline is not None:
+        if outline is None:
+            self.fill(rect, fill)
+            return
+        x0, y0, x1, y1 = rect
+        w, h = x1 - x0, y1 - y0
+        if w >= 2 * width and h >= 2 * width and w * h <= SMALL_BOX:
+            # the outline's colour everywhere, then the inside: the same pixels in 2 numpy
+            # writes instead of 5 (for a widget-sized box; a window's would be written twice)
+            self.fill(rect, outline)
+            self.fill((x0 + width, y0 + width, x1 - width, y1 - width), fill)
+        else:
+            self.fill(rect, fill)
             self.border(rect, outline, width)
 
     def paste(self, x: int, y: int, patch: np.ndarray) -> None:
