@@ -45,8 +45,8 @@ def a11y_element(
         "id": id,
         "role": role,
         "name": name,
-        "bbox": [int(v) for v in bbox],
-        "state": dict(state or {}),
+        "bbox": list(map(int, bbox)),
+        "state": dict(state) if state else {},
         "focused": bool(focused),
     }
 

@@ -7,9 +7,9 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pixelrl.envs.desktop.screen import Desktop
+from pixelrl.envs.desktop.screen import Desktop, wallpaper_key
 from pixelrl.envs.desktop.tasks import FAMILIES, Plan, Task, expert_plan
-from pixelrl.envs.desktop.theme import check_screen_size, make_theme
+from pixelrl.envs.desktop.theme import PALETTES, Theme, check_screen_size, make_theme
 from pixelrl.envs.gui import a11y_to_text, observation_space
 from pixelrl.envs.gui_action import (
     DEFAULT_MAX_TEXT_LENGTH,
@@ -21,6 +21,7 @@ from pixelrl.envs.gui_action import (
 from pixelrl.envs.gui_action.coordinates import CoordinateSpace, coordinate_space
 
 REWARDS = ("sparse", "shaped")
+FRAMES_KEPT = len(PALETTES)  # frames an env keeps between episodes: one per wallpaper
 
 
 class DesktopEnv(gymnasium.Env):
@@ -66,6 +67,10 @@ class DesktopEnv(gymnasium.Env):
 
     Determinism: everything random comes from the env's seeded ``np_random``; the same seed and
     actions give identical frames and rewards.
+
+    Memory: between episodes the env keeps one frame per wallpaper (``FRAMES_KEPT``, 5: ~15 MB at
+    1280×800, ~31 MB at 1920×1080), so that a reset repaints only what changed; every
+    observation is the caller's own copy.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 5}
@@ -106,6 +111,7 @@ class DesktopEnv(gymnasium.Env):
         chosen = list(FAMILIES) if self.family == "mixed" else [self.family]
         self.vocabulary: list[str] = sorted({v for f in chosen for v in FAMILIES[f].vocabulary})
         self.desktop: Desktop | None = None
+        self._frames: dict[tuple, Desktop] = {}  # the last desktop on each wallpaper, oldest first
         self.task: Task | None = None
         self._info: dict[str, Any] = {}
         self._plan: Plan | None = None  # the expert's plan _make_info computed for this state
@@ -127,9 +133,8 @@ class DesktopEnv(gymnasium.Env):
                     f"this env runs {self.family!r}; options['family']={family!r} needs family='mixed'"
                 )
         theme = make_theme(self.screen_size, self.np_random)
-        # the previous episode's frame buffer is reused: no new 3 MB allocation per reset, and
-        # no full repaint when the wallpaper is the same (1 reset in 5)
-        self.desktop = Desktop(theme, previous=self.desktop)
+        self.desktop = Desktop(theme, previous=self._desktop_to_reuse(theme))
+        self._frames[self.desktop.wallpaper_key] = self.desktop
         task_cls = FAMILIES[family]
         self.task = task_cls(self.desktop, self.np_random)
         self.current_family = family
@@ -190,6 +195,21 @@ class DesktopEnv(gymnasium.Env):
         return self.task.instruction if self.task is not None else ""
 
     # -- internals -----------------------------------------------------------------------------
+    def _desktop_to_reuse(self, theme: Theme) -> Desktop | None:
+        """The last desktop drawn on ``theme``'s wallpaper, whose frame a reset takes over.
+
+        One frame is kept per wallpaper (at most one per palette: ~3 MB each at 1280×800), so
+        that a reset repaints only what that desktop drew over its wallpaper instead of
+        rewriting the whole frame (memory-bound: the costliest part of a reset). When more
+        wallpapers than ``FRAMES_KEPT`` appear, the oldest frame is taken over and fully repainted.
+        """
+        key = wallpaper_key(theme)
+        if key in self._frames:
+            return self._frames.pop(key)  # popped, then stored again: the dict runs oldest first
+        if len(self._frames) >= FRAMES_KEPT:
+            return self._frames.pop(next(iter(self._frames)))
+        return None
+
     def _observation(self) -> dict[str, Any]:
         obs = {"screenshot": self.desktop.render().copy(), "instruction": self.task.instruction}
         if self.a11y_text:

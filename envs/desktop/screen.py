@@ -20,6 +20,11 @@ from pixelrl.envs.gui import a11y_element
 from pixelrl.envs.gui_action import MODIFIER_KEYS, Action
 
 
+def wallpaper_key(theme: Theme) -> tuple:
+    """What a frame's bare wallpaper depends on: the screen size and the gradient's colours."""
+    return (theme.width, theme.height, *theme.palette.wallpaper)
+
+
 class Desktop(Widget):
     """The screen: wallpaper, icons, windows in z-order, taskbar, popup, focus, and the frame.
 
@@ -34,7 +39,7 @@ class Desktop(Widget):
     ) -> None:
         """``frame``: an H×W×3 uint8 buffer to draw into (reused between episodes), or a new one.
 
-        ``previous``: the desktop whose frame this one takes over (the last episode's). Where its
+        ``previous``: the desktop whose frame this one takes over (an earlier episode's). Where its
         wallpaper is this one's, only what it drew over the wallpaper is repainted, not the whole
         screen (the frame then holds the same pixels as after a full repaint).
         """
@@ -64,7 +69,7 @@ class Desktop(Widget):
         self.frame = frame
         self.canvas = Canvas(self.frame)
         self.wallpaper = render.gradient(theme.width, theme.height, *theme.palette.wallpaper)
-        self.wallpaper_key = (theme.width, theme.height, *theme.palette.wallpaper)
+        self.wallpaper_key = wallpaper_key(theme)
         self.dirty: list[Rect] = [self.rect]  # regions to repaint, kept disjoint
         if (
             previous is not None
@@ -104,6 +109,13 @@ class Desktop(Widget):
         rect = intersect(rect, self.rect)
         if rect is None:
             return
+        x0, y0, x1, y1 = rect
+        for r in self.dirty:
+            if r[0] <= x0 and r[1] <= y0 and x1 <= r[2] and y1 <= r[3]:
+                # already inside a dirty region (a reset's full-screen one, most often): merging
+                # would give that region back (the regions are disjoint, so only the order of
+                # repainting them would change, which no pixel depends on)
+                return
         merged = True
         while merged:
             merged = False

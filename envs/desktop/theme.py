@@ -9,6 +9,7 @@ colours vary between episodes (a pixel policy must not key on one colour).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -188,10 +189,16 @@ def check_screen_size(screen_size: tuple[int, int]) -> tuple[int, int]:
 def make_theme(screen_size: tuple[int, int], rng: np.random.Generator | None = None) -> Theme:
     """The theme of a W×H screen; with ``rng`` the palette and font size vary a little."""
     width, height = check_screen_size(screen_size)
-    scale = float(np.clip(min(width / 1280, height / 800), 0.7, 1.4))
     jitter = int(rng.integers(-1, 2)) if rng is not None else 0
+    palette = int(rng.integers(len(PALETTES))) if rng is not None else 0
+    return _theme(width, height, jitter, palette)
+
+
+@lru_cache(maxsize=256)
+def _theme(width: int, height: int, jitter: int, palette: int) -> Theme:
+    # Cached: a reset asks for one of a few themes per screen size (a Theme is frozen).
+    scale = min(max(min(width / 1280, height / 800), 0.7), 1.4)
     font_size = max(9, round(13 * scale) + jitter)
-    palette = PALETTES[int(rng.integers(len(PALETTES)))] if rng is not None else PALETTES[0]
     pad = max(3, round(6 * scale))
     lh = line_height(font_size)
     return Theme(
@@ -206,5 +213,5 @@ def make_theme(screen_size: tuple[int, int], rng: np.random.Generator | None = N
         title_height=lh + max(4, round(10 * scale)),
         taskbar_height=lh + max(6, round(12 * scale)),
         icon_size=max(20, round(40 * scale)),
-        palette=palette,
+        palette=PALETTES[palette],
     )

@@ -72,8 +72,13 @@ class Widget:
         return (x0 + ox, y0 + oy, x1 + ox, y1 + oy)
 
     def origin(self) -> tuple[int, int]:
-        r = self.abs_rect()
-        return r[0], r[1]
+        # abs_rect()[:2] without building the rectangle: every draw and a11y element asks this
+        parent = self.parent
+        x0, y0 = self.rect[0], self.rect[1]
+        if parent is None:
+            return x0, y0
+        ox, oy = parent.origin()
+        return x0 + ox, y0 + oy
 
     def window(self) -> Window | None:
         w: Widget | None = self
@@ -87,15 +92,18 @@ class Widget:
 
     @property
     def theme(self) -> Theme:
-        return self.desktop.theme
+        return self.desktop._theme  # not desktop.theme: one property call less, asked per draw
 
     def emit(self, kind: str, payload: Any = None) -> None:
         self.desktop.events.append((kind, self, payload))
 
     # -- drawing and hit-testing ----------------------------------------------------------------
     def draw(self, c: Canvas) -> None:
+        cx0, cy0, cx1, cy1 = c.clip
         for child in self.children:
-            if intersect(child.abs_rect(), c.clip):
+            # intersect(child.abs_rect(), c.clip) is not None, inlined (a test per child a step)
+            x0, y0, x1, y1 = child.abs_rect()
+            if x0 < cx1 and cx0 < x1 and y0 < cy1 and cy0 < y1 and x0 < x1 and y0 < y1:
                 child.draw(c)
 
     def hit(self, x: int, y: int) -> Widget:
@@ -1062,19 +1070,22 @@ class Window(Widget):
         active = self.desktop.top_window() is self
         c.box(r, p.window, p.border)
         tr = self.title_rect()
-        title_bg = p.title_active if active else p.title_inactive
-        c.fill((tr[0] + 1, tr[1] + 1, tr[2] - 1, tr[3]), title_bg)
-        close_w = t.title_height if self.closable else 0
-        title = fit_text(self.name, t.title_size, tr[2] - tr[0] - 2 * t.pad - close_w, bold=True)
-        c.text(
-            tr[0] + t.pad,
-            self.text_y(tr, t.title_size),
-            title,
-            t.title_size,
-            p.title_text,
-            True,
-            bg=title_bg,
-        )
+        if c.clip[1] < tr[3]:  # else the repaint lies below the title bar: nothing of it shows
+            title_bg = p.title_active if active else p.title_inactive
+            c.fill((tr[0] + 1, tr[1] + 1, tr[2] - 1, tr[3]), title_bg)
+            close_w = t.title_height if self.closable else 0
+            title = fit_text(
+                self.name, t.title_size, tr[2] - tr[0] - 2 * t.pad - close_w, bold=True
+            )
+            c.text(
+                tr[0] + t.pad,
+                self.text_y(tr, t.title_size),
+                title,
+                t.title_size,
+                p.title_text,
+                True,
+                bg=title_bg,
+            )
         super().draw(c)
         c.clip = saved
 
@@ -1126,6 +1137,10 @@ class WindowClose(Widget):
         s = t.title_height
         m = max(2, s // 6)
         return (r[2] - s + m, r[1] + m, r[2] - m, r[1] + s - m)
+
+    def origin(self) -> tuple[int, int]:
+        r = self.abs_rect()  # placed by its window's rect, not by self.rect
+        return r[0], r[1]
 
     def draw(self, c: Canvas) -> None:
         r = self.abs_rect()

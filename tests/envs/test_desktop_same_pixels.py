@@ -45,8 +45,8 @@ def test_the_digest_sees_a_different_episode(bench):
 
 
 def test_a_reset_that_keeps_the_wallpaper_shows_what_a_full_repaint_shows():
-    # A reset repaints only what the last episode drew over the wallpaper when the new theme has
-    # the same wallpaper: after random actions (dragged windows, open menus) as well.
+    # A reset repaints only what the last episode on the new theme's wallpaper drew over it (the
+    # env keeps one frame per wallpaper): after random actions (dragged windows, open menus) too.
     from pixelrl.envs.desktop.env import DesktopEnv
     from pixelrl.envs.gui_action import Action, ActionError
 
@@ -54,7 +54,7 @@ def test_a_reset_that_keeps_the_wallpaper_shows_what_a_full_repaint_shows():
     env = DesktopEnv("mixed", screen_size=size)
     env.reset(seed=5)
     env.action_space.seed(5)
-    kept = 0
+    kept = older = 0  # resets on the last episode's frame / on an older episode's kept frame
     for _ in range(150):
         for _ in range(3):
             try:
@@ -68,6 +68,7 @@ def test_a_reset_that_keeps_the_wallpaper_shows_what_a_full_repaint_shows():
         obs, _ = env.reset()
         desktop = env.desktop
         kept += before.wallpaper_key == desktop.wallpaper_key
+        older += desktop.frame is not before.frame
         desktop.dirty = [desktop.rect]
         assert (desktop.render() == obs["screenshot"]).all()
-    assert kept >= 10  # the partial repaint was exercised
+    assert kept >= 10 and older >= 30  # both partial repaints were exercised
