@@ -191,7 +191,12 @@ def main() -> None:
     else:
         init, sft_cpu = run_sft(args, out / "sft")
     held = [EVAL_SEED_BASE + k for k in range(args.held_out)]
-    results = {"SFT start": play_agent(init, held)}
+    cache = init.parent / f"heldout-{args.held_out}.json"  # the start's episodes, played once
+    if cache.is_file():
+        results = {"SFT start": json.loads(cache.read_text())}
+    else:
+        results = {"SFT start": play_agent(init, held)}
+        cache.write_text(json.dumps(results["SFT start"]))
     start = measures(results["SFT start"])
     print(f"SFT start: held-out success {start['success']:.3f}, parsed {start['parsed']:.2f} "
           f"({sft_cpu:.0f} CPU s)", flush=True)  # fmt: skip

@@ -199,7 +199,7 @@ class AgentSpec:
             from pixelrl.trl_env import tool_schemas
 
             return NavToolCallCodec(forward_step, turn_degrees, self.max_repeat, self.max_steps,
-                                    tool_schemas(NavEnvironment))  # fmt: skip
+                                    tools=tool_schemas(NavEnvironment))  # fmt: skip
         return NavActionCodec(forward_step, turn_degrees, self.max_repeat, self.max_steps)
 
     def to_json(self) -> dict[str, Any]:

@@ -91,15 +91,8 @@ class NavToolCallCodec(NavActionCodec):
     action_format = "toolcall"
     prompt_template = PROMPT_TEMPLATE
 
-    def __init__(
-        self,
-        forward_step: float = 0.25,
-        turn_degrees: float = 30.0,
-        max_repeat: int = 4,
-        max_steps: int = 8,
-        tools: Sequence[dict] = (),
-    ) -> None:
-        super().__init__(forward_step, turn_degrees, max_repeat, max_steps)
+    def __init__(self, *args: Any, tools: Sequence[dict] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # NavActionCodec's step and turn sizes and bounds
         self.tools = tuple(tools)
 
     @property
