@@ -127,7 +127,7 @@ def run_trl(args, init: Path, out: Path, seed: int, budget: float) -> tuple[floa
     config = GRPOConfig(
         output_dir=str(out / "trainer"), max_steps=10 * args.steps,
         per_device_train_batch_size=args.starts * args.samples, num_generations=args.samples,
-        max_completion_length=args.turns * (24 + TOOL_ANSWER), max_tool_calling_iterations=args.turns,
+        max_completion_length=args.turns * (40 + TOOL_ANSWER), max_tool_calling_iterations=args.turns,
         learning_rate=args.lr, lr_scheduler_type="constant", beta=0.0, temperature=1.0,
         loss_type="dapo", shuffle_dataset=False, logging_steps=1, report_to=[], use_cpu=True,
         save_strategy="no", gradient_checkpointing=False, seed=seed, disable_tqdm=True,
