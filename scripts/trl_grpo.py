@@ -199,11 +199,14 @@ def write_log(log_history: list[dict], folder: str) -> None:
     rows = [r for r in log_history if "reward" in r]
     steps = [r.get("step", i + 1) for i, r in enumerate(rows)]
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(steps, [r["reward"] for r in rows], marker="o", label="mean reward (get_reward)")
-    ax.plot(steps, [r.get("tools/call_frequency", 0.0) for r in rows], marker="s",
-            label="tool calls a rollout")  # fmt: skip
+    ax.plot(steps, [r["reward"] for r in rows], marker="o", color="C0")
     ax.set(xlabel="GRPO step", title="TRL GRPOTrainer on a pixelrl env")
-    ax.legend()
+    ax.set_ylabel("mean reward (get_reward)", color="C0")
+    calls = ax.twinx()  # its own scale: a reward of -0.01 would be flat beside 0.9 calls
+    calls.plot(steps, [r.get("tools/call_frequency", 0.0) for r in rows], marker="s", color="C1")
+    calls.plot(steps, [r.get("tools/failure_frequency", 0.0) for r in rows], marker="x",
+               color="C3", linestyle=":")  # fmt: skip
+    calls.set_ylabel("tool calls a rollout (x: share refused)", color="C1")
     fig.tight_layout()
     fig.savefig(out / "reward_curve.png", dpi=120)
     plt.close(fig)
