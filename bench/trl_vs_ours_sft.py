@@ -211,7 +211,8 @@ def main() -> None:
         print(f"TRL seed {seed}: {len(logs)} steps in {spent:.0f} CPU s (ours: {args.steps} "
               f"steps in {budget:.0f}); reward per step {[round(r['reward'], 2) for r in logs]}, "
               f"tool calls a rollout {calls:.2f}")  # fmt: skip
-    (out / "results.json").write_text(json.dumps(results))
+    seeds = "-".join(map(str, args.seeds))
+    (out / f"results-seeds-{seeds}.json").write_text(json.dumps(results))  # per-episode rows
 
     print(f"\nPointNav held-out ({args.held_out} episodes, greedy), SFT start: {args.episodes} "
           f"demos x {args.sft_steps} steps ({sft_cpu:.0f} CPU s)")  # fmt: skip

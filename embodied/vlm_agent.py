@@ -45,6 +45,8 @@ TASKS = {
     "pixelrl/InstructNav-v0": "instructnav",
 }
 AGENT_FILE = "pixelrl_nav_agent.json"
+# how answers are written: text (move_forward(3)) or toolcall (TRL's navigation tool calls)
+ACTION_FORMATS = ("text", "toolcall")
 
 
 # -- the prompt ---------------------------------------------------------------------------------
@@ -225,9 +227,10 @@ class AgentSpec:
 
     def validate(self) -> None:
         """``ValueError`` naming the key whose value is of the wrong type or out of range."""
-        if self.action_format not in ("text", "toolcall"):
+        if self.action_format not in ACTION_FORMATS:
             raise ValueError(
-                f"'action_format' must be text or toolcall, got {str(self.action_format)[:40]!r}"
+                f"'action_format' must be {' or '.join(ACTION_FORMATS)}, "
+                f"got {str(self.action_format)[:40]!r}"
             )
         if self.task not in TASKS.values():
             raise ValueError(

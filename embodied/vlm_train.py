@@ -48,6 +48,7 @@ import numpy as np
 
 from pixelrl.config import Config, ConfigError, check_ranges, load_config
 from pixelrl.embodied.rewards import DEFAULT_WEIGHTS
+from pixelrl.embodied.vlm_agent import ACTION_FORMATS
 from pixelrl.embodied.vlm_demos import record_demonstrations, sft_examples
 from pixelrl.embodied.vlm_episodes import evaluate, play
 from pixelrl.embodied.vlm_spec import (
@@ -107,7 +108,6 @@ DEFAULTS: dict[str, Any] = text_defaults({
     "eval": {"interval": 10, "episodes": 40, "val_episodes": 0, "val_measure": "success"},
 })  # fmt: skip
 REWARD_KINDS = ("measures", "time_decayed")
-ACTION_FORMATS = ("text", "toolcall")
 VAL_MEASURES = SCORES
 
 
