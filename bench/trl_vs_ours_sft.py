@@ -214,8 +214,9 @@ def main() -> None:
     seeds = "-".join(map(str, args.seeds))
     (out / f"results-seeds-{seeds}.json").write_text(json.dumps(results))  # per-episode rows
 
-    print(f"\nPointNav held-out ({args.held_out} episodes, greedy), SFT start: {args.episodes} "
-          f"demos x {args.sft_steps} steps ({sft_cpu:.0f} CPU s)")  # fmt: skip
+    made = f"{args.episodes} demos x {args.sft_steps} steps ({sft_cpu:.0f} CPU s)"
+    print(f"\nPointNav held-out ({args.held_out} episodes, greedy), SFT start: "
+          f"{args.sft if args.sft else made}")  # fmt: skip
     print("| model | GRPO CPU s | Success [95% CI] | SPL | parsed |")
     print("|---|---:|---|---:|---:|")
     for name, rows in results.items():
