@@ -19,10 +19,12 @@ import numpy as np
 from pixelrl.embodied.rewards import measure_reward, unused_steps
 from pixelrl.embodied.vlm_agent import TASKS, goal_text
 from pixelrl.embodied.vlm_train import DEFAULTS
-from pixelrl.envs.nav.tasks import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
-from pixelrl.trl_env import NAV_PROMPT, ToolEnvironment, ToolError, whole_number
+from pixelrl.envs.gui_action import ActionError
+from pixelrl.envs.nav.tasks import STOP
+from pixelrl.envs.nav.toolcall import MAX_REPEAT, tool_actions
+from pixelrl.trl_env import NAV_PROMPT, ToolEnvironment, ToolError
 
-MAX_REPEAT = 10  # low-level steps one tool call may take
+__all__ = ["MAX_REPEAT", "NavEnvironment"]
 
 
 class NavEnvironment(ToolEnvironment):
@@ -50,11 +52,17 @@ class NavEnvironment(ToolEnvironment):
     def _reward(self, reward: float, info: dict[str, Any], done: bool) -> float:
         return 0.0  # a call is scored as a whole, as a turn (_turn)
 
-    def _turn(self, action: int, times: int) -> list:
-        times = whole_number(times, "the count", 1, MAX_REPEAT)
+    def _turn(self, tool: str, **arguments: Any) -> list:
+        """Play the tool call: its actions are the navigation tool-call dialect's
+        (:func:`pixelrl.envs.nav.toolcall.tool_actions`), so a model that learnt that dialect
+        in our SFT means the same here."""
+        try:
+            actions = tool_actions(tool, arguments)
+        except ActionError as e:
+            raise ToolError(str(e)) from None
         before, steps = self._info["distance_to_goal"], self._info["num_steps"]
-        answer = self._play([action] * times)
-        unused = unused_steps(self.env, self._info, action == STOP) if self._over else 0
+        answer = self._play(actions)
+        unused = unused_steps(self.env, self._info, actions[-1] == STOP) if self._over else 0
         self._return += measure_reward(self.rewards, before, self._info,
                                        self._info["num_steps"] - steps, True, self._over, unused)  # fmt: skip
         return answer
@@ -68,7 +76,7 @@ class NavEnvironment(ToolEnvironment):
         Returns:
             The new camera frame and the goal in words.
         """
-        return self._turn(MOVE_FORWARD, steps)
+        return self._turn("move_forward", steps=steps)
 
     def turn_left(self, times: int = 1) -> list:
         """Turn left on the spot.
@@ -79,7 +87,7 @@ class NavEnvironment(ToolEnvironment):
         Returns:
             The new camera frame and the goal in words.
         """
-        return self._turn(TURN_LEFT, times)
+        return self._turn("turn_left", times=times)
 
     def turn_right(self, times: int = 1) -> list:
         """Turn right on the spot.
@@ -90,7 +98,7 @@ class NavEnvironment(ToolEnvironment):
         Returns:
             The new camera frame and the goal in words.
         """
-        return self._turn(TURN_RIGHT, times)
+        return self._turn("turn_right", times=times)
 
     def stop(self) -> list:
         """Stop here: say the goal is reached; the episode ends.
@@ -98,4 +106,4 @@ class NavEnvironment(ToolEnvironment):
         Returns:
             The last camera frame and the outcome.
         """
-        return self._turn(STOP, 1)
+        return self._turn("stop")

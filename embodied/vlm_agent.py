@@ -45,6 +45,8 @@ TASKS = {
     "pixelrl/InstructNav-v0": "instructnav",
 }
 AGENT_FILE = "pixelrl_nav_agent.json"
+# how answers are written: text (move_forward(3)) or toolcall (TRL's navigation tool calls)
+ACTION_FORMATS = ("text", "toolcall")
 
 
 # -- the prompt ---------------------------------------------------------------------------------
@@ -187,8 +189,19 @@ class AgentSpec:
     max_steps: int = 8
     max_new_tokens: int = 16
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # the env it was trained in
+    # text (move_forward(3)) or toolcall (TRL's navigation tool calls); files saved before the
+    # key have none: text
+    action_format: str = "text"
 
     def codec(self, forward_step: float, turn_degrees: float) -> NavActionCodec:
+        if self.action_format == "toolcall":
+            # the tools' schemas as TRL shows them: the navigation TRL environment's methods
+            from pixelrl.embodied.trl_env import NavEnvironment
+            from pixelrl.envs.nav.toolcall import NavToolCallCodec
+            from pixelrl.trl_env import tool_schemas
+
+            return NavToolCallCodec(forward_step, turn_degrees, self.max_repeat, self.max_steps,
+                                    tools=tool_schemas(NavEnvironment))  # fmt: skip
         return NavActionCodec(forward_step, turn_degrees, self.max_repeat, self.max_steps)
 
     def to_json(self) -> dict[str, Any]:
@@ -214,6 +227,11 @@ class AgentSpec:
 
     def validate(self) -> None:
         """``ValueError`` naming the key whose value is of the wrong type or out of range."""
+        if self.action_format not in ACTION_FORMATS:
+            raise ValueError(
+                f"'action_format' must be {' or '.join(ACTION_FORMATS)}, "
+                f"got {str(self.action_format)[:40]!r}"
+            )
         if self.task not in TASKS.values():
             raise ValueError(
                 f"'task' must be one of {', '.join(TASKS.values())}, got {self.task!r}"

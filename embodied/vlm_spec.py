@@ -90,6 +90,7 @@ def agent_spec(cfg: Config) -> AgentSpec:
         prompt = NavPrompt(**cfg.prompt.to_dict())
         return AgentSpec(
             task=task_of(cfg), prompt=prompt, env_kwargs=env_kwargs(cfg, "train"),
+            action_format=str(cfg.action_format),
             **{k: int(v) for k, v in cfg.agent.to_dict().items()},
         )  # fmt: skip
     except TypeError as e:

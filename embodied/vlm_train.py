@@ -48,6 +48,7 @@ import numpy as np
 
 from pixelrl.config import Config, ConfigError, check_ranges, load_config
 from pixelrl.embodied.rewards import DEFAULT_WEIGHTS
+from pixelrl.embodied.vlm_agent import ACTION_FORMATS
 from pixelrl.embodied.vlm_demos import record_demonstrations, sft_examples
 from pixelrl.embodied.vlm_episodes import evaluate, play
 from pixelrl.embodied.vlm_spec import (
@@ -63,7 +64,7 @@ from pixelrl.embodied.vlm_spec import (
 from pixelrl.envs import task_family
 from pixelrl.envs.nav.measures import SCORES
 from pixelrl.rl.text import recipe as text
-from pixelrl.rl.text.config import check_text_config, text_defaults
+from pixelrl.rl.text.config import check_text_config, check_tool_template, text_defaults
 from pixelrl.rl.text.demos import dataset_roots
 from pixelrl.rl.text.replay import FailedStarts
 from pixelrl.rl.text.rows import Episode, Example
@@ -80,6 +81,10 @@ DEFAULTS: dict[str, Any] = text_defaults({
         "val_kwargs": {},
     },
     "agent": {"max_repeat": 4, "max_steps": 8, "max_new_tokens": 16},
+    # how answers are written: text (move_forward(3), turn_left(2)) or toolcall (the JSON tool
+    # calls of TRL's navigation environment, pixelrl.embodied.trl_env, its tools' schemas in the
+    # system turn: a model that continues in TRL's GRPOTrainer; tiny: tiny-qwen2_5_vl, qwen2_vl)
+    "action_format": "text",
     # frames: the last K RGB frames as K separate images (a memory of where it has been)
     # gps_compass: ObjectNav / InstructNav, where the agent stands from its start, in words
     "prompt": {"depth": False, "memory_frames": 0, "history_steps": 8, "distance_floor": False,
@@ -123,6 +128,11 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
     check_ranges(cfg, POSITIVE, NON_NEGATIVE)
     check_text_config(cfg)
     task_of(cfg)
+    if cfg.action_format not in ACTION_FORMATS:
+        raise ConfigError(
+            f"action_format: {cfg.action_format!r}; known: {', '.join(ACTION_FORMATS)}"
+        )
+    check_tool_template(cfg)
     if not isinstance(cfg.prompt.distance_floor, bool):
         raise ConfigError(
             f"prompt.distance_floor must be true or false, got {cfg.prompt.distance_floor!r}"

@@ -63,7 +63,7 @@ from pixelrl.gui_agent.vlm_tasks import (
     training_screens,
 )
 from pixelrl.rl.text import recipe as text
-from pixelrl.rl.text.config import check_text_config, text_defaults
+from pixelrl.rl.text.config import check_text_config, check_tool_template, text_defaults
 from pixelrl.rl.text.demos import dataset_roots
 from pixelrl.rl.text.env_group import check_envs
 from pixelrl.rl.text.rows import Example, Prompt
@@ -172,16 +172,7 @@ def _check_codec(cfg: Config) -> None:
         GUIActionCodec(cfg.action_format, cfg.coordinates or None, bool(cfg.prompt.mark_actions))
     except ValueError as e:
         raise ConfigError(f"{'coordinates' if cfg.coordinates else 'action_format'}: {e}") from None
-    from pixelrl.vision.tiny_vlm import TOOL_CALLING_FAMILIES
-    from pixelrl.vision.vlm import tiny_family
-
-    family = tiny_family(str(cfg.model))  # None: a released model, its own template
-    if cfg.action_format == "toolcall" and family and family not in TOOL_CALLING_FAMILIES:
-        raise ConfigError(
-            f"action_format: toolcall needs a tool-calling chat template, which tiny-{family} "
-            f"has not; tiny models that have one: "
-            f"{', '.join('tiny-' + f for f in TOOL_CALLING_FAMILIES)}"
-        )
+    check_tool_template(cfg)
 
 
 def gui_codec(cfg: Config, source: str):

@@ -46,14 +46,12 @@ import pixelrl.envs  # noqa: F401  (registers the ids)
 from pixelrl import registry
 from pixelrl.envs import family_of
 from pixelrl.envs.gui_action import ActionError, toolcall
+from pixelrl.envs.nav import toolcall as nav_toolcall
 from pixelrl.seeds import checked_seed
 
 # The words before the task's own (the row's prompt); the tools' schemas follow in the system turn.
 GUI_PROMPT = toolcall.TOOL_PROMPT  # the tool-call dialect's too: a model trained on it reads it
-NAV_PROMPT = (
-    "You move a robot through a house with the tools. Look at the camera frame, act with one "
-    "tool call at a time, and call stop when you have reached the goal."
-)
+NAV_PROMPT = nav_toolcall.TOOL_PROMPT  # the navigation tool-call dialect's, for the same reason
 
 
 class ToolError(ValueError):
@@ -366,14 +364,19 @@ def tools_of(environment: ToolEnvironment) -> list[Callable]:
     return [getattr(environment, n) for n in names]
 
 
-def gui_tool_schemas() -> list[dict]:
-    """The JSON schemas TRL shows a model of :class:`GUIEnvironment`'s tools (from their type
-    hints and docstrings): the system turn of a recipe that teaches the tool-call dialect
+def tool_schemas(cls: type[ToolEnvironment]) -> list[dict]:
+    """The JSON schemas TRL shows a model of ``cls``'s tools (from their type hints and
+    docstrings): the system turn of a recipe that teaches the tool-call dialect
     (``action_format: toolcall``), so its model sees what TRL will show it."""
     from transformers.utils import get_json_schema
 
-    bare = GUIEnvironment.__new__(GUIEnvironment)  # no env: only its methods' signatures
+    bare = cls.__new__(cls)  # no env: only its methods' signatures
     return [get_json_schema(tool) for tool in tools_of(bare)]
+
+
+def gui_tool_schemas() -> list[dict]:
+    """:func:`tool_schemas` of :class:`GUIEnvironment`."""
+    return tool_schemas(GUIEnvironment)
 
 
 def tiny_tool_model(

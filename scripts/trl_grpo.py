@@ -15,7 +15,9 @@ are the model's tools, its verifiable reward is TRL's reward (:mod:`pixelrl.trl_
     accelerate launch scripts/trl_grpo.py pixelrl/PointNav-v0 --model Qwen/Qwen3-VL-2B-Instruct --bf16
 
 Seeds ``--first-seed .. --first-seed + --seeds - 1`` are the train rows (one episode start each,
-reproducible). Prints TRL's log lines, then steps/s and tokens/s of the run.
+reproducible). Prints TRL's log lines, then steps/s and tokens/s of the run; writes TRL's log
+(``OUTPUT_DIR/log_history.json``) and its reward and tool calls a step
+(``OUTPUT_DIR/reward_curve.png``).
 """
 
 from __future__ import annotations
@@ -176,7 +178,39 @@ def main(argv: list[str] | None = None, build_only: bool = False):
     tokens = logs[-1]["num_tokens"] if logs else 0.0
     print(f"{args.steps} steps in {seconds:.1f} s: {args.steps / seconds:.3f} steps/s, "
           f"{tokens / seconds:.0f} tokens/s (prompt and completion)")  # fmt: skip
+    if trainer.is_world_process_zero():
+        write_log(trainer.state.log_history, args.output_dir)
     return 0
+
+
+def write_log(log_history: list[dict], folder: str) -> None:
+    """TRL's log lines as JSON and a PNG of the mean reward and tool calls a rollout per step
+    (what shows that the env answers and pays)."""
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "log_history.json").write_text(json.dumps(log_history, indent=1) + "\n")
+    rows = [r for r in log_history if "reward" in r]
+    steps = [r.get("step", i + 1) for i, r in enumerate(rows)]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(steps, [r["reward"] for r in rows], marker="o", color="C0")
+    ax.set(xlabel="GRPO step", title="TRL GRPOTrainer on a pixelrl env")
+    ax.set_ylabel("mean reward (get_reward)", color="C0")
+    calls = ax.twinx()  # its own scale: a reward of -0.01 would be flat beside 0.9 calls
+    calls.plot(steps, [r.get("tools/call_frequency", 0.0) for r in rows], marker="s", color="C1")
+    calls.plot(steps, [r.get("tools/failure_frequency", 0.0) for r in rows], marker="x",
+               color="C3", linestyle=":")  # fmt: skip
+    calls.set_ylabel("tool calls a rollout (x: share refused)", color="C1")
+    fig.tight_layout()
+    fig.savefig(out / "reward_curve.png", dpi=120)
+    plt.close(fig)
+    print(f"wrote {out / 'log_history.json'} and {out / 'reward_curve.png'}")
 
 
 if __name__ == "__main__":

@@ -129,40 +129,59 @@ def action_call(action: Action) -> tuple[str, dict[str, Any]]:
     )
 
 
-def to_toolcall(action: Action) -> str:
-    """``action`` as a tool call, written as Qwen-style chat templates write an assistant's
-    (``tojson``: ``", "`` and ``": "`` separators, non-ASCII kept)."""
-    name, arguments = action_call(action)
+def call_text(name: str, arguments: dict[str, Any]) -> str:
+    """One tool call as Qwen-style chat templates write an assistant's (``tojson``: ``", "`` and
+    ``": "`` separators, non-ASCII kept): what a model learns to write and TRL parses."""
     call = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
     return f"<tool_call>\n{call}\n</tool_call>"
+
+
+def to_toolcall(action: Action) -> str:
+    """``action`` as a tool call (:func:`call_text`)."""
+    return call_text(*action_call(action))
+
+
+def read_calls(text: object, limit: int, most: int = 1) -> list[tuple[str, dict[str, Any]]]:
+    """The ``(name, arguments)`` of each ``<tool_call>`` in ``text`` (words around them are
+    allowed: a model's thinking), read with :mod:`json`; an :class:`ActionParseError` with the
+    reason for text that is not a string, longer than ``limit`` characters, with no call or more
+    than ``most``, or with a call that is not ``{"name": "...", "arguments": {...}}``. Which names and arguments
+    a tool takes is the caller's (GUI: :func:`tool_action`; navigation:
+    :mod:`pixelrl.envs.nav.toolcall`)."""
+    if not isinstance(text, str):
+        raise ActionParseError(f"action text must be a string, got {type(text).__name__}")
+    if len(text) > limit:
+        raise ActionParseError(f"action text too long: {len(text)} characters (at most {limit})")
+    calls = _CALL.findall(text)
+    if not 1 <= len(calls) <= most:
+        wanted = "one tool call" if most == 1 else f"1 to {most} tool calls"
+        what = "no <tool_call>...</tool_call>" if not calls else f"{len(calls)} tool calls"
+        raise ActionParseError(f"expected {wanted}, found {what}")
+    out = []
+    for raw in calls:
+        try:
+            call = json.loads(raw)
+        except (ValueError, RecursionError) as e:  # JSONDecodeError is a ValueError
+            raise ActionParseError(f"the tool call is not JSON: {_short(str(e), 120)}") from None
+        if not isinstance(call, dict) or set(call) != {"name", "arguments"}:
+            raise ActionParseError('a tool call is {"name": ..., "arguments": {...}}, got '
+                                   f"{_short(raw.strip())}")  # fmt: skip
+        if not isinstance(call["arguments"], dict):
+            raise ActionParseError(
+                f"a tool call's arguments are an object, got {_short(call['arguments'])}"
+            )
+        out.append((call["name"], call["arguments"]))
+    return out
 
 
 def parse_toolcall(text: object, screen_size: tuple[int, int] | None = None) -> Action:
     """The one tool call in ``text`` (words before it are allowed: a model's thinking) as an
     :class:`Action`, checked on the screen when ``screen_size`` is given; otherwise an
     :class:`ActionParseError` with the reason."""
-    if not isinstance(text, str):
-        raise ActionParseError(f"action text must be a string, got {type(text).__name__}")
     limit = MAX_ACTION_TEXT_OVERHEAD + 2 * DEFAULT_MAX_TEXT_LENGTH  # as parse_action's
-    if len(text) > limit:
-        raise ActionParseError(f"action text too long: {len(text)} characters (at most {limit})")
-    calls = _CALL.findall(text)
-    if len(calls) != 1:
-        what = "no <tool_call>...</tool_call>" if not calls else f"{len(calls)} tool calls"
-        raise ActionParseError(f"expected one tool call, found {what}")
+    calls = read_calls(text, limit)
     try:
-        call = json.loads(calls[0])
-    except (ValueError, RecursionError) as e:  # JSONDecodeError is a ValueError
-        raise ActionParseError(f"the tool call is not JSON: {_short(str(e), 120)}") from None
-    if not isinstance(call, dict) or set(call) != {"name", "arguments"}:
-        raise ActionParseError('a tool call is {"name": ..., "arguments": {...}}, got '
-                               f"{_short(calls[0].strip())}")  # fmt: skip
-    if not isinstance(call["arguments"], dict):
-        raise ActionParseError(
-            f"a tool call's arguments are an object, got {_short(call['arguments'])}"
-        )
-    try:
-        action = tool_action(call["name"], call["arguments"])
+        action = tool_action(*calls[0])
         if screen_size is not None:
             action.validate(screen_size)
         else:

@@ -91,6 +91,23 @@ def _check_pointer_family(cfg) -> None:
         )
 
 
+def check_tool_template(cfg) -> None:
+    """``action_format: toolcall`` on a tiny model whose family has no tool-calling chat
+    template TRL accepts is a :class:`~pixelrl.config.ConfigError` before any run folder
+    (released models bring their own template)."""
+    from pixelrl.config import ConfigError
+    from pixelrl.vision.tiny_vlm import TOOL_CALLING_FAMILIES
+    from pixelrl.vision.vlm import tiny_family
+
+    family = tiny_family(str(cfg.model))  # None: a released model, its own template
+    if cfg.action_format == "toolcall" and family and family not in TOOL_CALLING_FAMILIES:
+        raise ConfigError(
+            f"action_format: toolcall needs a tool-calling chat template, which tiny-{family} "
+            f"has not; tiny models that have one: "
+            f"{', '.join('tiny-' + f for f in TOOL_CALLING_FAMILIES)}"
+        )
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in over.items():
