@@ -692,6 +692,67 @@ def _spin_to_value(p: _Page) -> list[Step]:
     return [p.click(arrow[0]) for _ in range(abs(want - now))] + [p.submit()]
 
 
+# The ranges a slider task's page draws its sliders from (use-slider: a low end in -100, 0,
+# 10, 100 and a width of 5, 10, 50 or 100; use-slider-2: 0 to 20). The page shows a value and
+# where the handle is, not the range: the oracle takes the range that puts the value where the
+# handle is, as a person who has played the task would.
+SLIDER_RANGES = {
+    "use-slider": tuple((lo, lo + w) for lo in (-100, 0, 10, 100) for w in (5, 10, 50, 100)),
+    "use-slider-2": ((0, 20),),
+}
+# A focused slider handle this close to its value is moved by arrow keys (a drag lands within
+# a pixel, which a wide range spreads over more than one value).
+SLIDER_KEY_STEPS = 3
+SLIDER_TASKS = tuple(SLIDER_RANGES)
+SUPPORTED_TASKS = (*SUPPORTED_TASKS, *SLIDER_TASKS)
+# a slider's value shows only once it has moved: these are planned again from each observation
+REPLANNED = REPLANNED | set(SLIDER_TASKS)
+
+
+@_plans(*SLIDER_TASKS)
+def _slide_to_values(p: _Page) -> list[Step]:
+    if p.task == "use-slider":
+        pairs = [(p.find(html_id="slider"), p.find(html_id="val"), p.field("target"))]
+    else:
+        pairs = [(p.find(html_id=f"slider-{i}"), p.find(html_id=f"val-{i}"), p.field(f"n{i}"))
+                 for i in (1, 2, 3)]  # fmt: skip
+    for track, shown, want in pairs:
+        try:
+            value, want = int(shown["name"]), int(want)
+        except ValueError:
+            raise p.unreadable() from None
+        if value != want:
+            return [_slider_step(p, track, value, want)]
+    return [p.submit()]
+
+
+def _slider_step(p: _Page, track: dict[str, Any], value: int, want: int) -> Step:
+    """One step that moves the slider ``track`` from ``value`` towards ``want``."""
+    handles = [
+        e for e in _children(track, p.a11y) if "ui-slider-handle" in e["state"].get("classes", "")
+    ]
+    if not handles:
+        raise OracleError(f"{p.task}: the slider has no handle")
+    handle = handles[0]
+    vertical = "ui-slider-vertical" in track["state"].get("classes", "")
+    up = want > value
+    if handle.get("focused") and abs(want - value) <= SLIDER_KEY_STEPS:
+        key = ("up" if up else "down") if vertical else ("right" if up else "left")
+        return Step(Action.key(key), list(handle["bbox"]))
+    x0, y0, x1, y1 = track["bbox"]
+    hx, hy = _centre(handle)
+    length = (y1 - y0) if vertical else (x1 - x0)
+    at = (y1 - hy) / length if vertical else (hx - x0) / length  # where the value sits, 0..1
+
+    def misfit(r: tuple[int, int]) -> tuple[bool, float]:
+        return (not r[0] <= value <= r[1], abs(r[0] + at * (r[1] - r[0]) - value))
+
+    lo, hi = min(SLIDER_RANGES[p.task], key=misfit)
+    share = min(max((want - lo) / (hi - lo), 0.0), 1.0)
+    to = (hx, y1 - share * length) if vertical else (x0 + share * length, hy)
+    return Step(Action.drag(hx, hy, round(to[0]), round(to[1])), list(handle["bbox"]))
+
+
 if set(_PLANNERS) != set(SUPPORTED_TASKS):
     raise AssertionError(
         f"planners and SUPPORTED_TASKS differ: {set(_PLANNERS) ^ set(SUPPORTED_TASKS)}"
