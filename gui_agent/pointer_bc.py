@@ -57,6 +57,8 @@ def expert_samples(
     while len(actions) < count:
         expert = scripted.act()
         sample = encode_action(expert, env.pointer_spec, env.image_map, env.fields)
+        if sample is None:
+            refuse_unplayable(expert, env)
         if sample is not None:
             for key, rows in observed.items():
                 rows.append(obs[key])
@@ -81,6 +83,31 @@ def expert_samples(
             "action": np.stack(actions), "point_mask": np.stack(masks),
             "read_ids": np.stack(read_ids), "read_cells": np.stack(read_cells),
             "last_actions": np.stack(last_actions)}  # fmt: skip
+
+
+# Expert actions cloning skips when the policy's kinds lack them: the end of an episode, and a
+# pause that only lets the page move on (click-collapsible's wait while a section slides open).
+SKIPPABLE_KINDS = ("done", "fail", "wait")
+
+
+def refuse_unplayable(action, env) -> None:
+    """A one-line ValueError when the expert plays an action of a kind the policy cannot take
+    (a drag, a scroll) and that is not :data:`SKIPPABLE_KINDS`: cloning would drop the very
+    steps the task needs and train a policy that cannot solve it."""
+    from pixelrl.gui_agent.pointer_env import spec_kind
+
+    spec = env.pointer_spec
+    kind = spec_kind(action)
+    if action.kind in SKIPPABLE_KINDS or kind in spec.kinds:
+        return  # a kind the policy has (a text or key outside its vocabulary: skipped as before)
+    task = getattr(env.unwrapped, "task", None) or getattr(env.unwrapped, "spec", None)
+    task = getattr(task, "id", task)
+    raise ValueError(
+        f"{task}: its expert plays {kind or action.kind} actions, which policy.kinds "
+        f"({', '.join(spec.kinds)}) cannot take; add {kind or action.kind!r} to policy.kinds"
+        if kind
+        else f"{task}: its expert plays {action.kind} actions, which no pointer policy kind takes"
+    )
 
 
 # Elements whose name is drawn inside their box (a window's is in its title bar, a text field's
