@@ -499,10 +499,9 @@ class MiniWoBOracle:
         return self._queue.pop(0).action if self._queue else Action.done()
 
 
-# -- gestures: tasks played with drags, wheel turns and held clicks (issue 54) ----------------
+# -- gestures: tasks played with drags, the wheel and a spinner's arrows (issue 54) ------------
 # Each drag is one Action.drag from a point on what is dragged to where it goes; the step's
-# target box is what the drag presses on. What a task cannot show in pixels (a slider's range)
-# is left out: these tasks are only those a person plays from the screen.
+# target box is what the drag presses on (cloning scores the press as it scores a click).
 GESTURE_TASKS = (
     "drag-box",
     "drag-items",
