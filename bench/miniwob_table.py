@@ -3,12 +3,14 @@
     python bench/miniwob_table.py runs/miniwob --episodes 100 --csv docs/results/miniwob_table.csv
     python bench/miniwob_table.py oracle --episodes 20      # the scripted oracle (a sanity row)
     python bench/miniwob_table.py oracle --tasks wide       # every task with published figures
+    python bench/miniwob_table.py oracle --tasks gestures   # the oracle's drag/scroll/slider tasks
     python bench/miniwob_table.py --merge a.json b.json      # one table from runs split by task
                                                              # or by --seed (pooled per task)
 
 POLICY is a ``gui/miniwob`` (or ``gui/ppo``) checkpoint, run folder or model folder, or
 ``oracle``. ``--tasks`` names the tasks (``twelve``: the ``gui/miniwob`` recipe's, ``wide``: all
-of :data:`PUBLISHED`); by default a ``gui/miniwob`` run's own ``env.tasks``, else the twelve.
+of :data:`PUBLISHED`, ``gestures``: the oracle's drag, scroll and slider tasks); by default a
+``gui/miniwob`` run's own ``env.tasks``, else the twelve.
 Each task plays ``--episodes`` held-out (odd) seeds through
 :func:`pixelrl.gui_agent.evaluate.evaluate_success`, the same path as ``pixelrl eval``; the table
 gives each task's success with its Wilson 95% interval, the published numbers, and the means over
@@ -31,6 +33,8 @@ import argparse
 import csv
 import json
 import time
+
+from pixelrl.envs.web.oracle import GESTURE_TASKS, SLIDER_TASKS
 
 # task: (human, CC-Net SL+RL, Pix2Act)
 PUBLISHED: dict[str, tuple[float, float, float | None]] = {
@@ -69,7 +73,8 @@ PUBLISHED: dict[str, tuple[float, float, float | None]] = {
     "navigate-tree": (0.98, 0.99, 0.99),
 }
 TWELVE = list(PUBLISHED)[:12]  # the gui/miniwob recipe's tasks (issue 26)
-TASK_SETS = {"twelve": TWELVE, "wide": list(PUBLISHED)}
+TASK_SETS = {"twelve": TWELVE, "wide": list(PUBLISHED),
+             "gestures": [*GESTURE_TASKS, *SLIDER_TASKS]}  # fmt: skip
 
 
 class OracleAgent:
@@ -160,7 +165,8 @@ def task_list(names: list[str] | None, agent) -> list[str]:
     for task in tasks:
         problem = unknown_env_message(task_family("miniwob").env_id(task))
         if problem:
-            raise ValueError(f"--tasks: {task!r} (or a set: twelve, wide): {problem}")
+            sets = ", ".join(TASK_SETS)
+            raise ValueError(f"--tasks: {task!r} (or a set: {sets}): {problem}")
     return tasks
 
 

@@ -54,33 +54,63 @@ def expert_samples(
     scripted = expert_of(env)  # the env's task family's expert
     scripted.reset()
     bar = tqdm(total=count, desc="expert samples", disable=not progress)
-    while len(actions) < count:
-        expert = scripted.act()
-        sample = encode_action(expert, env.pointer_spec, env.image_map, env.fields)
-        if sample is not None:
-            for key, rows in observed.items():
-                rows.append(obs[key])
-            actions.append(sample)
-            # the desktop says where its target is in info; MiniWoB's oracle with its action
-            target = info.get("target_bbox", getattr(env.unwrapped, "expert_target_bbox", None))
-            boxes = [target, *info.get("alternative_bboxes", ())]
-            masks.append(box_points(boxes, sample, env.pointer_spec, env.image_map, click_margin))
-            ids, cells = screen_words(info.get("a11y", ()), env.pointer_spec, env.image_map)
-            read_ids.append(ids)
-            read_cells.append(cells)
-            last_actions.append(history.copy())
-            history = np.concatenate([sample[None] + 1, history[:-1]])  # what a policy played
-            bar.update(1)
-        obs, _, terminated, truncated, info = env.step_action(expert)
-        if terminated or truncated:
-            obs, info = env.reset()
-            scripted.reset()
-            history[:] = 0
-    bar.close()
+    try:  # the bar is closed before an error line (a kind the policy lacks) is printed
+        while len(actions) < count:
+            expert = scripted.act()
+            sample = encode_action(expert, env.pointer_spec, env.image_map, env.fields)
+            if sample is None:
+                refuse_unplayable(expert, env)  # unless the step may be skipped (a wait)
+            else:
+                for key, rows in observed.items():
+                    rows.append(obs[key])
+                actions.append(sample)
+                # the desktop says where its target is in info; MiniWoB's oracle with its action
+                target = info.get("target_bbox", getattr(env.unwrapped, "expert_target_bbox", None))
+                boxes = [target, *info.get("alternative_bboxes", ())]
+                masks.append(
+                    box_points(boxes, sample, env.pointer_spec, env.image_map, click_margin)
+                )
+                ids, cells = screen_words(info.get("a11y", ()), env.pointer_spec, env.image_map)
+                read_ids.append(ids)
+                read_cells.append(cells)
+                last_actions.append(history.copy())
+                history = np.concatenate([sample[None] + 1, history[:-1]])  # what a policy played
+                bar.update(1)
+            obs, _, terminated, truncated, info = env.step_action(expert)
+            if terminated or truncated:
+                obs, info = env.reset()
+                scripted.reset()
+                history[:] = 0
+    finally:
+        bar.close()
     return {**{key: np.stack(rows) for key, rows in observed.items()},
             "action": np.stack(actions), "point_mask": np.stack(masks),
             "read_ids": np.stack(read_ids), "read_cells": np.stack(read_cells),
             "last_actions": np.stack(last_actions)}  # fmt: skip
+
+
+# Expert actions cloning skips when the policy's kinds lack them: the end of an episode, and a
+# pause that only lets the page move on (click-collapsible's wait while a section slides open).
+SKIPPABLE_KINDS = ("done", "fail", "wait")
+
+
+def refuse_unplayable(action, env) -> None:
+    """A one-line ValueError when the expert plays an action of a kind the policy cannot take
+    (a drag, a scroll) and that is not :data:`SKIPPABLE_KINDS`: cloning would drop the very
+    steps the task needs and train a policy that cannot solve it."""
+    from pixelrl.gui_agent.pointer_env import spec_kind
+
+    spec = env.pointer_spec
+    kind = spec_kind(action)
+    if action.kind in SKIPPABLE_KINDS or kind in spec.kinds:
+        return  # a kind the policy has (a text or key outside its vocabulary: skipped as before)
+    task = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+    raise ValueError(
+        f"{task}: its expert plays {kind or action.kind} actions, which policy.kinds "
+        f"({', '.join(spec.kinds)}) cannot take; add {kind or action.kind!r} to policy.kinds"
+        if kind
+        else f"{task}: its expert plays {action.kind} actions, which no pointer policy kind takes"
+    )
 
 
 # Elements whose name is drawn inside their box (a window's is in its title bar, a text field's

@@ -7,12 +7,16 @@
   :func:`pixelrl.vision.image.resize`, which also gives the exact map back to screen pixels);
   ``instruction``: its words as ids (int64, ``spec.max_words``; 0 pads); with ``spec.reader``
   also ``read``: the screen reader's named-word and text maps (uint8 h×w×2, :mod:`.read_maps`);
-- action: ``MultiDiscrete([kind, cell, offset, text, key])``, the sample of the policy's heads.
+- action: ``MultiDiscrete([kind, cell, offset, text, key])``, the sample of the policy's heads
+  (with ``drag`` among the kinds, ``[..., end_cell, end_offset]``: where the drag ends).
   ``kind`` indexes ``spec.kinds``; a pointer action lands in grid ``cell`` (row-major over the
   ``spec.grid`` cells of ``spec.cell`` image pixels each) at sub-cell ``offset`` (row-major over
   ``spec.offsets`` × ``spec.offsets`` positions); ``type`` writes ``spec.texts[text]``; ``key``
   presses ``spec.keys[key]`` (``"ctrl+a"`` is a hotkey); ``wait`` lets the page move on (a
-  section sliding open). Parts the kind does not use are ignored.
+  section sliding open); ``drag`` presses at the point and releases at the end point (a slider,
+  a sortable list, a text selection); ``scroll_up`` / ``scroll_down`` turn the wheel
+  :data:`SCROLL_NOTCHES` notches at the point (a recorded scroll keeps its direction only).
+  Parts the kind does not use are ignored.
 
 A text of the form ``{field:N}`` types the episode's N-th task field (``info["fields"]`` at
 reset: MiniWoB++'s parse of its instruction, such as a name to enter or a password): the
@@ -44,6 +48,11 @@ from pixelrl.envs.families import seeds_of
 from pixelrl.envs.gui_action import Action, ActionError, normalize_key
 
 DEFAULT_KINDS = ("click", "type", "key")
+# Kinds that act at a point of the grid (drag also at its end point).
+POINTER_KINDS = ("click", "double_click", "right_click", "move", "drag", "scroll_up", "scroll_down")
+KINDS = (*POINTER_KINDS, "type", "key", "wait")
+# Wheel notches of a scroll_up / scroll_down (50 CSS px each in MiniWoB++: a text area's length)
+SCROLL_NOTCHES = 10
 DEFAULT_KEYS = ("enter", "tab", "backspace", "ctrl+a")
 _FIELD_TEXT = re.compile(r"^\{field:(\d+)(?::(upper|lower))?\}$")
 _WORD = re.compile(r"[a-z0-9]+|[^\sa-z0-9\"'.,:;!?()]")
@@ -114,10 +123,10 @@ class PointerSpec:
         if w % self.cell or h % self.cell:
             raise ValueError(f"image_size {self.image_size} must be a multiple of cell={self.cell}")
         for kind in self.kinds:
-            if kind not in ("click", "double_click", "right_click", "move", "type", "key", "wait"):
+            if kind not in KINDS:
                 raise ValueError(
                     f"kinds: {kind!r} is not a pointer kind, 'type', 'key' or 'wait' "
-                    "(click, double_click, right_click, move, type, key, wait)"
+                    f"({', '.join(KINDS)})"
                 )
         if not isinstance(self.reader, bool):
             raise ValueError(f"reader must be true or false, got {self.reader!r}")
@@ -159,14 +168,16 @@ class PointerSpec:
 
     @property
     def nvec(self) -> list[int]:
-        """Sizes of the ``MultiDiscrete`` action: kind, cell, offset, text, key."""
-        return [
+        """Sizes of the ``MultiDiscrete`` action: kind, cell, offset, text, key (and with
+        ``drag`` among the kinds, the end point's cell and offset)."""
+        parts = [
             len(self.kinds),
             self.num_cells,
             self.offsets**2,
             max(1, len(self.texts)),
             max(1, len(self.keys)),
         ]
+        return parts + [self.num_cells, self.offsets**2] if "drag" in self.kinds else parts
 
     def image_point(self, cell: int, offset: int) -> tuple[float, float]:
         """The continuous image point of grid ``cell`` at sub-cell ``offset``."""
@@ -222,7 +233,7 @@ def decode_action(
 ) -> Action:
     """The :class:`Action` a ``MultiDiscrete`` sample stands for, in screen pixels (``fields``:
     the episode's task field values, for ``{field:N}`` texts)."""
-    kind_i, cell, offset, text_i, key_i = (int(v) for v in sample)
+    kind_i, cell, offset, text_i, key_i = (int(v) for v in sample[:5])
     kind = spec.kinds[kind_i]
     if kind == "type":
         return Action.type_text(field_text(spec.texts[text_i], fields))
@@ -231,8 +242,13 @@ def decode_action(
         return Action.key(keys[0]) if len(keys) == 1 else Action.hotkey(*keys)
     if kind == "wait":
         return Action.wait()
-    x, y = image_map.screen_pixel(np.array(spec.image_point(cell, offset)))
-    return Action(kind, int(x), int(y))
+    x, y = (int(v) for v in image_map.screen_pixel(np.array(spec.image_point(cell, offset))))
+    if kind == "drag":
+        end = image_map.screen_pixel(np.array(spec.image_point(int(sample[5]), int(sample[6]))))
+        return Action.drag(x, y, int(end[0]), int(end[1]))
+    if kind in ("scroll_up", "scroll_down"):
+        return Action.scroll(x, y, dy=SCROLL_NOTCHES if kind == "scroll_down" else -SCROLL_NOTCHES)
+    return Action(kind, x, y)
 
 
 def encode_action(
@@ -241,10 +257,10 @@ def encode_action(
     """The sample that decodes to the action nearest ``action`` (None if the spec cannot express
     its kind / text / key). Used to score expert actions and recorded demonstrations. A typed
     text in no fixed choice matches the first ``{field:N[:case]}`` choice that types it."""
-    kind = "key" if action.kind == "hotkey" else action.kind
+    kind = spec_kind(action)
     if kind not in spec.kinds:
         return None
-    out = np.zeros(5, dtype=np.int64)
+    out = np.zeros(len(spec.nvec), dtype=np.int64)
     out[0] = spec.kinds.index(kind)
     if kind == "type":
         texts = [t if _FIELD_TEXT.match(t) is None else None for t in spec.texts]
@@ -270,7 +286,23 @@ def encode_action(
     elif kind != "wait":
         ix, iy = image_map.to_image(np.array([action.x + 0.5, action.y + 0.5]))
         out[1], out[2] = spec.cell_of(ix, iy)
+        if kind == "drag":
+            ix, iy = image_map.to_image(np.array([action.x2 + 0.5, action.y2 + 0.5]))
+            out[5], out[6] = spec.cell_of(ix, iy)
     return out
+
+
+def spec_kind(action: Action) -> str | None:
+    """The :class:`PointerSpec` kind that plays ``action`` (a hotkey is a ``key`` chord, a scroll
+    its direction), or None for an action no spec kind plays (a sideways or pointer-less scroll,
+    done, fail, held keys)."""
+    if action.kind == "hotkey":
+        return "key"
+    if action.kind == "scroll":
+        if action.dy == 0 or action.point is None:
+            return None
+        return "scroll_down" if action.dy > 0 else "scroll_up"
+    return action.kind if action.kind in KINDS else None
 
 
 def pointer_observation(

@@ -11,6 +11,8 @@
            (mix_layers > 1: G += relu(3×3 conv(G ⊕ L)) again, each widening what a cell sees)
     heads: cell logits (1×1 conv on G ⊕ L: the click heatmap, one logit per grid cell)
            offset logits (1×1 conv on G ⊕ L: S² sub-cell positions, read at the chosen cell)
+           with drag among the kinds: end cell and end offset logits (the same, for where the
+           drag ends; the end is chosen beside the start, not from it)
            pooled G ⊕ t --MLP--> h --> kind logits, key logits, value, text query q
            text logits: q · e(choice) + w · [every word of the choice is in the instruction]
                         (e(choice): its mean word embedding, plus a learned vector s if it
@@ -30,16 +32,18 @@ chance of picking one of its 1–3 fields at random; 65.5% with them; 98% once b
 also trained reading, :mod:`pixelrl.gui_agent.pointer_bc`.) ``match_lines=False`` leaves them out.
 
 The action is the ``MultiDiscrete([kind, cell, offset, text, key])`` sample of
-:mod:`pixelrl.gui_agent.pointer_env`; its log-probability sums the parts its kind uses (the cell and
-offset for pointer kinds, the text for ``type``, the key for ``key``), and its entropy is the
-kind's entropy plus each part's entropy weighted by the probability of the kinds that use it.
+:mod:`pixelrl.gui_agent.pointer_env` (``[..., end_cell, end_offset]`` with drag among the kinds);
+its log-probability sums the parts its kind uses (the cell and offset for pointer kinds, the end
+cell and offset for ``drag``, the text for ``type``, the key for ``key``; a scroll's direction is
+its kind), and its entropy is the kind's entropy plus each part's entropy weighted by the
+probability of the kinds that use it.
 
 Follows :class:`pixelrl.rl.policy.Policy`. By default it has no memory (``initial_state`` is
 ``{}``): the screen shows what has been done. Where the screen does not change (MiniWoB++'s
 click-button-sequence: "click ONE, then click TWO"; the same screen gets the same greedy action)
 ``memory="actions"`` gives it its own last ``memory_actions`` actions (issue 54)::
 
-    state: {"last_actions": (B, K, 5)}   each earlier action of the episode + 1, newest first
+    state: {"last_actions": (B, K, A)}   each earlier action (A: the action's parts) of the episode + 1, newest first
                                          (0: none, so zeros are a new episode, as mask_state wants)
     maps:  one (gh, gw) map per earlier action, 1 at the cell it clicked   --> beside the match maps
     kinds: one-hot of each earlier action's kind (or none) --Linear--> added to t (FiLM, trunk)
@@ -63,10 +67,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from pixelrl.gui_agent.pointer_env import PointerSpec, hash_words
+from pixelrl.gui_agent.pointer_env import POINTER_KINDS, PointerSpec, hash_words
 from pixelrl.rl.policy import PolicyStep, State, mask_state
 
-POINTER_KINDS = ("click", "double_click", "right_click", "move")
 MEMORIES = ("none", "actions")  # policy.memory (module doc)
 
 
@@ -240,6 +243,10 @@ class PointerPolicy(nn.Module):
         )
         self.cell_head = nn.Conv2d(channels + maps, 1, 1)
         self.offset_head = nn.Conv2d(channels + maps, spec.offsets**2, 1)
+        self.drag_kind = spec.kinds.index("drag") if "drag" in spec.kinds else -1
+        if self.drag_kind >= 0:  # where a drag ends: a second heatmap and its offsets
+            self.end_cell_head = nn.Conv2d(channels + maps, 1, 1)
+            self.end_offset_head = nn.Conv2d(channels + maps, spec.offsets**2, 1)
         self.trunk = nn.Sequential(nn.Linear(2 * (channels + maps) + text_dim, hidden), nn.ReLU())
         self.kind_head = nn.Linear(hidden, len(spec.kinds))
         self.key_head = nn.Linear(hidden, max(1, len(spec.keys)))
@@ -289,18 +296,19 @@ class PointerPolicy(nn.Module):
         if not self.memory_actions:
             return {}
         device = self.choice_ids.device
-        return {"last_actions": torch.zeros(batch_size, self.memory_actions, 5, dtype=torch.long,
-                                            device=device)}  # fmt: skip
+        parts = len(self.spec.nvec)
+        return {"last_actions": torch.zeros(batch_size, self.memory_actions, parts,
+                                            dtype=torch.long, device=device)}  # fmt: skip
 
     def remember(self, state: State, actions: torch.Tensor) -> State:
-        """The state after ``actions`` (B, 5): each action + 1 pushed in front, the oldest out."""
+        """The state after ``actions`` (B, A): each action + 1 pushed in front, the oldest out."""
         if not self.memory_actions:
             return state
         last = state["last_actions"]
         return {"last_actions": torch.cat([actions[:, None] + 1, last[:, :-1]], 1)}
 
     def history_state(self, last_actions: torch.Tensor | None) -> State:
-        """The state of recorded steps from their earlier actions (B, ≥K, 5), + 1 encoded, newest
+        """The state of recorded steps from their earlier actions (B, ≥K, A), + 1 encoded, newest
         first (:func:`pixelrl.gui_agent.pointer_bc.expert_samples`' ``last_actions``); ``{}``
         without memory. Data without them cannot teach a policy with memory: a one-line error."""
         if not self.memory_actions:
@@ -323,7 +331,8 @@ class PointerPolicy(nn.Module):
         cols, rows = self.spec.grid
         last = (state or {}).get("last_actions")
         if last is None:
-            last = torch.zeros(batch, self.memory_actions, 5, dtype=torch.long, device=device)
+            parts = len(self.spec.nvec)
+            last = torch.zeros(batch, self.memory_actions, parts, dtype=torch.long, device=device)
         kind = last[..., 0]  # 0: none, else kind + 1
         pointer = (kind > 0) & self.pointer_kinds[(kind - 1).clamp(min=0)]
         cell = (last[..., 1] - 1).clamp(min=0)
@@ -398,6 +407,9 @@ class PointerPolicy(nn.Module):
         present = (choice[None, :, :, None] == word_ids[:, None, None, :]).any(-1)  # (B, N, M)
         copied = ((present | (choice == 0)[None]).all(-1) & (cmask.sum(1) > 0)[None]).float()
         text_logits = self.text_query(h) @ choice_vec.T + self.copy_weight * copied
+        if self.drag_kind >= 0:
+            out["end_cell"] = self.end_cell_head(x).flatten(1)
+            out["end_offset"] = self.end_offset_head(x).flatten(2)
         return {
             "kind": self.kind_head(h),
             "cell": self.cell_head(x).flatten(1),  # (B, rows*cols), row-major
@@ -415,12 +427,12 @@ class PointerPolicy(nn.Module):
         Cat = torch.distributions.Categorical
         return {k: Cat(logits=heads[k]) for k in ("kind", "cell", "text", "key")}
 
-    def _offset_dist(self, heads, cells: torch.Tensor):
-        index = cells.view(-1, 1, 1).expand(-1, heads["offset"].shape[1], 1)
-        return torch.distributions.Categorical(logits=heads["offset"].gather(2, index).squeeze(2))
+    def _offset_dist(self, heads, cells: torch.Tensor, name: str = "offset"):
+        index = cells.view(-1, 1, 1).expand(-1, heads[name].shape[1], 1)
+        return torch.distributions.Categorical(logits=heads[name].gather(2, index).squeeze(2))
 
     def _logprob_entropy(self, heads, dists, actions: torch.Tensor):
-        kind, cell, offset, text, key = actions.unbind(-1)
+        kind, cell, offset, text, key = actions[..., :5].unbind(-1)
         off = self._offset_dist(heads, cell)
         is_pointer = self.pointer_kinds[kind].float()
         lp = dists["kind"].log_prob(kind) + is_pointer * (
@@ -435,6 +447,12 @@ class PointerPolicy(nn.Module):
         if self.key_kind >= 0:
             lp = lp + (kind == self.key_kind).float() * dists["key"].log_prob(key)
             ent = ent + probs[:, self.key_kind] * dists["key"].entropy()
+        if self.drag_kind >= 0:
+            end = torch.distributions.Categorical(logits=heads["end_cell"])
+            end_off = self._offset_dist(heads, actions[..., 5], "end_offset")
+            is_drag = (kind == self.drag_kind).float()
+            lp = lp + is_drag * (end.log_prob(actions[..., 5]) + end_off.log_prob(actions[..., 6]))
+            ent = ent + probs[:, self.drag_kind] * (end.entropy() + end_off.entropy())
         return lp, ent
 
     # ------------------------------------------------------------------ Policy protocol
@@ -456,6 +474,11 @@ class PointerPolicy(nn.Module):
         for name in ("text", "key"):
             dist = dists[name]
             parts.append(dist.probs.argmax(-1) if deterministic else dist.sample())
+        if self.drag_kind >= 0:
+            end = torch.distributions.Categorical(logits=heads["end_cell"])
+            parts.append(end.probs.argmax(-1) if deterministic else end.sample())
+            end_off = self._offset_dist(heads, parts[-1], "end_offset")
+            parts.append(end_off.probs.argmax(-1) if deterministic else end_off.sample())
         actions = torch.stack(parts, -1)
         logprobs, _ = self._logprob_entropy(heads, dists, actions)
         return PolicyStep(actions, logprobs, heads["value"], self.remember(state, actions))
@@ -463,7 +486,7 @@ class PointerPolicy(nn.Module):
     def evaluate(
         self, obs: dict[str, torch.Tensor], state: State, actions: torch.Tensor, masks: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Log-probabilities, values and entropies ``(T, N)`` of ``actions`` (T, N, 5)."""
+        """Log-probabilities, values and entropies ``(T, N)`` of ``actions`` (T, N, A)."""
         T, N = actions.shape[:2]
         flat = {k: v.reshape(T * N, *v.shape[2:]) for k, v in obs.items()}
         heads = self.heads(flat, self._rollout_states(state, actions, masks))
@@ -473,7 +496,7 @@ class PointerPolicy(nn.Module):
     def _rollout_states(
         self, state: State, actions: torch.Tensor, masks: torch.Tensor
     ) -> State | None:
-        """Each step's memory (flattened to T*N rows) along a rollout of ``actions`` (T, N, 5)
+        """Each step's memory (flattened to T*N rows) along a rollout of ``actions`` (T, N, A)
         from ``state``, zeroed where ``masks`` (T, N) starts an episode: what ``act`` saw."""
         if not self.memory_actions:
             return None
@@ -492,7 +515,7 @@ class PointerPolicy(nn.Module):
         heads: dict[str, torch.Tensor] | None = None,
         state: State | None = None,
     ) -> torch.Tensor:
-        """``log π`` of ``actions`` (B, 5) where a pointer action counts as right anywhere in its
+        """``log π`` of ``actions`` (B, A) where a pointer action counts as right anywhere in its
         target: the pointer part is ``log Σ_{(c, o) in point_mask} P(cell = c) P(offset = o | c)``
         (point_mask (B, cells, S²): the sub-cell points that lie in the target box) — behaviour
         cloning's grounding loss. ``heads``: :meth:`heads` of ``obs`` when already computed.
@@ -500,7 +523,7 @@ class PointerPolicy(nn.Module):
         that straddles the box edge is right only with the offset that lands inside."""
         heads = self.heads(obs, state) if heads is None else heads
         dists = self._dists(heads)
-        kind, _, _, text, key = actions.unbind(-1)
+        kind, _, _, text, key = actions[..., :5].unbind(-1)
         cell_logp = torch.log_softmax(heads["cell"], -1)  # (B, cells)
         offset_logp = torch.log_softmax(heads["offset"], 1).transpose(1, 2)  # (B, cells, S²)
         point_logp = (cell_logp[..., None] + offset_logp).masked_fill(~point_mask, float("-inf"))
@@ -510,6 +533,11 @@ class PointerPolicy(nn.Module):
             lp = lp + (kind == self.type_kind).float() * dists["text"].log_prob(text)
         if self.key_kind >= 0:
             lp = lp + (kind == self.key_kind).float() * dists["key"].log_prob(key)
+        if self.drag_kind >= 0:  # the end point as recorded (where a drag ends has no box)
+            end = torch.distributions.Categorical(logits=heads["end_cell"])
+            end_off = self._offset_dist(heads, actions[..., 5], "end_offset")
+            end_lp = end.log_prob(actions[..., 5]) + end_off.log_prob(actions[..., 6])
+            lp = lp + (kind == self.drag_kind).float() * end_lp
         return lp
 
     def reading_log_likelihood(

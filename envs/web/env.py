@@ -13,8 +13,9 @@ pixel bbox [floor(left·s), floor(top·s), ceil((left+width)·s), ceil((top+heig
 to the screen. A pointer action at pixel (x, y) acts at CSS ((x+0.5)/s, (y+0.5)/s), floored.
 
 Actions map onto miniwob's primitives: move/click/double_click → MOVE/CLICK/DBLCLICK_COORDS,
-drag → MOUSEDOWN_COORDS + MOUSEUP_COORDS, scroll → wheel at the point (``dy`` notches of
-miniwob's 50 px), type → TYPE_TEXT (``\\n`` and ``\\t`` become Enter and Tab), key/hotkey →
+drag → one W3C pointer gesture (press, :data:`DRAG_MOVES` moves along the line, release: what
+jQuery UI's draggable, sortable, slider and resizable and the browser's text selection follow),
+scroll → wheel at the point (``dy`` notches of miniwob's 50 px, positive down), type → TYPE_TEXT (``\\n`` and ``\\t`` become Enter and Tab), key/hotkey →
 PRESS_KEY in miniwob's key syntax; right_click is a W3C context click. ``done`` and ``fail``
 end the episode; if the task has not ended by itself that counts as a failure (-1).
 
@@ -40,6 +41,8 @@ from pixelrl.envs.web.browser import find_chrome, find_chromedriver, quit_chrome
 
 REWARD_PROCESSORS = ("raw", "binary", "original")
 DEFAULT_MAX_STEPS = 30
+# Pointer moves between a drag's press and its release (see _drag).
+DRAG_MOVES = 8
 # Our key names -> miniwob's PRESS_KEY syntax (printable characters stand for themselves).
 _SPECIAL_KEYS = {
     "enter": "<Enter>",
@@ -257,8 +260,7 @@ class MiniWoBEnv(RealGuiEnv):
             chain.w3c_actions.perform()
         elif action.kind == "drag":
             left2, top2 = (math.floor((v + 0.5) / s) for v in (action.x2, action.y2))
-            sa.execute_mousedown_coords(left, top, driver)
-            sa.execute_mouseup_coords(left2, top2, driver)
+            _drag(driver, left, top, left2, top2)
         elif action.kind == "scroll":
             _scroll(driver, left, top, action.dx, action.dy)
         elif action.kind == "type":
@@ -415,6 +417,25 @@ def _split_text(text: str) -> list[tuple[str, str]]:
     if run:
         parts.append(("text", run))
     return parts
+
+
+def _drag(driver, left: int, top: int, left2: int, top2: int) -> None:
+    """Press at (left, top), move to (left2, top2) in :data:`DRAG_MOVES` steps, release: one
+    pointer gesture. Widgets need the moves between: jQuery UI starts a drag only after the
+    pointer has moved while pressed, and a sortable list reorders as the item passes the others."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    chain = ActionChains(driver, duration=0)
+    pointer = chain.w3c_actions.pointer_action
+    pointer.move_to_location(left, top)
+    pointer.pointer_down()
+    for i in range(1, DRAG_MOVES + 1):
+        pointer.move_to_location(
+            round(left + (left2 - left) * i / DRAG_MOVES),
+            round(top + (top2 - top) * i / DRAG_MOVES),
+        )
+    pointer.pointer_up()
+    chain.w3c_actions.perform()
 
 
 def _scroll(driver, left: int, top: int, dx: int, dy: int) -> None:

@@ -499,6 +499,259 @@ class MiniWoBOracle:
         return self._queue.pop(0).action if self._queue else Action.done()
 
 
+# -- gestures: tasks played with drags, the wheel and a spinner's arrows (issue 54) ------------
+# Each drag is one Action.drag from a point on what is dragged to where it goes; the step's
+# target box is what the drag presses on (cloning scores the press as it scores a click).
+GESTURE_TASKS = (
+    "drag-box",
+    "drag-items",
+    "drag-sort-numbers",
+    "drag-shapes",
+    "highlight-text",
+    "highlight-text-2",
+    "resize-textarea",
+    "scroll-text",
+    "scroll-text-2",
+    "use-spinner",
+)
+SUPPORTED_TASKS = (*SUPPORTED_TASKS, *GESTURE_TASKS)
+# Wheel notches that scroll any of these text areas from end to end (50 px each, a few hundred
+# pixels of text).
+SCROLL_END = 20
+# How far past a list item's centre a sortable drag ends, as a share of the item's height: the
+# item must cross the middle of the one it replaces.
+SORT_OVERSHOOT = 0.3
+# How far a resize drag pulls a textarea's edge, in screen pixels.
+RESIZE_BY = 20
+
+
+def _centre(e: dict[str, Any]) -> tuple[int, int]:
+    x0, y0, x1, y1 = e["bbox"]
+    return (x0 + x1) // 2, (y0 + y1) // 2
+
+
+def _drag_to(p: _Page, e: dict[str, Any], x: float, y: float) -> Step:
+    """Press on the visible part of ``e``, release at (x, y)."""
+    return Step(Action.drag(*visible_point(e, p.a11y), round(x), round(y)), list(e["bbox"]))
+
+
+@_plans("drag-box")
+def _drag_small_into_large(p: _Page) -> list[Step]:
+    # centre on centre: the small box then lies inside the large one with room on every side.
+    # The small box is drawn above the large one (its z-index; document order says the
+    # opposite, so not visible_point): press its centre
+    small, large = p.find(html_id="draggableSmall"), p.find(html_id="draggableLarge")
+    drag = Action.drag(*_centre(small), *_centre(large))
+    return [Step(drag, list(small["bbox"])), p.submit()]
+
+
+def _sortable_items(p: _Page) -> list[dict[str, Any]]:
+    items = _children(p.find(html_id="sortable"), p.a11y)
+    items = [e for e in items if e["state"].get("tag") == "li"]
+    if not items:
+        raise OracleError(f"{p.task}: no list items on the page")
+    return items
+
+
+def _item_text(item: dict[str, Any], a11y: list[dict[str, Any]]) -> str:
+    return " ".join(c["name"] for c in _children(item, a11y) if c["name"]).strip()
+
+
+def _move_item(p: _Page, items: list[dict[str, Any]], src: int, dst: int) -> Step:
+    """Drag item ``src`` of a vertical sortable list to the slot of item ``dst``."""
+    x, y = _centre(items[dst])
+    x0, y0, x1, y1 = items[dst]["bbox"]
+    y += (1 if dst > src else -1) * SORT_OVERSHOOT * (y1 - y0)
+    return _drag_to(p, items[src], x, y)
+
+
+# drag-items' destinations ("Drag Marijo to the 3rd position.") as functions of (item, count)
+_DESTINATIONS = {
+    "to the top": lambda i, n: 0,
+    "to the bottom": lambda i, n: n - 1,
+    "down by one position": lambda i, n: i + 1,
+    "up by one position": lambda i, n: i - 1,
+}
+
+
+@_plans("drag-items")
+def _drag_item_to_place(p: _Page) -> list[Step]:
+    items = _sortable_items(p)
+    names = [_item_text(e, p.a11y) for e in items]
+    m = re.fullmatch(r"Drag (.+?) (to the top|to the bottom|down by one position|"
+                     r"up by one position|to the (\d+)\w\w position)\.", p.instruction)  # fmt: skip
+    if not m or m.group(1) not in names:
+        raise p.unreadable()
+    src = names.index(m.group(1))
+    dst = int(m.group(3)) - 1 if m.group(3) else _DESTINATIONS[m.group(2)](src, len(items))
+    if not 0 <= dst < len(items) or dst == src:
+        raise p.unreadable()
+    return [_move_item(p, items, src, dst)]  # the list ends the episode when the drop lands
+
+
+@_plans("drag-sort-numbers")
+def _sort_by_dragging(p: _Page) -> list[Step]:
+    # selection sort in place: bring the smallest of the rest up to each slot in turn; the
+    # slots keep their boxes (every item is one line high), so the plan is made once
+    items = _sortable_items(p)
+    try:
+        values = [int(_item_text(e, p.a11y)) for e in items]
+    except ValueError:
+        raise p.unreadable() from None
+    steps = []
+    for slot in range(len(values)):
+        low = min(range(slot, len(values)), key=values.__getitem__)
+        if values[low] != values[slot]:
+            steps.append(_move_item(p, items, low, slot))
+            values.insert(slot, values.pop(low))
+    return [*steps, p.submit()]
+
+
+# drag-shapes' names -> the SVG tag of those shapes
+SHAPE_NAMES = {"rectangles": "rect", "circles": "circle", "triangles": "polygon"}
+
+
+@_plans("drag-shapes")
+def _drag_shapes_into_box(p: _Page) -> list[Step]:
+    m = re.search(r"Drag all (\w+) into the black box", p.instruction)
+    if not m or m.group(1) not in SHAPE_NAMES:
+        raise p.unreadable()
+    box = p.find(html_id="shape-container")
+    shapes = [e for e in p.tagged(SHAPE_NAMES[m.group(1)]) if e is not box]
+    return [_drag_to(p, e, *_centre(box)) for e in shapes] + [p.submit()]
+
+
+@_plans("highlight-text", "highlight-text-2")
+def _select_paragraph(p: _Page) -> list[Step]:
+    # press just left of the first character, release right of the last line's end: the
+    # browser selects every character between (a text selection is a drag, nothing more)
+    if p.task == "highlight-text":
+        text = p.find(html_id="randomText")
+    else:
+        paragraphs = p.tagged("p")
+        n = int(p.field("target"))
+        if not 1 <= n <= len(paragraphs):
+            raise p.unreadable()
+        text = paragraphs[n - 1]
+    x0, y0, x1, y1 = text["bbox"]
+    start = Action.drag(max(x0 - 1, 0), y0 + 3, x1 - 1, y1 - 3)
+    return [Step(start, list(text["bbox"])), p.submit()]
+
+
+@_plans("resize-textarea")
+def _resize_textarea(p: _Page) -> list[Step]:
+    m = re.fullmatch(r"(width|height) is (smaller|larger)", p.field("target"))
+    if not m:
+        raise p.unreadable()
+    # the corner's grip, pulled along one axis: the edges' handles stick out of the wrapper,
+    # which clips them (their a11y boxes show pixels the page does not let them take)
+    handle = p.classed("ui-resizable-se")
+    if not handle:
+        raise OracleError(f"{p.task}: no resize handle on the page")
+    x, y = _centre(handle[0])
+    by = RESIZE_BY if m.group(2) == "larger" else -RESIZE_BY
+    to = (x + by, y) if m.group(1) == "width" else (x, y + by)
+    return [Step(Action.drag(x, y, *to), list(handle[0]["bbox"])), p.submit("Submit")]
+
+
+def _wheel(p: _Page, e: dict[str, Any], notches: int) -> Step:
+    return Step(Action.scroll(*visible_point(e, p.a11y), dy=notches), list(e["bbox"]))
+
+
+@_plans("scroll-text-2")
+def _scroll_to_end(p: _Page) -> list[Step]:
+    where = p.field("target")
+    if where not in ("top", "bottom"):
+        raise p.unreadable()
+    area = p.find(role="textbox")
+    return [_wheel(p, area, SCROLL_END if where == "bottom" else -SCROLL_END), p.submit()]
+
+
+@_plans("scroll-text")
+def _type_last_word(p: _Page) -> list[Step]:
+    area = p.find(role="textbox")  # the text area comes before the answer's field
+    words = re.findall(r"[A-Za-z0-9]+", str(area["state"].get("value", area["name"])))
+    if not words:
+        raise p.unreadable()
+    answer = p.find(html_id="answer-input")
+    return [_wheel(p, area, SCROLL_END), p.click(answer), p.typed(words[-1]), p.submit()]
+
+
+@_plans("use-spinner")
+def _spin_to_value(p: _Page) -> list[Step]:
+    # the field refuses typed keys: one click on an arrow a step of the value
+    try:
+        want = int(p.field("target"))
+        now = int(p.find(html_id="spinner")["state"].get("value") or 0)
+    except ValueError:
+        raise p.unreadable() from None
+    arrow = p.classed("ui-spinner-up" if want > now else "ui-spinner-down")
+    if not arrow:
+        raise OracleError(f"{p.task}: no spinner arrows on the page")
+    return [p.click(arrow[0]) for _ in range(abs(want - now))] + [p.submit()]
+
+
+# The ranges a slider task's page draws its sliders from (use-slider: a low end in -100, 0,
+# 10, 100 and a width of 5, 10, 50 or 100; use-slider-2: 0 to 20). The page shows a value and
+# where the handle is, not the range: the oracle takes the range that puts the value where the
+# handle is, as a person who has played the task would.
+SLIDER_RANGES = {
+    "use-slider": tuple((lo, lo + w) for lo in (-100, 0, 10, 100) for w in (5, 10, 50, 100)),
+    "use-slider-2": ((0, 20),),
+}
+# A focused slider handle this close to its value is moved by arrow keys (a drag lands within
+# a pixel, which a wide range spreads over more than one value).
+SLIDER_KEY_STEPS = 3
+SLIDER_TASKS = tuple(SLIDER_RANGES)
+SUPPORTED_TASKS = (*SUPPORTED_TASKS, *SLIDER_TASKS)
+# a slider's value shows only once it has moved: these are planned again from each observation
+REPLANNED = REPLANNED | set(SLIDER_TASKS)
+
+
+@_plans(*SLIDER_TASKS)
+def _slide_to_values(p: _Page) -> list[Step]:
+    if p.task == "use-slider":
+        pairs = [(p.find(html_id="slider"), p.find(html_id="val"), p.field("target"))]
+    else:
+        pairs = [(p.find(html_id=f"slider-{i}"), p.find(html_id=f"val-{i}"), p.field(f"n{i}"))
+                 for i in (1, 2, 3)]  # fmt: skip
+    for track, shown, want in pairs:
+        try:
+            value, want = int(shown["name"]), int(want)
+        except ValueError:
+            raise p.unreadable() from None
+        if value != want:
+            return [_slider_step(p, track, value, want)]
+    return [p.submit()]
+
+
+def _slider_step(p: _Page, track: dict[str, Any], value: int, want: int) -> Step:
+    """One step that moves the slider ``track`` from ``value`` towards ``want``."""
+    handles = [
+        e for e in _children(track, p.a11y) if "ui-slider-handle" in e["state"].get("classes", "")
+    ]
+    if not handles:
+        raise OracleError(f"{p.task}: the slider has no handle")
+    handle = handles[0]
+    vertical = "ui-slider-vertical" in track["state"].get("classes", "")
+    up = want > value
+    if handle.get("focused") and abs(want - value) <= SLIDER_KEY_STEPS:
+        key = ("up" if up else "down") if vertical else ("right" if up else "left")
+        return Step(Action.key(key), list(handle["bbox"]))
+    x0, y0, x1, y1 = track["bbox"]
+    hx, hy = _centre(handle)
+    length = (y1 - y0) if vertical else (x1 - x0)
+    at = (y1 - hy) / length if vertical else (hx - x0) / length  # where the value sits, 0..1
+
+    def misfit(r: tuple[int, int]) -> tuple[bool, float]:
+        return (not r[0] <= value <= r[1], abs(r[0] + at * (r[1] - r[0]) - value))
+
+    lo, hi = min(SLIDER_RANGES[p.task], key=misfit)
+    share = min(max((want - lo) / (hi - lo), 0.0), 1.0)
+    to = (hx, y1 - share * length) if vertical else (x0 + share * length, hy)
+    return Step(Action.drag(hx, hy, round(to[0]), round(to[1])), list(handle["bbox"]))
+
+
 if set(_PLANNERS) != set(SUPPORTED_TASKS):
     raise AssertionError(
         f"planners and SUPPORTED_TASKS differ: {set(_PLANNERS) ^ set(SUPPORTED_TASKS)}"
