@@ -51,6 +51,25 @@ WIDER_TASKS = (
     "click-tab-2-hard",
     "navigate-tree",
 )
+# issue 54's further tasks of the published table that take clicks, typed text and keys (the
+# tasks planned again from each observation are TABLE_REPLANNED)
+TABLE_TASKS = (
+    "click-tab-2-easy",
+    "click-tab-2-medium",
+    "read-table",
+    "read-table-2",
+    "simple-arithmetic",
+    "simple-algebra",
+    "visual-addition",
+    "find-word",
+    "text-transform",
+    "copy-paste",
+    "copy-paste-2",
+    "use-spinner",
+    "multi-layouts",
+    "multi-orderings",
+)
+TABLE_REPLANNED = frozenset({"click-tab-2-easy", "click-tab-2-medium"})
 SUPPORTED_TASKS = (
     "click-test",
     "click-test-2",
@@ -69,11 +88,21 @@ SUPPORTED_TASKS = (
     "click-widget",
     "choose-list",
     *WIDER_TASKS,
+    *TABLE_TASKS,
 )
 # Tasks whose page changes as they are played (sections open, folders expand): the oracle plans
 # them again from every observation (MiniWoBOracle.act(obs, info)); the rest are planned once.
-REPLANNED = frozenset(
-    {"click-collapsible", "click-collapsible-2", "click-tab-2", "click-tab-2-hard", "navigate-tree"}
+REPLANNED = (
+    frozenset(
+        {
+            "click-collapsible",
+            "click-collapsible-2",
+            "click-tab-2",
+            "click-tab-2-hard",
+            "navigate-tree",
+        }
+    )
+    | TABLE_REPLANNED
 )
 # click-widget's widget kinds -> the tag miniwob's DOM reports for the widget's control
 WIDGET_TAGS = {
@@ -464,6 +493,147 @@ def _labelled(a11y: list[dict[str, Any]], where: str, name: str) -> dict[str, An
         if e["role"] == "label" and any(c["name"] == name for c in _children(e, a11y)):
             return e
     raise OracleError(f"{where}: no item labelled {name!r}")
+
+
+# -- issue 54: the further tasks of the published table (TABLE_TASKS) -------------------------
+
+_plans("click-tab-2-easy", "click-tab-2-medium")(_open_sections_until_link)
+
+
+def _fill(p: _Page, box: dict[str, Any], text: str) -> list[Step]:
+    """Click a text box, then type into it."""
+    return [p.click(box), p.typed(text)]
+
+
+def _named(p: _Page, *names: str) -> dict[str, Any]:
+    """The last element whose text is one of ``names`` (a form's Submit, Search or Go!)."""
+    found = [e for e in p.a11y if e["name"] in names]
+    if not found:
+        raise OracleError(f"{p.task}: no element named {' or '.join(map(repr, names))}")
+    return found[-1]
+
+
+def _cell_after(p: _Page, label: str) -> str:
+    """A two-column table's value in the row whose first cell reads ``label``."""
+    cells = [e for e in p.a11y if e["state"].get("tag") == "td"]
+    for key, value in zip(cells, cells[1:]):
+        if key["name"] == label and key["state"]["parent"] == value["state"]["parent"]:
+            return value["name"]
+    raise OracleError(f"{p.task}: no table row {label!r}")
+
+
+@_plans("read-table")
+def _type_table_value(p: _Page) -> list[Step]:
+    value = _cell_after(p, p.field("target"))
+    return _fill(p, p.find(role="textbox"), value) + [p.submit()]
+
+
+@_plans("read-table-2")
+def _type_table_values(p: _Page) -> list[Step]:
+    # each label ("Color:") names a row of the table; its box follows it on the page
+    steps: list[Step] = []
+    for label in (e for e in p.a11y if e["role"] == "label"):
+        box = p.find(html_id="tt" + label["state"].get("html_id", "")[2:])
+        steps += _fill(p, box, _cell_after(p, label["name"].rstrip(":")))
+    if not steps:
+        raise OracleError(f"{p.task}: no labelled boxes on the page")
+    return steps + [p.submit()]
+
+
+# simple-arithmetic's "3 + 8 =" and simple-algebra's "x - 4 = 84" / "3 - x = 84" (x: times)
+_ARITHMETIC = re.compile(r"^(-?\d+) ([-+x]) (-?\d+) =$")
+_ALGEBRA = re.compile(r"^(x|-?\d+) ([-+]) (x|-?\d+) = (-?\d+)$")
+
+
+@_plans("simple-arithmetic")
+def _type_the_sum(p: _Page) -> list[Step]:
+    m = _ARITHMETIC.match(p.find(html_id="math-problem")["name"])
+    if not m:
+        raise p.unreadable()
+    a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
+    answer = a + b if op == "+" else a - b if op == "-" else a * b
+    return _fill(p, p.find(html_id="math-answer"), str(answer)) + [p.submit()]
+
+
+@_plans("simple-algebra")
+def _type_x(p: _Page) -> list[Step]:
+    m = _ALGEBRA.match(p.find(html_id="math-problem")["name"])
+    if not m or (m.group(1) == "x") == (m.group(3) == "x"):
+        raise p.unreadable()
+    left, op, right, total = m.group(1), m.group(2), m.group(3), int(m.group(4))
+    known = int(right if left == "x" else left)
+    if op == "+":
+        x = total - known
+    else:  # x - k = t gives t + k; k - x = t gives k - t
+        x = total + known if left == "x" else known - total
+    return _fill(p, p.find(html_id="math-answer"), str(x)) + [p.submit()]
+
+
+@_plans("visual-addition")
+def _type_block_count(p: _Page) -> list[Step]:
+    count = len(p.classed("addition-block"))
+    return _fill(p, p.find(html_id="math-answer"), str(count)) + [p.submit()]
+
+
+@_plans("find-word")
+def _type_nth_word(p: _Page) -> list[Step]:
+    words = p.find(role="p")["name"].split()
+    n = int(p.field("target"))
+    if not 1 <= n <= len(words):
+        raise p.unreadable()
+    word = re.sub(r"[^a-zA-Z]", "", words[n - 1])  # the task strips punctuation too
+    return _fill(p, p.find(html_id="answer-input"), word) + [p.submit()]
+
+
+@_plans("text-transform")
+def _type_captcha(p: _Page) -> list[Step]:
+    text = "".join(e["name"] for e in _children(p.find(html_id="captcha"), p.a11y))
+    return _fill(p, p.find(role="textbox"), text) + [p.submit()]
+
+
+@_plans("copy-paste", "copy-paste-2")
+def _retype_textarea(p: _Page) -> list[Step]:
+    # what a paste would put there, typed (the textarea's value, its trailing space included)
+    area = p.find(html_id="to-copy" if p.task == "copy-paste" else f"text-{p.field('target')}")
+    return _fill(p, p.find(html_id="answer-input"), area["state"].get("value", "")) + [p.submit()]
+
+
+@_plans("use-spinner")
+def _spin_to_target(p: _Page) -> list[Step]:
+    # the spinner refuses typing: one click on its up or down arrow a step from 0
+    n = int(p.field("target"))
+    arrow = p.classed("ui-spinner-up" if n > 0 else "ui-spinner-down")
+    if not arrow:
+        raise OracleError(f"{p.task}: no spinner arrows on the page")
+    return [p.click(arrow[0])] * abs(n) + [p.submit()]
+
+
+# multi-layouts' and multi-orderings' field -> the word of the label beside its box
+MOVIE_LABELS = {"genre": ("Genre",), "director": ("Director",), "year": ("Year", "Date")}
+
+
+@_plans("multi-layouts", "multi-orderings")
+def _fill_movie_search(p: _Page) -> list[Step]:
+    # a box's label is the nearest text within the box's row (its parent or grandparent)
+    steps: list[Step] = []
+    for box in (e for e in p.a11y if e["role"] == "textbox"):
+        key = _movie_label(p, box)
+        steps += _fill(p, box, p.field(key))
+    return steps + [p.click(_named(p, "Submit", "Search", "Go!"))]
+
+
+def _movie_label(p: _Page, box: dict[str, Any]) -> str:
+    by_id = {e["id"]: e for e in p.a11y}
+    row = box
+    for _ in range(2):
+        row = by_id.get(row["state"].get("parent"))
+        if row is None:
+            break
+        for e in _children(row, p.a11y):
+            for key, words in MOVIE_LABELS.items():
+                if any(w in e["name"] for w in words):
+                    return key
+    raise OracleError(f"{p.task}: the box at {box['bbox']} has no label")
 
 
 class MiniWoBOracle:
