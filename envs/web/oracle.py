@@ -68,8 +68,21 @@ TABLE_TASKS = (
     "use-spinner",
     "multi-layouts",
     "multi-orderings",
+    "guess-number",
+    "login-user-popup",
+    "search-engine",
+    "use-autocomplete",
 )
-TABLE_REPLANNED = frozenset({"click-tab-2-easy", "click-tab-2-medium"})
+TABLE_REPLANNED = frozenset(
+    {
+        "click-tab-2-easy",
+        "click-tab-2-medium",
+        "guess-number",
+        "login-user-popup",
+        "search-engine",
+        "use-autocomplete",
+    }
+)
 SUPPORTED_TASKS = (
     "click-test",
     "click-test-2",
@@ -634,6 +647,87 @@ def _movie_label(p: _Page, box: dict[str, Any]) -> str:
                 if any(w in e["name"] for w in words):
                     return key
     raise OracleError(f"{p.task}: the box at {box['bbox']} has no label")
+
+
+# -- ... and those planned again from each observation (TABLE_REPLANNED) ----------------------
+
+
+def _type_into(p: _Page, box: dict[str, Any], text: str) -> list[Step]:
+    """What is left to make an empty text box read ``text``: click it unless it has the focus,
+    then type (nothing once it reads ``text``)."""
+    value = box["state"].get("value", "")
+    if value == text:
+        return []
+    if value:
+        raise OracleError(f"{p.task}: the box at {box['bbox']} reads {value!r}, not {text!r}")
+    return ([] if box["focused"] else [p.click(box)]) + [p.typed(text)]
+
+
+def _text_of(e: dict[str, Any], a11y: list[dict[str, Any]]) -> str:
+    return " ".join(c["name"] for c in [e, *_children(e, a11y)] if c["name"])
+
+
+@_plans("guess-number")
+def _guess_from_feedback(p: _Page) -> list[Step]:
+    # start at 5, then one up or down from the last guess as the feedback says: each plan is
+    # read off the page alone (the feedback names the last guess)
+    guess = 5
+    for html_id, step in (("higher", 1), ("lower", -1)):
+        shown = [e for e in p.a11y if e["state"].get("html_id") == html_id]
+        if shown:
+            last = re.search(r"-?\d+", _text_of(shown[0], p.a11y))
+            if not last:
+                raise p.unreadable()
+            guess = int(last.group()) + step
+    box = p.find(html_id="tt")
+    value = box["state"].get("value", "")
+    if value and value != str(guess):  # the last guess is still in the box
+        return ([] if box["focused"] else [p.click(box)]) + [Step(Action.key("backspace"))]
+    return _type_into(p, box, str(guess)) + [p.submit()]
+
+
+@_plans("login-user-popup")
+def _log_in_past_the_popup(p: _Page) -> list[Step]:
+    # a pop-up may open when a box takes the focus: Cancel closes it (OK ends the episode)
+    cancel = [e for e in p.a11y if e["state"].get("html_id") == "popup-cancel"]
+    if cancel:
+        return [p.click(cancel[0])]
+    steps: list[Step] = []
+    for key in ("username", "password"):
+        steps += _type_into(p, p.find(html_id=key), p.field(key))
+    return steps + [p.click(p.find(html_id="subbtn"))]
+
+
+@_plans("search-engine")
+def _search_then_click_result(p: _Page) -> list[Step]:
+    titles = p.classed("search-title")
+    if not titles:
+        search = _type_into(p, p.find(html_id="search-text"), p.field("query"))
+        return search + [p.click(p.find(html_id="search"))]
+    rank = int(p.field("rank"))  # three results a page
+    page, row = str((rank - 1) // 3 + 1), (rank - 1) % 3
+    links = [e for e in p.classed("page-link")]
+    active = [e for li in p.classed("active") for e in _children(li, p.a11y) if e in links]
+    if not active or active[0]["name"] != page:
+        return [p.click(next(e for e in links if e["name"] == page))]
+    if row >= len(titles):
+        raise OracleError(f"{p.task}: page {page} shows {len(titles)} results")
+    return [p.click(titles[row])]
+
+
+@_plans("use-autocomplete")
+def _type_then_pick_completion(p: _Page) -> list[Step]:
+    start, end = p.field("start"), p.values.get("end", "")
+    box = p.find(html_id="tags")
+    value = box["state"].get("value", "")
+    if value.startswith(start) and value.endswith(end):
+        return [p.submit()]
+    items = [e for e in p.classed("ui-menu-item-wrapper") if e["name"].endswith(end)]
+    if items:
+        return [p.click(items[0])]
+    if value == start:  # the list opens after a short delay
+        return [Step(Action.wait())]
+    return _type_into(p, box, start)
 
 
 class MiniWoBOracle:
