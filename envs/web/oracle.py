@@ -51,6 +51,19 @@ WIDER_TASKS = (
     "click-tab-2-hard",
     "navigate-tree",
 )
+# the inbox tasks: one planner (open the email from the inbox's search, then act on it)
+EMAIL_TASKS = (
+    "email-inbox",
+    "email-inbox-delete",
+    "email-inbox-forward",
+    "email-inbox-forward-nl",
+    "email-inbox-forward-nl-turk",
+    "email-inbox-important",
+    "email-inbox-nl-turk",
+    "email-inbox-noscroll",
+    "email-inbox-reply",
+    "email-inbox-star-reply",
+)
 # issue 54's further tasks of the published table that take clicks, typed text and keys (the
 # tasks planned again from each observation are TABLE_REPLANNED)
 TABLE_TASKS = (
@@ -72,9 +85,11 @@ TABLE_TASKS = (
     "login-user-popup",
     "search-engine",
     "use-autocomplete",
+    *EMAIL_TASKS,
 )
 TABLE_REPLANNED = frozenset(
     {
+        *EMAIL_TASKS,
         "click-tab-2-easy",
         "click-tab-2-medium",
         "guess-number",
@@ -728,6 +743,38 @@ def _type_then_pick_completion(p: _Page) -> list[Step]:
     if value == start:  # the list opens after a short delay
         return [Step(Action.wait())]
     return _type_into(p, box, start)
+
+
+@_plans(*EMAIL_TASKS)
+def _find_email_then_act(p: _Page) -> list[Step]:
+    # the inbox scrolls, so the email is found with the inbox's own search box: open the search,
+    # type the sender, open the email it lists, then reply, forward, delete or star it there
+    sender, task = p.field("by"), p.values.get("task", "forward")  # -forward-nl names no task
+    if p.classed("reply-body"):
+        text = _type_into(p, p.find(html_id="reply-text"), p.field("message"))
+        return text + [p.click(p.find(html_id="send-reply"))]
+    if p.classed("forward-sender"):
+        to = _type_into(p, p.classed("forward-sender")[0], p.field("to"))
+        return to + [p.click(p.find(html_id="send-forward"))]
+    if any(e["state"].get("html_id") == "close-email" for e in p.a11y):
+        icon = {"reply": "email-reply", "forward": "email-forward", "delete": "trash"}
+        found = p.classed(icon.get(task, "star"))
+        if not found:
+            raise OracleError(f"{p.task}: the open email has no {task!r} button")
+        return [p.click(found[0])]
+    search = [e for e in p.a11y if e["state"].get("html_id") == "search-input"]
+    if not search:
+        return [p.click(p.find(html_id="open-search"))]
+    typed = _type_into(p, search[0], sender)
+    if typed:
+        return typed
+    for thread in p.classed("email-thread"):
+        name = [
+            c for c in _children(thread, p.a11y) if "email-sender" in c["state"].get("classes", "")
+        ]
+        if name and _text_of(name[0], p.a11y) == sender:
+            return [p.click(thread)]
+    raise OracleError(f"{p.task}: the search lists no email by {sender!r}")
 
 
 class MiniWoBOracle:
