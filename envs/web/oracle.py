@@ -86,6 +86,9 @@ TABLE_TASKS = (
     "search-engine",
     "use-autocomplete",
     *EMAIL_TASKS,
+    "social-media",
+    "social-media-all",
+    "social-media-some",
 )
 TABLE_REPLANNED = frozenset(
     {
@@ -96,6 +99,9 @@ TABLE_REPLANNED = frozenset(
         "login-user-popup",
         "search-engine",
         "use-autocomplete",
+        "social-media",
+        "social-media-all",
+        "social-media-some",
     }
 )
 SUPPORTED_TASKS = (
@@ -149,10 +155,12 @@ class OracleError(ValueError):
 
 
 class Step(NamedTuple):
-    """One planned action and the screen box it aims at (None for typing)."""
+    """One planned action and the screen box it aims at (None for typing). ``note``: what the
+    step is for, where a planner reads its own past steps back (:attr:`_Page.taken`)."""
 
     action: Action
     target_bbox: list[int] | None = None
+    note: str = ""
 
 
 def visible_point(target: dict[str, Any], a11y: list[dict[str, Any]]) -> tuple[int, int]:
@@ -214,14 +222,19 @@ def plan(
 
 
 def plan_steps(
-    task: str, instruction: str, a11y: list[dict[str, Any]], fields: list | None = None
+    task: str,
+    instruction: str,
+    a11y: list[dict[str, Any]],
+    fields: list | None = None,
+    taken: tuple[Step, ...] = (),
 ) -> list[Step]:
     """:func:`plan` with each step's target box. ``fields``: ``info["fields"]`` of the reset
     (the tasks that do not quote their targets need it). For a task of :data:`REPLANNED` the
     plan is what is left to do on the page as ``a11y`` shows it now (its first step is the one
-    to take; the rest may change once that is done)."""
+    to take; the rest may change once that is done); ``taken``: the steps taken so far this
+    episode (what a page does not show, such as which box has the keyboard's focus)."""
     _require_known(task)
-    return _PLANNERS[task](_Page(task, instruction, a11y, fields))
+    return _PLANNERS[task](_Page(task, instruction, a11y, fields, taken))
 
 
 def _require_known(task: str) -> None:
@@ -234,8 +247,11 @@ def _require_known(task: str) -> None:
 class _Page:
     """One observation of a task's page, and the steps an oracle can take on it."""
 
-    def __init__(self, task: str, instruction: str, a11y: list[dict[str, Any]], fields) -> None:
+    def __init__(
+        self, task: str, instruction: str, a11y: list[dict[str, Any]], fields, taken=()
+    ) -> None:
         self.task, self.instruction, self.a11y, self.fields = task, instruction, a11y, fields
+        self.taken: tuple[Step, ...] = tuple(taken)
         self.values = {str(k): str(v) for k, v in (fields or [])}
         self.words = _quoted(instruction)
 
@@ -777,6 +793,111 @@ def _find_email_then_act(p: _Page) -> list[Step]:
     raise OracleError(f"{p.task}: the search lists no email by {sender!r}")
 
 
+# social-media's button names -> the class of the control (the last six in a post's "more" menu)
+SOCIAL_BUTTONS = {
+    "Reply": "reply",
+    "Retweet": "retweet",
+    "Like": "like",
+    "Share": "share",
+    "Share via DM": "share",
+    "Copy link to Tweet": "copy",
+    "Embed Tweet": "embed",
+    "Mute": "menu-user",
+    "Block": "block-user",
+    "Report": "report",
+}
+MENU_BUTTONS = ("Share via DM", "Copy link to Tweet", "Embed Tweet", "Mute", "Block", "Report")
+
+
+def _in_view(e: dict[str, Any], box: dict[str, Any]) -> bool:
+    """All of ``e`` inside ``box`` (a scrolling box's children report boxes it hides)."""
+    (x0, y0, x1, y1), (bx0, by0, bx1, by1) = e["bbox"], box["bbox"]
+    return bx0 <= x0 and by0 <= y0 and x1 <= bx1 and y1 <= by1
+
+
+def _scroll_down(
+    p: _Page, box: dict[str, Any], focus: list[dict[str, Any]], key: str = "pagedown"
+) -> list[Step]:
+    """One step down the scrolling ``box`` with the keyboard (its keys scroll the box last
+    clicked): a click on an inert element of ``focus`` first, then ``key`` (Page Down, or the
+    down arrow's smaller step)."""
+    if not any(s.action.kind == "click" for s in p.taken):
+        inert = [e for e in focus if _in_view(e, box)]
+        if not inert:
+            raise OracleError(f"{p.task}: nothing to click in the box at {box['bbox']}")
+        return [p.click(inert[0])]
+    return [Step(Action.key(key))]
+
+
+def _sliding(p: _Page) -> bool:
+    """Page Down was the last step: the box slides for a moment, so look again first."""
+    return bool(p.taken) and p.taken[-1].action.kind == "key"
+
+
+def _posts_by(p: _Page, user: str) -> list[list[dict[str, Any]]]:
+    """The elements of each post by ``user`` (its handle, "@name")."""
+    posts = []
+    for post in p.classed("media"):
+        inside = _children(post, p.a11y)
+        if any("username" in _classes(e) and e["name"] == user for e in inside):
+            posts.append(inside)
+    return posts
+
+
+def _classes(e: dict[str, Any]) -> list[str]:
+    return e["state"].get("classes", "").split()
+
+
+def _hover_then_click(p: _Page, e: dict[str, Any], on_top: bool = False) -> list[Step]:
+    """Point at ``e``, then click it: social-media's icons swap their image on hover, and a
+    click that arrives with the pointer misses while the new image loads. ``on_top``: ``e`` is
+    painted over what follows it (an open menu), so its centre is clicked."""
+    x0, y0, x1, y1 = e["bbox"]
+    x, y = ((x0 + x1) // 2, (y0 + y1) // 2) if on_top else visible_point(e, p.a11y)
+    click = Step(Action.click(x, y), list(e["bbox"]), note="post")
+    if p.taken and p.taken[-1].action == Action.move(x, y):
+        return [click]
+    return [Step(Action.move(x, y), list(e["bbox"])), click]
+
+
+@_plans("social-media", "social-media-all", "social-media-some")
+def _click_posts_buttons(p: _Page) -> list[Step]:
+    # the posts scroll in #area; every control is clicked where it is wholly in view, and the
+    # page moves down a screen at a time (less than a screen: no control falls between two);
+    # an open menu a line at a time (a screen would take the post's handle off the page)
+    if _sliding(p):
+        return [Step(Action.wait())]
+    button, area = p.field("button"), p.find(html_id="area")
+    if button not in SOCIAL_BUTTONS:
+        raise OracleError(f"{p.task}: unknown button {button!r}")
+    cls = SOCIAL_BUTTONS[button]
+    # social-media ends at the right click: until then it clicks again (a click can miss)
+    wanted = {"social-media": len(p.a11y), "social-media-some": int(p.values.get("amount", 0))}
+    clicked = sum(s.note == "post" for s in p.taken)
+    line = False
+    if clicked < wanted.get(p.task, len(p.a11y)):
+        for post in _posts_by(p, p.field("user")):
+            controls = [e for e in post if cls in _classes(e) and "active" not in _classes(e)]
+            if p.task == "social-media" and button in MENU_BUTTONS:
+                menu = [e for e in post if e["role"] == "li"]  # shown once "more" is clicked
+                controls = [e for e in menu if cls in _classes(e)]
+                line = line or bool(menu)
+                more = [e for e in post if "more" in _classes(e)]
+                if not menu and more and _in_view(more[0], area):
+                    return [s._replace(note="") for s in _hover_then_click(p, more[0])]
+            for e in controls:
+                if _in_view(e, area) and p.task == "social-media-all":
+                    return [p.click(e)]  # a missed click shows: the control stays inactive
+                if _in_view(e, area):
+                    return _hover_then_click(p, e, on_top=e["role"] == "li")
+    submit = [e for e in p.a11y if e["role"] == "button" and e["name"] == "Submit"]
+    if p.task != "social-media" and submit and _in_view(submit[0], area):
+        if clicked < wanted.get(p.task, 0):
+            raise OracleError(f"{p.task}: {clicked} posts found, {wanted[p.task]} asked for")
+        return [p.click(submit[0])]
+    return _scroll_down(p, area, p.classed("body"), "down" if line else "pagedown")
+
+
 class MiniWoBOracle:
     """Plans at reset, then hands out one action a step: ``oracle.reset(obs, info)``, ``act()``
     (``next_target_bbox``: the box the next action aims at). A task of :data:`REPLANNED` is
@@ -789,16 +910,20 @@ class MiniWoBOracle:
         self._instruction = ""
         self._fields: list | None = None
         self._queue: list[Step] = []
+        self._taken: list[Step] = []
 
     def reset(self, obs: dict[str, Any], info: dict[str, Any]) -> None:
         self._instruction, self._fields = obs["instruction"], info.get("fields")
+        self._taken = []
         self._queue = plan_steps(self.task, self._instruction, info["a11y"], self._fields)
 
     def observe(self, info: dict[str, Any]) -> None:
         """Plan again from ``info["a11y"]``, the page as it is now (tasks of :data:`REPLANNED`;
         the others keep the plan made at reset)."""
         if self.replans:
-            self._queue = plan_steps(self.task, self._instruction, info["a11y"], self._fields)
+            self._queue = plan_steps(
+                self.task, self._instruction, info["a11y"], self._fields, tuple(self._taken)
+            )
 
     @property
     def next_target_bbox(self) -> list[int] | None:
@@ -807,7 +932,10 @@ class MiniWoBOracle:
     def act(self, obs: dict[str, Any] | None = None, info: dict[str, Any] | None = None) -> Action:
         if info is not None and "a11y" in info:
             self.observe(info)
-        return self._queue.pop(0).action if self._queue else Action.done()
+        if not self._queue:
+            return Action.done()
+        self._taken.append(self._queue.pop(0))
+        return self._taken[-1].action
 
 
 if set(_PLANNERS) != set(SUPPORTED_TASKS):
