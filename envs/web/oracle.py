@@ -89,6 +89,10 @@ TABLE_TASKS = (
     "social-media",
     "social-media-all",
     "social-media-some",
+    "terminal",
+    "choose-date",
+    "choose-date-easy",
+    "choose-date-medium",
 )
 TABLE_REPLANNED = frozenset(
     {
@@ -102,6 +106,10 @@ TABLE_REPLANNED = frozenset(
         "social-media",
         "social-media-all",
         "social-media-some",
+        "terminal",
+        "choose-date",
+        "choose-date-easy",
+        "choose-date-medium",
     }
 )
 SUPPORTED_TASKS = (
@@ -896,6 +904,53 @@ def _click_posts_buttons(p: _Page) -> list[Step]:
             raise OracleError(f"{p.task}: {clicked} posts found, {wanted[p.task]} asked for")
         return [p.click(submit[0])]
     return _scroll_down(p, area, p.classed("body"), "down" if line else "pagedown")
+
+
+@_plans("terminal")
+def _list_then_remove(p: _Page) -> list[Step]:
+    # type "ls", read the files it lists, "rm" the one with the extension asked for
+    m = re.search(r"extension \.(\S+)$", p.instruction.strip())
+    if not m and "no file extension" not in p.instruction:
+        raise p.unreadable()
+    lines = [e for e in p.a11y if {"command", "output"} & set(_classes(e))]
+    listed = [b["name"].split() for a, b in zip(lines, lines[1:]) if a["name"] == "ls"]
+    if not listed:
+        if not any(s.action.kind == "click" for s in p.taken):
+            return [p.click(p.find(html_id="terminal"))]  # its keys go to a hidden input
+        return [p.typed("ls\n")]
+    files = [f for f in listed[-1] if (f.endswith("." + m.group(1)) if m else "." not in f)]
+    if not files:
+        raise OracleError(f"{p.task}: ls lists no file for {p.instruction!r}")
+    return [p.typed(f"rm {files[0]}\n")]
+
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")  # fmt: skip
+
+
+@_plans("choose-date", "choose-date-easy", "choose-date-medium")
+def _pick_the_date(p: _Page) -> list[Step]:
+    # the box is read-only: open its calendar, page to the month, click the day, then Submit
+    box = p.find(html_id="datepicker")
+    month, day, year = (int(p.field(k)) for k in ("month", "day", "year"))
+    if box["state"].get("value") == f"{month:02d}/{day:02d}/{year}":
+        return [p.submit()]
+    shown = p.classed("ui-datepicker-month"), p.classed("ui-datepicker-year")
+    if not all(shown):
+        return [p.click(box)]
+    at = (int(shown[1][0]["name"]), MONTHS.index(shown[0][0]["name"]) + 1)
+    if at != (year, month):
+        return [
+            p.click(
+                p.classed("ui-datepicker-prev" if at > (year, month) else "ui-datepicker-next")[0]
+            )
+        ]
+    days = [
+        e for e in p.classed("ui-state-default") if e["role"] == "link" and e["name"] == str(day)
+    ]
+    if not days:
+        raise OracleError(f"{p.task}: the calendar shows no day {day}")
+    return [p.click(days[0])]
 
 
 class MiniWoBOracle:
