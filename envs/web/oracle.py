@@ -93,6 +93,7 @@ TABLE_TASKS = (
     "choose-date",
     "choose-date-easy",
     "choose-date-medium",
+    "click-menu",
 )
 TABLE_REPLANNED = frozenset(
     {
@@ -110,6 +111,7 @@ TABLE_REPLANNED = frozenset(
         "choose-date",
         "choose-date-easy",
         "choose-date-medium",
+        "click-menu",
     }
 )
 SUPPORTED_TASKS = (
@@ -951,6 +953,25 @@ def _pick_the_date(p: _Page) -> list[Step]:
     if not days:
         raise OracleError(f"{p.task}: the calendar shows no day {day}")
     return [p.click(days[0])]
+
+
+@_plans("click-menu")
+def _open_submenus_then_click(p: _Page) -> list[Step]:
+    # "A>B>C": a click on a parent item selects it (and fails), so the pointer rests on A and
+    # B until their submenus open, then C is clicked
+    path = p.field("target").split(">")
+    items = {_text_of(e, p.a11y): e for e in p.classed("ui-menu-item-wrapper")}
+    depth = 0
+    while depth < len(path) and path[depth] in items:
+        depth += 1
+    if depth == 0:
+        raise OracleError(f"{p.task}: no menu item {path[0]!r}")
+    item = items[path[depth - 1]]
+    if depth == len(path):
+        return [p.click(item)]
+    x, y = visible_point(item, p.a11y)
+    moved = [s.action for s in p.taken if s.action.kind != "wait"][-1:] == [Action.move(x, y)]
+    return [Step(Action.wait() if moved else Action.move(x, y), list(item["bbox"]))]
 
 
 class MiniWoBOracle:
