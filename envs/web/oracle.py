@@ -81,6 +81,8 @@ TABLE_TASKS = (
     "use-spinner",
     "multi-layouts",
     "multi-orderings",
+    "click-color",
+    "click-shades",
     "guess-number",
     "login-user-popup",
     "search-engine",
@@ -237,14 +239,16 @@ def plan_steps(
     a11y: list[dict[str, Any]],
     fields: list | None = None,
     taken: tuple[Step, ...] = (),
+    screen: np.ndarray | None = None,
 ) -> list[Step]:
     """:func:`plan` with each step's target box. ``fields``: ``info["fields"]`` of the reset
     (the tasks that do not quote their targets need it). For a task of :data:`REPLANNED` the
     plan is what is left to do on the page as ``a11y`` shows it now (its first step is the one
     to take; the rest may change once that is done); ``taken``: the steps taken so far this
-    episode (what a page does not show, such as which box has the keyboard's focus)."""
+    episode (what a page does not show, such as which box has the keyboard's focus);
+    ``screen``: the screenshot, for the tasks that name what they show by colour."""
     _require_known(task)
-    return _PLANNERS[task](_Page(task, instruction, a11y, fields, taken))
+    return _PLANNERS[task](_Page(task, instruction, a11y, fields, taken, screen))
 
 
 def _require_known(task: str) -> None:
@@ -258,10 +262,11 @@ class _Page:
     """One observation of a task's page, and the steps an oracle can take on it."""
 
     def __init__(
-        self, task: str, instruction: str, a11y: list[dict[str, Any]], fields, taken=()
+        self, task: str, instruction: str, a11y: list[dict[str, Any]], fields, taken=(), screen=None
     ) -> None:
         self.task, self.instruction, self.a11y, self.fields = task, instruction, a11y, fields
         self.taken: tuple[Step, ...] = tuple(taken)
+        self.screen = screen
         self.values = {str(k): str(v) for k, v in (fields or [])}
         self.words = _quoted(instruction)
 
@@ -690,6 +695,76 @@ def _movie_label(p: _Page, box: dict[str, Any]) -> str:
     raise OracleError(f"{p.task}: the box at {box['bbox']} has no label")
 
 
+# click-color's colour names -> the CSS colour the page paints
+CSS_COLOURS = {
+    "red": (255, 0, 0),
+    "blue": (0, 0, 255),
+    "olive": (128, 128, 0),
+    "lime": (0, 255, 0),
+    "black": (0, 0, 0),
+    "white": (255, 255, 255),
+    "grey": (128, 128, 128),
+    "purple": (128, 0, 128),
+    "orange": (255, 165, 0),
+    "yellow": (255, 255, 0),
+    "cyan": (0, 255, 255),
+    "pink": (255, 192, 203),
+    "magenta": (255, 0, 255),
+}
+# click-shades' colour names -> their hue in degrees (the page draws shades of each)
+SHADE_HUES = {"red": 0.0, "green": 120.0, "blue": 240.0}
+
+
+def _colour(p: _Page, e: dict[str, Any]) -> np.ndarray:
+    """The colour ``e`` is painted on the screenshot: the median of its pixels inside a 2-pixel
+    margin (its border and anti-aliased edge left out)."""
+    if p.screen is None:
+        raise OracleError(f"{p.task}: telling colours apart needs the screenshot")
+    x0, y0, x1, y1 = e["bbox"]
+    m = 2 if min(x1 - x0, y1 - y0) > 6 else 0
+    patch = np.asarray(p.screen)[y0 + m : y1 - m, x0 + m : x1 - m].reshape(-1, 3)
+    if not len(patch):
+        raise OracleError(f"{p.task}: the box at {e['bbox']} is off the screen")
+    return np.median(patch, axis=0)
+
+
+def _hue(rgb: np.ndarray) -> float:
+    import colorsys
+
+    return colorsys.rgb_to_hsv(*(float(v) / 255 for v in rgb))[0] * 360
+
+
+@_plans("click-color")
+def _click_named_colour(p: _Page) -> list[Step]:
+    name = p.field("target")
+    if name not in CSS_COLOURS:
+        raise OracleError(f"{p.task}: unknown colour {name!r}")
+    boxes = p.classed("color")
+    if not boxes:
+        raise OracleError(f"{p.task}: no coloured boxes on the page")
+    want = np.array(CSS_COLOURS[name])
+    return [p.click(min(boxes, key=lambda e: float(np.abs(_colour(p, e) - want).sum())))]
+
+
+@_plans("click-shades")
+def _click_every_shade(p: _Page) -> list[Step]:
+    name = p.field("target")
+    if name not in SHADE_HUES:
+        raise OracleError(f"{p.task}: unknown colour {name!r}")
+    area = p.find(html_id="area")["id"]
+    swatches = [e for e in p.tagged("span") if e["state"].get("parent") == area]
+
+    def nearest(e: dict[str, Any]) -> str:  # the hue circle's nearest of red, green, blue
+        hue = _hue(_colour(p, e))
+        return min(
+            SHADE_HUES, key=lambda k: min(abs(hue - SHADE_HUES[k]), 360 - abs(hue - SHADE_HUES[k]))
+        )
+
+    return [p.click(e) for e in swatches if nearest(e) == name] + [
+        p.click(p.find(html_id="submit"))
+    ]
+
+
 # -- ... and those planned again from each observation (TABLE_REPLANNED) ----------------------
 
 
@@ -991,14 +1066,16 @@ class MiniWoBOracle:
     def reset(self, obs: dict[str, Any], info: dict[str, Any]) -> None:
         self._instruction, self._fields = obs["instruction"], info.get("fields")
         self._taken = []
-        self._queue = plan_steps(self.task, self._instruction, info["a11y"], self._fields)
+        self._queue = plan_steps(
+            self.task, self._instruction, info["a11y"], self._fields, screen=obs.get("screenshot")
+        )
 
-    def observe(self, info: dict[str, Any]) -> None:
-        """Plan again from ``info["a11y"]``, the page as it is now (tasks of :data:`REPLANNED`;
-        the others keep the plan made at reset)."""
+    def observe(self, info: dict[str, Any], screen: np.ndarray | None = None) -> None:
+        """Plan again from ``info["a11y"]`` (and ``screen``, the screenshot), the page as it is
+        now (tasks of :data:`REPLANNED`; the others keep the plan made at reset)."""
         if self.replans:
             self._queue = plan_steps(
-                self.task, self._instruction, info["a11y"], self._fields, tuple(self._taken)
+                self.task, self._instruction, info["a11y"], self._fields, tuple(self._taken), screen
             )
 
     @property
@@ -1007,7 +1084,7 @@ class MiniWoBOracle:
 
     def act(self, obs: dict[str, Any] | None = None, info: dict[str, Any] | None = None) -> Action:
         if info is not None and "a11y" in info:
-            self.observe(info)
+            self.observe(info, (obs or {}).get("screenshot"))
         if not self._queue:
             return Action.done()
         self._taken.append(self._queue.pop(0))
