@@ -83,6 +83,8 @@ TABLE_TASKS = (
     "multi-orderings",
     "click-color",
     "click-shades",
+    "click-shape",
+    "count-shape",
     "guess-number",
     "login-user-popup",
     "search-engine",
@@ -760,9 +762,71 @@ def _click_every_shade(p: _Page) -> list[Step]:
             SHADE_HUES, key=lambda k: min(abs(hue - SHADE_HUES[k]), 360 - abs(hue - SHADE_HUES[k]))
         )
 
-    return [p.click(e) for e in swatches if nearest(e) == name] + [
-        p.click(p.find(html_id="submit"))
-    ]
+    clicks = [p.click(e) for e in swatches if nearest(e) == name]
+    return clicks + [p.click(p.find(html_id="submit"))]
+
+
+# the colours of MiniWoB's shapes (common/shapes.js), and what each figure tag draws
+SHAPE_COLOURS = {
+    "red": (255, 0, 0),
+    "green": (0, 128, 0),
+    "blue": (0, 0, 255),
+    "aqua": (0, 255, 255),
+    "black": (0, 0, 0),
+    "magenta": (255, 0, 255),
+    "yellow": (255, 255, 0),
+}
+FIGURES = {"rect": "rectangle", "circle": "circle", "polygon": "triangle"}
+
+
+def _figure(p: _Page, e: dict[str, Any]) -> dict[str, str]:
+    """A shapes.js figure as the page describes it: size, colour, type and what it is."""
+    tag, (x0, y0, x1, y1) = e["state"].get("tag"), e["bbox"]
+    if tag == "text":
+        kind, text, large = ("digit" if e["name"].isdigit() else "letter"), e["name"], y1 - y0 > 16
+    elif tag in FIGURES:
+        kind, text, large = "shape", FIGURES[tag], x1 - x0 > 15  # 10 or 20 pixels wide
+    else:
+        raise OracleError(f"{p.task}: unknown figure {tag!r}")
+    if p.screen is None:
+        raise OracleError(f"{p.task}: telling colours apart needs the screenshot")
+    # each ink pixel (off the white page) votes for its nearest colour; edges blend with white
+    pixels = np.asarray(p.screen)[y0:y1, x0:x1].reshape(-1, 3).astype(int)
+    ink = pixels[np.abs(pixels - 255).sum(axis=1) > 90]
+    if not len(ink):
+        raise OracleError(f"{p.task}: the figure at {e['bbox']} shows no colour")
+    palette = np.array(list(SHAPE_COLOURS.values()))
+    votes = np.abs(ink[:, None, :] - palette[None]).sum(axis=2).argmin(axis=1)
+    colour = list(SHAPE_COLOURS)[int(np.bincount(votes).argmax())]
+    return {"size": "large" if large else "small", "color": colour, "type": kind, "text": text}
+
+
+def _matching_figures(p: _Page) -> list[dict[str, Any]]:
+    """The figures that fit the instruction's size, colour and kind (each may be left out)."""
+    size, colour = p.values.get("size", ""), p.values.get("color", "")
+    # "type": item, shape, letter or digit; "target": which one (a circle, the letter G)
+    what = p.values.get("type") or p.values.get("target") or "item"
+    figures = _children(p.find(html_id="area_svg"), p.a11y)
+    matches = []
+    for e in figures:
+        f = _figure(p, e)
+        if (size in ("", f["size"]) and colour in ("", f["color"])
+                and what in ("item", f["type"], f["text"])):  # fmt: skip
+            matches.append(e)
+    return matches
+
+
+@_plans("click-shape")
+def _click_described_figure(p: _Page) -> list[Step]:
+    matches = _matching_figures(p)
+    if not matches:
+        raise OracleError(f"{p.task}: no figure fits {p.instruction!r}")
+    return [p.click(matches[0])]
+
+
+@_plans("count-shape")
+def _count_described_figures(p: _Page) -> list[Step]:
+    return [p.click(p.find(role="button", name=str(len(_matching_figures(p)))))]
 
 
 # -- ... and those planned again from each observation (TABLE_REPLANNED) ----------------------
