@@ -98,6 +98,7 @@ TABLE_TASKS = (
     "choose-date-easy",
     "choose-date-medium",
     "click-menu",
+    "click-pie",
 )
 TABLE_REPLANNED = frozenset(
     {
@@ -116,6 +117,7 @@ TABLE_REPLANNED = frozenset(
         "choose-date-easy",
         "choose-date-medium",
         "click-menu",
+        "click-pie",
     }
 )
 SUPPORTED_TASKS = (
@@ -1111,6 +1113,27 @@ def _open_submenus_then_click(p: _Page) -> list[Step]:
     x, y = visible_point(item, p.a11y)
     moved = [s.action for s in p.taken if s.action.kind != "wait"][-1:] == [Action.move(x, y)]
     return [Step(Action.wait() if moved else Action.move(x, y), list(item["bbox"]))]
+
+
+PIE_OPENING_WAITS = 3  # click-pie's slices fly out for about half a second (0.25 s a wait)
+
+
+@_plans("click-pie")
+def _open_pie_then_click(p: _Page) -> list[Step]:
+    # click the pie's centre, wait while its slices fly out, then click the label's slice
+    target = p.field("target")
+    spreader = [e for e in p.a11y if e["state"].get("html_id") == "wheelnav-divWheel-spreader"]
+    if not any(s.note == "spread" for s in p.taken):
+        if not spreader:
+            raise OracleError(f"{p.task}: no pie menu on the page")
+        return [p.click(spreader[0])._replace(note="spread")]
+    if sum(s.action.kind == "wait" for s in p.taken) < PIE_OPENING_WAITS:
+        return [Step(Action.wait())]
+    labels = [e for e in p.tagged("tspan") if e["name"] == target]
+    if not labels:
+        raise OracleError(f"{p.task}: the pie has no item {target!r}")
+    x0, y0, x1, y1 = labels[0]["bbox"]  # its slice is drawn under it: the label's centre
+    return [Step(Action.click((x0 + x1) // 2, (y0 + y1) // 2), list(labels[0]["bbox"]))]
 
 
 class MiniWoBOracle:
