@@ -87,6 +87,10 @@ MORE_PUBLISHED: dict[str, tuple[float, float, float | None]] = {
     "use-spinner": (0.98, 1.00, None),
     "multi-layouts": (0.95, 1.00, None),
     "multi-orderings": (0.96, 1.00, None),
+    "click-color": (0.97, 1.00, 0.99),
+    "click-shades": (0.91, 1.00, 0.99),
+    "click-shape": (0.88, 0.95, 0.94),
+    "count-shape": (0.82, 0.85, 0.70),
     "guess-number": (0.99, 1.00, None),
     "login-user-popup": (0.94, 1.00, None),
     "search-engine": (0.97, 1.00, None),
@@ -104,6 +108,12 @@ MORE_PUBLISHED: dict[str, tuple[float, float, float | None]] = {
     "social-media": (0.96, 0.90, None),
     "social-media-all": (0.89, 0.75, None),
     "social-media-some": (0.91, 0.85, None),
+    "terminal": (0.88, -0.01, None),
+    "choose-date": (0.97, 0.97, 0.79),
+    "choose-date-easy": (0.99, 0.99, None),
+    "choose-date-medium": (0.98, 0.99, None),
+    "click-menu": (0.97, 0.94, None),
+    "click-pie": (0.98, 0.97, 0.99),
 }
 TABLE = {**PUBLISHED, **MORE_PUBLISHED}  # every task the oracle plays that has published figures
 TWELVE = list(PUBLISHED)[:12]  # the gui/miniwob recipe's tasks (issue 26)
