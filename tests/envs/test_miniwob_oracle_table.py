@@ -82,3 +82,13 @@ def test_a_replanned_oracle_remembers_the_steps_it_took():
     assert oracle.act() == Action.wait()
     oracle.observe({"a11y": a11y})
     assert oracle.act() == Action.key("pagedown")  # clicked once: the box keeps the keys
+
+
+def test_every_table_task_has_its_published_figures_in_the_bench():
+    import runpy
+    from pathlib import Path
+
+    table = runpy.run_path(str(Path(__file__).resolve().parents[2] / "bench" / "miniwob_table.py"))
+    assert sorted(table["MORE_PUBLISHED"]) == sorted(TABLE_TASKS)
+    assert not set(TABLE_TASKS) & set(table["PUBLISHED"])  # PUBLISHED: miniwob_wide.yaml's 32
+    assert table["task_list"](["table"], None) == list(table["TABLE"])
