@@ -91,6 +91,7 @@ MORE_PUBLISHED: dict[str, tuple[float, float, float | None]] = {
     "click-shades": (0.91, 1.00, 0.99),
     "click-shape": (0.88, 0.95, 0.94),
     "count-shape": (0.82, 0.85, 0.70),
+    "count-sides": (0.98, 1.00, 1.00),
     "guess-number": (0.99, 1.00, None),
     "login-user-popup": (0.94, 1.00, None),
     "search-engine": (0.97, 1.00, None),

@@ -101,6 +101,7 @@ TABLE_TASKS = (
     "click-shades",
     "click-shape",
     "count-shape",
+    "count-sides",
     *TABLE_REPLANNED_TASKS,
 )
 SUPPORTED_TASKS = (
@@ -804,6 +805,31 @@ def _click_described_figure(p: _Page) -> list[Step]:
 @_plans("count-shape")
 def _count_described_figures(p: _Page) -> list[Step]:
     return [p.click(p.find(role="button", name=str(len(_matching_figures(p)))))]
+
+
+POLYGON_RADIUS = 35  # count-sides draws a regular polygon this many CSS pixels from its centre
+
+
+@_plans("count-sides")
+def _count_polygon_sides(p: _Page) -> list[Step]:
+    # the polygon is drawn on a canvas (no elements to read): the dark pixels' distance from
+    # the canvas's centre, against the outline of each regular polygon of 3 to 7 sides at
+    # each turn, a degree apart; the closest fit names the button
+    if p.screen is None:
+        raise OracleError(f"{p.task}: a canvas is read from the screenshot")
+    x0, y0, x1, y1 = p.find(html_id="c")["bbox"]
+    ys, xs = np.nonzero(np.asarray(p.screen)[y0:y1, x0:x1].mean(axis=2) < 100)
+    if len(xs) < 20:
+        raise OracleError(f"{p.task}: no polygon on the canvas")
+    dx, dy = xs + 0.5 - (x1 - x0) / 2, ys + 0.5 - (y1 - y0) / 2
+    angle, radius = np.arctan2(dy, dx)[:, None], np.hypot(dx, dy)[:, None]
+    size = POLYGON_RADIUS * (x1 - x0) / 150  # the canvas is 150 CSS pixels wide
+    fits = {}
+    for n in range(3, 8):
+        turns = np.radians(np.arange(0, 360 / n, 1.0))[None, :]
+        edge = np.mod(angle - turns, 2 * np.pi / n) - np.pi / n  # angle from the edge's middle
+        fits[n] = float(np.abs(radius - size * np.cos(np.pi / n) / np.cos(edge)).mean(0).min())
+    return [p.click(p.find(role="button", name=str(min(fits, key=fits.get))))]
 
 
 # -- ... and those planned again from each observation (TABLE_REPLANNED_TASKS) ----------------
