@@ -82,6 +82,7 @@ TABLE_REPLANNED_TASKS = (
     "choose-date-easy",
     "choose-date-medium",
     "click-menu",
+    "click-menu-2",
     "click-pie",
 )
 TABLE_TASKS = (
@@ -1111,9 +1112,67 @@ def _open_submenus_then_click(p: _Page) -> list[Step]:
     item = items[path[depth - 1]]
     if depth == len(path):
         return [p.click(item)]
+    return _rest_pointer_on(p, item)
+
+
+def _rest_pointer_on(p: _Page, item: dict[str, Any]) -> list[Step]:
+    """Move the pointer onto a menu item, then wait while its submenu opens."""
     x, y = visible_point(item, p.a11y)
     moved = [s.action for s in p.taken if s.action.kind != "wait"][-1:] == [Action.move(x, y)]
     return [Step(Action.wait() if moved else Action.move(x, y), list(item["bbox"]))]
+
+
+@_plans("click-menu-2")
+def _click_menu_item_by_label_or_icon(p: _Page) -> list[Step]:
+    # open the menu; the item is named by its label, or shown by its icon in the instruction's
+    # band of the screen (then matched against the menu's icons); Playback's four items show
+    # once the pointer rests on it
+    label = re.fullmatch(r'labeled "(.*)"', p.field("target"))
+    items = p.classed("ui-menu-item-wrapper")
+    if not items:
+        return [p.click(p.find(role="button", name="Menu"))]
+    if label:
+        found = [e for e in items if _text_of(e, p.a11y) == label.group(1)]
+    else:
+        found = _items_with_the_shown_icon(p, items)
+    if found:
+        return [p.click(found[0])]
+    parent = [e for e in items if _text_of(e, p.a11y) == "Playback"]
+    if not parent:
+        raise OracleError(f"{p.task}: no menu item fits {p.field('target')!r}")
+    return _rest_pointer_on(p, parent[0])
+
+
+def _dark(image: np.ndarray) -> np.ndarray:
+    return (np.asarray(image, dtype=float).mean(axis=2) < 128).astype(np.float32)
+
+
+def _items_with_the_shown_icon(p: _Page, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The menu items whose icon's dark pixels appear, pixel for pixel, above the task area
+    (where the instruction is drawn)."""
+    import cv2
+
+    if p.screen is None:
+        raise OracleError(f"{p.task}: an icon is found on the screenshot")
+    band = _dark(np.asarray(p.screen)[: p.find(html_id="area")["bbox"][1]])
+    found = []
+    for item in items:
+        icons = [c for c in _children(item, p.a11y) if {"ui-icon"} <= set(_classes(c))]
+        icons = [c for c in icons if "ui-menu-icon" not in _classes(c)]  # not the submenu caret
+        if not icons or "ui-state-active" in _classes(item):
+            continue  # no icon, or drawn light on the highlight
+        x0, y0, x1, y1 = icons[0]["bbox"]
+        mask = _dark(np.asarray(p.screen)[y0:y1, x0:x1])
+        ys, xs = np.nonzero(mask)
+        if not len(xs):
+            continue
+        glyph = mask[max(ys.min() - 1, 0) : ys.max() + 2, max(xs.min() - 1, 0) : xs.max() + 2]
+        if glyph.shape[0] > band.shape[0] or glyph.shape[1] > band.shape[1]:
+            continue
+        misses = cv2.matchTemplate(band, glyph, cv2.TM_SQDIFF).min()
+        if misses <= 1:  # at most one pixel of the glyph's box differs
+            found.append(item)
+    return found
 
 
 PIE_OPENING_WAITS = 3  # click-pie's slices fly out for about half a second (0.25 s a wait)
