@@ -134,7 +134,13 @@ class OracleAgent:
         self.env = env
 
     def act(self, screenshot, instruction):
-        return self.env.unwrapped.expert_action()
+        from pixelrl.envs.gui_action import Action
+        from pixelrl.envs.web.oracle import OracleError
+
+        try:
+            return self.env.unwrapped.expert_action()
+        except OracleError:  # a page the oracle cannot read: that episode fails, the table goes on
+            return Action.fail()
 
 
 def _fmt(v: float | None) -> str:

@@ -769,14 +769,19 @@ def _figure(p: _Page, e: dict[str, Any]) -> dict[str, str]:
         raise OracleError(f"{p.task}: unknown figure {tag!r}")
     if p.screen is None:
         raise OracleError(f"{p.task}: telling colours apart needs the screenshot")
-    # each ink pixel (off the white page) votes for its nearest colour; edges blend with white
-    pixels = np.asarray(p.screen)[y0:y1, x0:x1].reshape(-1, 3).astype(int)
-    ink = pixels[np.abs(pixels - 255).sum(axis=1) > 90]
+    # each pixel off the white page is a palette colour blended with white (anti-aliased edges,
+    # thin strokes: a black letter's rim is grey): it votes for the colour that blend fits
+    # best, by how much of that colour it holds (a neighbour's ink reaching in is outvoted)
+    ink = np.asarray(p.screen)[y0:y1, x0:x1].reshape(-1, 3).astype(float) - 255
+    ink = ink[np.abs(ink).sum(axis=1) > 60]
     if not len(ink):
         raise OracleError(f"{p.task}: the figure at {e['bbox']} shows no colour")
-    palette = np.array(list(SHAPE_COLOURS.values()))
-    votes = np.abs(ink[:, None, :] - palette[None]).sum(axis=2).argmin(axis=1)
-    colour = list(SHAPE_COLOURS)[int(np.bincount(votes).argmax())]
+    towards = np.array(list(SHAPE_COLOURS.values()), dtype=float) - 255  # white -> colour
+    share = np.clip(ink @ towards.T / (towards**2).sum(axis=1), 0, 1)  # pixels x colours
+    misfit = np.linalg.norm(ink[:, None, :] - share[:, :, None] * towards[None], axis=2)
+    best = misfit.argmin(axis=1)
+    votes = np.bincount(best, weights=share[np.arange(len(ink)), best], minlength=len(towards))
+    colour = list(SHAPE_COLOURS)[int(votes.argmax())]
     return {"size": "large" if large else "small", "color": colour, "type": kind, "text": text}
 
 
