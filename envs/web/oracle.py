@@ -20,6 +20,12 @@ played (accordion sections, tabs, a file tree: :data:`REPLANNED`) is planned aga
 observation, and waits (``Action.wait``) while a section is still sliding open. Each task family
 is one small planner function (:func:`_plans` registers it).
 
+Issue 54's further tasks of the published table (:data:`TABLE_TASKS`) add key presses
+(Backspace; Page Down and the arrow to scroll a box), the pointer resting on a menu item
+(``Action.move``), the steps taken so far (``_Page.taken``: what a page does not show, such as
+whether a scrolling box was clicked) and the screenshot (``screen``: colours, a canvas, an icon
+drawn in the instruction).
+
 Supported tasks: :data:`SUPPORTED_TASKS`.
 """
 
