@@ -222,10 +222,10 @@ class MiniWoBEnv(RealGuiEnv):
             raise RuntimeError("call reset() before expert_action()")
         if self._expert is None:
             self._expert = MiniWoBOracle(self.task)
-            self._expert.reset({"instruction": self._instruction},
-                               {"a11y": self._a11y(), "fields": self._fields})  # fmt: skip
+            seen = {"instruction": self._instruction, "screenshot": self._last_screenshot}
+            self._expert.reset(seen, {"a11y": self._a11y(), "fields": self._fields})
         elif self._expert.replans:
-            self._expert.observe({"a11y": self._a11y()})
+            self._expert.observe({"a11y": self._a11y()}, self._last_screenshot)
         self.expert_target_bbox = self._expert.next_target_bbox
         return self._expert.act()
 

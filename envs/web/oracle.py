@@ -20,6 +20,12 @@ played (accordion sections, tabs, a file tree: :data:`REPLANNED`) is planned aga
 observation, and waits (``Action.wait``) while a section is still sliding open. Each task family
 is one small planner function (:func:`_plans` registers it).
 
+Issue 54's further tasks of the published table (:data:`TABLE_TASKS`) add key presses
+(Backspace; Page Down and the arrow to scroll a box), the pointer resting on a menu item
+(``Action.move``), the steps taken so far (``_Page.taken``: what a page does not show, such as
+whether a scrolling box was clicked) and the screenshot (``screen``: colours, a canvas, an icon
+drawn in the instruction).
+
 Supported tasks: :data:`SUPPORTED_TASKS`.
 """
 
@@ -51,6 +57,59 @@ WIDER_TASKS = (
     "click-tab-2-hard",
     "navigate-tree",
 )
+# the inbox tasks: one planner (open the email from the inbox's search, then act on it)
+EMAIL_TASKS = (
+    "email-inbox",
+    "email-inbox-delete",
+    "email-inbox-forward",
+    "email-inbox-forward-nl",
+    "email-inbox-forward-nl-turk",
+    "email-inbox-important",
+    "email-inbox-nl-turk",
+    "email-inbox-noscroll",
+    "email-inbox-reply",
+    "email-inbox-star-reply",
+)
+# issue 54's further tasks of the published table that take clicks, typed text, keys and the
+# pointer resting on an item (the tasks planned again from each observation are last)
+TABLE_REPLANNED_TASKS = (
+    "click-tab-2-easy",
+    "click-tab-2-medium",
+    "guess-number",
+    "login-user-popup",
+    "search-engine",
+    "use-autocomplete",
+    *EMAIL_TASKS,
+    "social-media",
+    "social-media-all",
+    "social-media-some",
+    "terminal",
+    "choose-date",
+    "choose-date-easy",
+    "choose-date-medium",
+    "click-menu",
+    "click-menu-2",
+    "click-pie",
+)
+TABLE_TASKS = (
+    "read-table",
+    "read-table-2",
+    "simple-arithmetic",
+    "simple-algebra",
+    "visual-addition",
+    "find-word",
+    "text-transform",
+    "copy-paste",
+    "copy-paste-2",
+    "multi-layouts",
+    "multi-orderings",
+    "click-color",
+    "click-shades",
+    "click-shape",
+    "count-shape",
+    "count-sides",
+    *TABLE_REPLANNED_TASKS,
+)
 SUPPORTED_TASKS = (
     "click-test",
     "click-test-2",
@@ -69,12 +128,14 @@ SUPPORTED_TASKS = (
     "click-widget",
     "choose-list",
     *WIDER_TASKS,
+    *TABLE_TASKS,
 )
 # Tasks whose page changes as they are played (sections open, folders expand): the oracle plans
 # them again from every observation (MiniWoBOracle.act(obs, info)); the rest are planned once.
 REPLANNED = frozenset(
     {"click-collapsible", "click-collapsible-2", "click-tab-2", "click-tab-2-hard", "navigate-tree"}
 )
+REPLANNED |= set(TABLE_REPLANNED_TASKS)
 # click-widget's widget kinds -> the tag miniwob's DOM reports for the widget's control
 WIDGET_TAGS = {
     "button": "button",
@@ -92,10 +153,12 @@ class OracleError(ValueError):
 
 
 class Step(NamedTuple):
-    """One planned action and the screen box it aims at (None for typing)."""
+    """One planned action and the screen box it aims at (None for typing). ``note``: what the
+    step is for, where a planner reads its own past steps back (:attr:`_Page.taken`)."""
 
     action: Action
     target_bbox: list[int] | None = None
+    note: str = ""
 
 
 def visible_point(target: dict[str, Any], a11y: list[dict[str, Any]]) -> tuple[int, int]:
@@ -157,14 +220,21 @@ def plan(
 
 
 def plan_steps(
-    task: str, instruction: str, a11y: list[dict[str, Any]], fields: list | None = None
+    task: str,
+    instruction: str,
+    a11y: list[dict[str, Any]],
+    fields: list | None = None,
+    taken: tuple[Step, ...] = (),
+    screen: np.ndarray | None = None,
 ) -> list[Step]:
     """:func:`plan` with each step's target box. ``fields``: ``info["fields"]`` of the reset
     (the tasks that do not quote their targets need it). For a task of :data:`REPLANNED` the
     plan is what is left to do on the page as ``a11y`` shows it now (its first step is the one
-    to take; the rest may change once that is done)."""
+    to take; the rest may change once that is done); ``taken``: the steps taken so far this
+    episode (what a page does not show, such as which box has the keyboard's focus);
+    ``screen``: the screenshot, for the tasks that name what they show by colour."""
     _require_known(task)
-    return _PLANNERS[task](_Page(task, instruction, a11y, fields))
+    return _PLANNERS[task](_Page(task, instruction, a11y, fields, taken, screen))
 
 
 def _require_known(task: str) -> None:
@@ -177,8 +247,12 @@ def _require_known(task: str) -> None:
 class _Page:
     """One observation of a task's page, and the steps an oracle can take on it."""
 
-    def __init__(self, task: str, instruction: str, a11y: list[dict[str, Any]], fields) -> None:
+    def __init__(
+        self, task: str, instruction: str, a11y: list[dict[str, Any]], fields, taken=(), screen=None
+    ) -> None:
         self.task, self.instruction, self.a11y, self.fields = task, instruction, a11y, fields
+        self.taken: tuple[Step, ...] = tuple(taken)
+        self.screen = screen
         self.values = {str(k): str(v) for k, v in (fields or [])}
         self.words = _quoted(instruction)
 
@@ -220,6 +294,8 @@ def _plans(*tasks: str):
 
     def register(fn):
         for task in tasks:
+            if task in _PLANNERS:  # two planners for one task: the later would win unseen
+                raise ValueError(f"{task!r} has a planner already: {_PLANNERS[task].__name__}")
             _PLANNERS[task] = fn
         return fn
 
@@ -466,6 +542,662 @@ def _labelled(a11y: list[dict[str, Any]], where: str, name: str) -> dict[str, An
     raise OracleError(f"{where}: no item labelled {name!r}")
 
 
+# -- issue 54: the further tasks of the published table (TABLE_TASKS) -------------------------
+
+_plans("click-tab-2-easy", "click-tab-2-medium")(_open_sections_until_link)
+
+
+def _fill(p: _Page, box: dict[str, Any], text: str) -> list[Step]:
+    """Click a text box, then type into it."""
+    return [p.click(box), p.typed(text)]
+
+
+def _named(p: _Page, *names: str) -> dict[str, Any]:
+    """The last element whose text is one of ``names`` (a form's Submit, Search or Go!)."""
+    found = [e for e in p.a11y if e["name"] in names]
+    if not found:
+        raise OracleError(f"{p.task}: no element named {' or '.join(map(repr, names))}")
+    return found[-1]
+
+
+def _cell_after(p: _Page, label: str) -> str:
+    """A two-column table's value in the row whose first cell reads ``label``."""
+    cells = [e for e in p.a11y if e["state"].get("tag") == "td"]
+    for key, value in zip(cells, cells[1:]):
+        if key["name"] == label and key["state"]["parent"] == value["state"]["parent"]:
+            return value["name"]
+    raise OracleError(f"{p.task}: no table row {label!r}")
+
+
+@_plans("read-table")
+def _type_table_value(p: _Page) -> list[Step]:
+    value = _cell_after(p, p.field("target"))
+    return _fill(p, p.find(role="textbox"), value) + [p.submit()]
+
+
+@_plans("read-table-2")
+def _type_table_values(p: _Page) -> list[Step]:
+    # each label ("Color:") names a row of the table; its box follows it on the page
+    steps: list[Step] = []
+    for label in (e for e in p.a11y if e["role"] == "label"):
+        box = p.find(html_id="tt" + label["state"].get("html_id", "")[2:])
+        steps += _fill(p, box, _cell_after(p, label["name"].rstrip(":")))
+    if not steps:
+        raise OracleError(f"{p.task}: no labelled boxes on the page")
+    return steps + [p.submit()]
+
+
+# simple-arithmetic's "3 + 8 =" and simple-algebra's "x - 4 = 84" / "3 - x = 84" (x: times)
+_ARITHMETIC = re.compile(r"^(-?\d+) ([-+x]) (-?\d+) =$")
+_ALGEBRA = re.compile(r"^(x|-?\d+) ([-+]) (x|-?\d+) = (-?\d+)$")
+
+
+@_plans("simple-arithmetic")
+def _type_the_sum(p: _Page) -> list[Step]:
+    m = _ARITHMETIC.match(p.find(html_id="math-problem")["name"])
+    if not m:
+        raise p.unreadable()
+    a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
+    answer = a + b if op == "+" else a - b if op == "-" else a * b
+    return _fill(p, p.find(html_id="math-answer"), str(answer)) + [p.submit()]
+
+
+@_plans("simple-algebra")
+def _type_x(p: _Page) -> list[Step]:
+    m = _ALGEBRA.match(p.find(html_id="math-problem")["name"])
+    if not m or (m.group(1) == "x") == (m.group(3) == "x"):
+        raise p.unreadable()
+    left, op, right, total = m.group(1), m.group(2), m.group(3), int(m.group(4))
+    known = int(right if left == "x" else left)
+    if op == "+":
+        x = total - known
+    else:  # x - k = t gives t + k; k - x = t gives k - t
+        x = total + known if left == "x" else known - total
+    return _fill(p, p.find(html_id="math-answer"), str(x)) + [p.submit()]
+
+
+@_plans("visual-addition")
+def _type_block_count(p: _Page) -> list[Step]:
+    count = len(p.classed("addition-block"))
+    return _fill(p, p.find(html_id="math-answer"), str(count)) + [p.submit()]
+
+
+@_plans("find-word")
+def _type_nth_word(p: _Page) -> list[Step]:
+    words = p.find(role="p")["name"].split()
+    n = int(p.field("target"))
+    if not 1 <= n <= len(words):
+        raise p.unreadable()
+    word = re.sub(r"[^a-zA-Z]", "", words[n - 1])  # the task strips punctuation too
+    return _fill(p, p.find(html_id="answer-input"), word) + [p.submit()]
+
+
+@_plans("text-transform")
+def _type_captcha(p: _Page) -> list[Step]:
+    text = "".join(e["name"] for e in _children(p.find(html_id="captcha"), p.a11y))
+    return _fill(p, p.find(role="textbox"), text) + [p.submit()]
+
+
+@_plans("copy-paste", "copy-paste-2")
+def _retype_textarea(p: _Page) -> list[Step]:
+    # what a paste would put there, typed (the textarea's value, its trailing space included)
+    area = p.find(html_id="to-copy" if p.task == "copy-paste" else f"text-{p.field('target')}")
+    return _fill(p, p.find(html_id="answer-input"), area["state"].get("value", "")) + [p.submit()]
+
+
+# multi-layouts' and multi-orderings' field -> the word of the label beside its box
+MOVIE_LABELS = {"genre": ("Genre",), "director": ("Director",), "year": ("Year", "Date")}
+
+
+@_plans("multi-layouts", "multi-orderings")
+def _fill_movie_search(p: _Page) -> list[Step]:
+    # a box's label is the nearest text within the box's row (its parent or grandparent)
+    steps: list[Step] = []
+    for box in (e for e in p.a11y if e["role"] == "textbox"):
+        key = _movie_label(p, box)
+        steps += _fill(p, box, p.field(key))
+    return steps + [p.click(_named(p, "Submit", "Search", "Go!"))]
+
+
+def _movie_label(p: _Page, box: dict[str, Any]) -> str:
+    by_id = {e["id"]: e for e in p.a11y}
+    row = box
+    for _ in range(2):
+        row = by_id.get(row["state"].get("parent"))
+        if row is None:
+            break
+        for e in _children(row, p.a11y):
+            for key, words in MOVIE_LABELS.items():
+                if any(w in e["name"] for w in words):
+                    return key
+    raise OracleError(f"{p.task}: the box at {box['bbox']} has no label")
+
+
+# click-color's colour names -> the CSS colour the page paints
+CSS_COLOURS = {
+    "red": (255, 0, 0),
+    "blue": (0, 0, 255),
+    "olive": (128, 128, 0),
+    "lime": (0, 255, 0),
+    "black": (0, 0, 0),
+    "white": (255, 255, 255),
+    "grey": (128, 128, 128),
+    "purple": (128, 0, 128),
+    "orange": (255, 165, 0),
+    "yellow": (255, 255, 0),
+    "cyan": (0, 255, 255),
+    "pink": (255, 192, 203),
+    "magenta": (255, 0, 255),
+}
+# click-shades' colour names -> their hue in degrees (the page draws shades of each)
+SHADE_HUES = {"red": 0.0, "green": 120.0, "blue": 240.0}
+
+
+def _colour(p: _Page, e: dict[str, Any]) -> np.ndarray:
+    """The colour ``e`` is painted on the screenshot: the median of its pixels inside a 2-pixel
+    margin (its border and anti-aliased edge left out)."""
+    if p.screen is None:
+        raise OracleError(f"{p.task}: telling colours apart needs the screenshot")
+    x0, y0, x1, y1 = e["bbox"]
+    m = 2 if min(x1 - x0, y1 - y0) > 6 else 0
+    patch = np.asarray(p.screen)[y0 + m : y1 - m, x0 + m : x1 - m].reshape(-1, 3)
+    if not len(patch):
+        raise OracleError(f"{p.task}: the box at {e['bbox']} is off the screen")
+    return np.median(patch, axis=0)
+
+
+def _hue(rgb: np.ndarray) -> float:
+    import colorsys
+
+    return colorsys.rgb_to_hsv(*(float(v) / 255 for v in rgb))[0] * 360
+
+
+@_plans("click-color")
+def _click_named_colour(p: _Page) -> list[Step]:
+    name = p.field("target")
+    if name not in CSS_COLOURS:
+        raise OracleError(f"{p.task}: unknown colour {name!r}")
+    boxes = p.classed("color")
+    if not boxes:
+        raise OracleError(f"{p.task}: no coloured boxes on the page")
+    want = np.array(CSS_COLOURS[name])
+    return [p.click(min(boxes, key=lambda e: float(np.abs(_colour(p, e) - want).sum())))]
+
+
+@_plans("click-shades")
+def _click_every_shade(p: _Page) -> list[Step]:
+    name = p.field("target")
+    if name not in SHADE_HUES:
+        raise OracleError(f"{p.task}: unknown colour {name!r}")
+    area = p.find(html_id="area")["id"]
+    swatches = [e for e in p.tagged("span") if e["state"].get("parent") == area]
+
+    def nearest(e: dict[str, Any]) -> str:  # the hue circle's nearest of red, green, blue
+        hue = _hue(_colour(p, e))
+        return min(
+            SHADE_HUES, key=lambda k: min(abs(hue - SHADE_HUES[k]), 360 - abs(hue - SHADE_HUES[k]))
+        )
+
+    clicks = [p.click(e) for e in swatches if nearest(e) == name]
+    return clicks + [p.click(p.find(html_id="submit"))]
+
+
+# the colours of MiniWoB's shapes (common/shapes.js), and what each figure tag draws
+SHAPE_COLOURS = {
+    "red": (255, 0, 0),
+    "green": (0, 128, 0),
+    "blue": (0, 0, 255),
+    "aqua": (0, 255, 255),
+    "black": (0, 0, 0),
+    "magenta": (255, 0, 255),
+    "yellow": (255, 255, 0),
+}
+FIGURES = {"rect": "rectangle", "circle": "circle", "polygon": "triangle"}
+
+
+def _figure(p: _Page, e: dict[str, Any]) -> dict[str, str]:
+    """A shapes.js figure as the page describes it: size, colour, type and what it is."""
+    tag, (x0, y0, x1, y1) = e["state"].get("tag"), e["bbox"]
+    if tag == "text":
+        kind, text, large = ("digit" if e["name"].isdigit() else "letter"), e["name"], y1 - y0 > 16
+    elif tag in FIGURES:
+        kind, text, large = "shape", FIGURES[tag], x1 - x0 > 15  # 10 or 20 pixels wide
+    else:
+        raise OracleError(f"{p.task}: unknown figure {tag!r}")
+    if p.screen is None:
+        raise OracleError(f"{p.task}: telling colours apart needs the screenshot")
+    # each pixel off the white page is a palette colour blended with white (anti-aliased edges,
+    # thin strokes: a black letter's rim is grey): it votes for the colour that blend fits
+    # best, by how much of that colour it holds (a neighbour's ink reaching in is outvoted)
+    ink = np.asarray(p.screen)[y0:y1, x0:x1].reshape(-1, 3).astype(float) - 255
+    ink = ink[np.abs(ink).sum(axis=1) > 60]
+    if not len(ink):
+        raise OracleError(f"{p.task}: the figure at {e['bbox']} shows no colour")
+    towards = np.array(list(SHAPE_COLOURS.values()), dtype=float) - 255  # white -> colour
+    share = np.clip(ink @ towards.T / (towards**2).sum(axis=1), 0, 1)  # pixels x colours
+    misfit = np.linalg.norm(ink[:, None, :] - share[:, :, None] * towards[None], axis=2)
+    best = misfit.argmin(axis=1)
+    votes = np.bincount(best, weights=share[np.arange(len(ink)), best], minlength=len(towards))
+    colour = list(SHAPE_COLOURS)[int(votes.argmax())]
+    return {"size": "large" if large else "small", "color": colour, "type": kind, "text": text}
+
+
+def _matching_figures(p: _Page) -> list[dict[str, Any]]:
+    """The figures that fit the instruction's size, colour and kind (each may be left out)."""
+    size, colour = p.values.get("size", ""), p.values.get("color", "")
+    # "type": item, shape, letter or digit; "target": which one (a circle, the letter G)
+    what = p.values.get("type") or p.values.get("target") or "item"
+    figures = _children(p.find(html_id="area_svg"), p.a11y)
+    matches = []
+    for e in figures:
+        f = _figure(p, e)
+        if (size in ("", f["size"]) and colour in ("", f["color"])
+                and what in ("item", f["type"], f["text"])):  # fmt: skip
+            matches.append(e)
+    return matches
+
+
+@_plans("click-shape")
+def _click_described_figure(p: _Page) -> list[Step]:
+    matches = _matching_figures(p)
+    if not matches:
+        raise OracleError(f"{p.task}: no figure fits {p.instruction!r}")
+    return [p.click(matches[0])]
+
+
+@_plans("count-shape")
+def _count_described_figures(p: _Page) -> list[Step]:
+    return [p.click(p.find(role="button", name=str(len(_matching_figures(p)))))]
+
+
+POLYGON_RADIUS = 35  # count-sides draws a regular polygon this many CSS pixels from its centre
+
+
+@_plans("count-sides")
+def _count_polygon_sides(p: _Page) -> list[Step]:
+    # the polygon is drawn on a canvas (no elements to read): the dark pixels' distance from
+    # the canvas's centre, against the outline of each regular polygon of 3 to 7 sides at
+    # each turn, a degree apart; the closest fit names the button
+    if p.screen is None:
+        raise OracleError(f"{p.task}: a canvas is read from the screenshot")
+    x0, y0, x1, y1 = p.find(html_id="c")["bbox"]
+    ys, xs = np.nonzero(np.asarray(p.screen)[y0:y1, x0:x1].mean(axis=2) < 100)
+    if len(xs) < 20:
+        raise OracleError(f"{p.task}: no polygon on the canvas")
+    dx, dy = xs + 0.5 - (x1 - x0) / 2, ys + 0.5 - (y1 - y0) / 2
+    angle, radius = np.arctan2(dy, dx)[:, None], np.hypot(dx, dy)[:, None]
+    size = POLYGON_RADIUS * (x1 - x0) / 150  # the canvas is 150 CSS pixels wide
+    fits = {}
+    for n in range(3, 8):
+        turns = np.radians(np.arange(0, 360 / n, 1.0))[None, :]
+        edge = np.mod(angle - turns, 2 * np.pi / n) - np.pi / n  # angle from the edge's middle
+        fits[n] = float(np.abs(radius - size * np.cos(np.pi / n) / np.cos(edge)).mean(0).min())
+    return [p.click(p.find(role="button", name=str(min(fits, key=fits.get))))]
+
+
+# -- ... and those planned again from each observation (TABLE_REPLANNED_TASKS) ----------------
+
+
+def _type_into(p: _Page, box: dict[str, Any], text: str) -> list[Step]:
+    """What is left to make an empty text box read ``text``: click it unless it has the focus,
+    then type (nothing once it reads ``text``)."""
+    value = box["state"].get("value", "")
+    if value == text:
+        return []
+    if value:
+        raise OracleError(f"{p.task}: the box at {box['bbox']} reads {value!r}, not {text!r}")
+    return ([] if box["focused"] else [p.click(box)]) + [p.typed(text)]
+
+
+def _text_of(e: dict[str, Any], a11y: list[dict[str, Any]]) -> str:
+    return " ".join(c["name"] for c in [e, *_children(e, a11y)] if c["name"])
+
+
+@_plans("guess-number")
+def _guess_from_feedback(p: _Page) -> list[Step]:
+    # start at 5, then one up or down from the last guess as the feedback says: each plan is
+    # read off the page alone (the feedback names the last guess)
+    guess = 5
+    for html_id, step in (("higher", 1), ("lower", -1)):
+        shown = [e for e in p.a11y if e["state"].get("html_id") == html_id]
+        if shown:
+            last = re.search(r"-?\d+", _text_of(shown[0], p.a11y))
+            if not last:
+                raise p.unreadable()
+            guess = int(last.group()) + step
+    box = p.find(html_id="tt")
+    value = box["state"].get("value", "")
+    if value and value != str(guess):  # the last guess is still in the box
+        return ([] if box["focused"] else [p.click(box)]) + [Step(Action.key("backspace"))]
+    return _type_into(p, box, str(guess)) + [p.submit()]
+
+
+@_plans("login-user-popup")
+def _log_in_past_the_popup(p: _Page) -> list[Step]:
+    # a pop-up may open when a box takes the focus: Cancel closes it (OK ends the episode)
+    cancel = [e for e in p.a11y if e["state"].get("html_id") == "popup-cancel"]
+    if cancel:
+        return [p.click(cancel[0])]
+    steps: list[Step] = []
+    for key in ("username", "password"):
+        steps += _type_into(p, p.find(html_id=key), p.field(key))
+    return steps + [p.click(p.find(html_id="subbtn"))]
+
+
+@_plans("search-engine")
+def _search_then_click_result(p: _Page) -> list[Step]:
+    titles = p.classed("search-title")
+    if not titles:
+        search = _type_into(p, p.find(html_id="search-text"), p.field("query"))
+        return search + [p.click(p.find(html_id="search"))]
+    rank = int(p.field("rank"))  # three results a page
+    page, row = str((rank - 1) // 3 + 1), (rank - 1) % 3
+    links = [e for e in p.classed("page-link")]
+    active = [e for li in p.classed("active") for e in _children(li, p.a11y) if e in links]
+    if not active or active[0]["name"] != page:
+        return [p.click(next(e for e in links if e["name"] == page))]
+    if row >= len(titles):
+        raise OracleError(f"{p.task}: page {page} shows {len(titles)} results")
+    return [p.click(titles[row])]
+
+
+@_plans("use-autocomplete")
+def _type_then_pick_completion(p: _Page) -> list[Step]:
+    start, end = p.field("start"), p.values.get("end", "")
+    box = p.find(html_id="tags")
+    value = box["state"].get("value", "")
+    if value.startswith(start) and value.endswith(end):
+        return [p.submit()]
+    items = [e for e in p.classed("ui-menu-item-wrapper") if e["name"].endswith(end)]
+    if items:
+        return [p.click(items[0])]
+    if value == start:  # the list opens after a short delay
+        return [Step(Action.wait())]
+    return _type_into(p, box, start)
+
+
+@_plans(*EMAIL_TASKS)
+def _find_email_then_act(p: _Page) -> list[Step]:
+    # the inbox scrolls, so the email is found with the inbox's own search box: open the search,
+    # type the sender, open the email it lists, then reply, forward, delete or star it there
+    sender, task = p.field("by"), p.values.get("task", "forward")  # -forward-nl names no task
+    if p.classed("reply-body"):
+        text = _type_into(p, p.find(html_id="reply-text"), p.field("message"))
+        return text + [p.click(p.find(html_id="send-reply"))]
+    if p.classed("forward-sender"):
+        to = _type_into(p, p.classed("forward-sender")[0], p.field("to"))
+        return to + [p.click(p.find(html_id="send-forward"))]
+    if any(e["state"].get("html_id") == "close-email" for e in p.a11y):
+        icon = {"reply": "email-reply", "forward": "email-forward", "delete": "trash"}
+        found = p.classed(icon.get(task, "star"))
+        if not found:
+            raise OracleError(f"{p.task}: the open email has no {task!r} button")
+        return [p.click(found[0])]
+    search = [e for e in p.a11y if e["state"].get("html_id") == "search-input"]
+    if not search:
+        return [p.click(p.find(html_id="open-search"))]
+    typed = _type_into(p, search[0], sender)
+    if typed:
+        return typed
+    for thread in p.classed("email-thread"):
+        name = [
+            c for c in _children(thread, p.a11y) if "email-sender" in c["state"].get("classes", "")
+        ]
+        if name and _text_of(name[0], p.a11y) == sender:
+            return [p.click(thread)]
+    raise OracleError(f"{p.task}: the search lists no email by {sender!r}")
+
+
+# social-media's button names -> the class of the control (the last six in a post's "more" menu)
+SOCIAL_BUTTONS = {
+    "Reply": "reply",
+    "Retweet": "retweet",
+    "Like": "like",
+    "Share": "share",
+    "Share via DM": "share",
+    "Copy link to Tweet": "copy",
+    "Embed Tweet": "embed",
+    "Mute": "menu-user",
+    "Block": "block-user",
+    "Report": "report",
+}
+MENU_BUTTONS = ("Share via DM", "Copy link to Tweet", "Embed Tweet", "Mute", "Block", "Report")
+
+
+def _in_view(e: dict[str, Any], box: dict[str, Any]) -> bool:
+    """All of ``e`` inside ``box`` (a scrolling box's children report boxes it hides)."""
+    (x0, y0, x1, y1), (bx0, by0, bx1, by1) = e["bbox"], box["bbox"]
+    return bx0 <= x0 and by0 <= y0 and x1 <= bx1 and y1 <= by1
+
+
+def _scroll_down(
+    p: _Page, box: dict[str, Any], focus: list[dict[str, Any]], key: str = "pagedown"
+) -> list[Step]:
+    """One step down the scrolling ``box`` with the keyboard (its keys scroll the box last
+    clicked): a click on an inert element of ``focus`` first, then ``key`` (Page Down, or the
+    down arrow's smaller step)."""
+    if not any(s.action.kind == "click" for s in p.taken):
+        inert = [e for e in focus if _in_view(e, box)]
+        if not inert:
+            raise OracleError(f"{p.task}: nothing to click in the box at {box['bbox']}")
+        return [p.click(inert[0])]
+    return [Step(Action.key(key))]
+
+
+def _sliding(p: _Page) -> bool:
+    """Page Down was the last step: the box slides for a moment, so look again first."""
+    return bool(p.taken) and p.taken[-1].action.kind == "key"
+
+
+def _posts_by(p: _Page, user: str) -> list[list[dict[str, Any]]]:
+    """The elements of each post by ``user`` (its handle, "@name")."""
+    posts = []
+    for post in p.classed("media"):
+        inside = _children(post, p.a11y)
+        if any("username" in _classes(e) and e["name"] == user for e in inside):
+            posts.append(inside)
+    return posts
+
+
+def _classes(e: dict[str, Any]) -> list[str]:
+    return e["state"].get("classes", "").split()
+
+
+def _hover_then_click(p: _Page, e: dict[str, Any], on_top: bool = False) -> list[Step]:
+    """Point at ``e``, then click it: social-media's icons swap their image on hover, and a
+    click that arrives with the pointer misses while the new image loads. ``on_top``: ``e`` is
+    painted over what follows it (an open menu), so its centre is clicked."""
+    x0, y0, x1, y1 = e["bbox"]
+    x, y = ((x0 + x1) // 2, (y0 + y1) // 2) if on_top else visible_point(e, p.a11y)
+    click = Step(Action.click(x, y), list(e["bbox"]), note="post")
+    if p.taken and p.taken[-1].action == Action.move(x, y):
+        return [click]
+    return [Step(Action.move(x, y), list(e["bbox"])), click]
+
+
+@_plans("social-media", "social-media-all", "social-media-some")
+def _click_posts_buttons(p: _Page) -> list[Step]:
+    # the posts scroll in #area; every control is clicked where it is wholly in view, and the
+    # page moves down a screen at a time (less than a screen: no control falls between two);
+    # an open menu a line at a time (a screen would take the post's handle off the page)
+    if _sliding(p):
+        return [Step(Action.wait())]
+    button, area = p.field("button"), p.find(html_id="area")
+    if button not in SOCIAL_BUTTONS:
+        raise OracleError(f"{p.task}: unknown button {button!r}")
+    cls = SOCIAL_BUTTONS[button]
+    # social-media ends at the right click: until then it clicks again (a click can miss)
+    wanted = {"social-media": len(p.a11y), "social-media-some": int(p.values.get("amount", 0))}
+    clicked = sum(s.note == "post" for s in p.taken)
+    line = False
+    if clicked < wanted.get(p.task, len(p.a11y)):
+        for post in _posts_by(p, p.field("user")):
+            controls = [e for e in post if cls in _classes(e) and "active" not in _classes(e)]
+            if p.task == "social-media" and button in MENU_BUTTONS:
+                menu = [e for e in post if e["role"] == "li"]  # shown once "more" is clicked
+                controls = [e for e in menu if cls in _classes(e)]
+                line = line or bool(menu)
+                more = [e for e in post if "more" in _classes(e)]
+                if not menu and more and _in_view(more[0], area):
+                    return [s._replace(note="") for s in _hover_then_click(p, more[0])]
+            for e in controls:
+                if _in_view(e, area) and p.task == "social-media-all":
+                    return [p.click(e)]  # a missed click shows: the control stays inactive
+                if _in_view(e, area):
+                    return _hover_then_click(p, e, on_top=e["role"] == "li")
+    submit = [e for e in p.a11y if e["role"] == "button" and e["name"] == "Submit"]
+    if p.task != "social-media" and submit and _in_view(submit[0], area):
+        if clicked < wanted.get(p.task, 0):
+            raise OracleError(f"{p.task}: {clicked} posts found, {wanted[p.task]} asked for")
+        return [p.click(submit[0])]
+    return _scroll_down(p, area, p.classed("body"), "down" if line else "pagedown")
+
+
+@_plans("terminal")
+def _list_then_remove(p: _Page) -> list[Step]:
+    # type "ls", read the files it lists, "rm" the one with the extension asked for
+    m = re.search(r"extension \.(\S+)$", p.instruction.strip())
+    if not m and "no file extension" not in p.instruction:
+        raise p.unreadable()
+    lines = [e for e in p.a11y if {"command", "output"} & set(_classes(e))]
+    listed = [b["name"].split() for a, b in zip(lines, lines[1:]) if a["name"] == "ls"]
+    if not listed:
+        if not any(s.action.kind == "click" for s in p.taken):
+            return [p.click(p.find(html_id="terminal"))]  # its keys go to a hidden input
+        return [p.typed("ls\n")]
+    files = [f for f in listed[-1] if (f.endswith("." + m.group(1)) if m else "." not in f)]
+    if not files:
+        raise OracleError(f"{p.task}: ls lists no file for {p.instruction!r}")
+    return [p.typed(f"rm {files[0]}\n")]
+
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")  # fmt: skip
+
+
+@_plans("choose-date", "choose-date-easy", "choose-date-medium")
+def _pick_the_date(p: _Page) -> list[Step]:
+    # the box is read-only: open its calendar, page to the month, click the day, then Submit
+    box = p.find(html_id="datepicker")
+    month, day, year = (int(p.field(k)) for k in ("month", "day", "year"))
+    if box["state"].get("value") == f"{month:02d}/{day:02d}/{year}":
+        return [p.submit()]
+    shown = p.classed("ui-datepicker-month"), p.classed("ui-datepicker-year")
+    if not all(shown):
+        return [p.click(box)]
+    at = (int(shown[1][0]["name"]), MONTHS.index(shown[0][0]["name"]) + 1)
+    if at != (year, month):
+        return [
+            p.click(
+                p.classed("ui-datepicker-prev" if at > (year, month) else "ui-datepicker-next")[0]
+            )
+        ]
+    days = [
+        e for e in p.classed("ui-state-default") if e["role"] == "link" and e["name"] == str(day)
+    ]
+    if not days:
+        raise OracleError(f"{p.task}: the calendar shows no day {day}")
+    return [p.click(days[0])]
+
+
+@_plans("click-menu")
+def _open_submenus_then_click(p: _Page) -> list[Step]:
+    # "A>B>C": a click on a parent item selects it (and fails), so the pointer rests on A and
+    # B until their submenus open, then C is clicked
+    path = p.field("target").split(">")
+    items = {_text_of(e, p.a11y): e for e in p.classed("ui-menu-item-wrapper")}
+    depth = 0
+    while depth < len(path) and path[depth] in items:
+        depth += 1
+    if depth == 0:
+        raise OracleError(f"{p.task}: no menu item {path[0]!r}")
+    item = items[path[depth - 1]]
+    if depth == len(path):
+        return [p.click(item)]
+    return _rest_pointer_on(p, item)
+
+
+def _rest_pointer_on(p: _Page, item: dict[str, Any]) -> list[Step]:
+    """Move the pointer onto a menu item, then wait while its submenu opens."""
+    x, y = visible_point(item, p.a11y)
+    moved = [s.action for s in p.taken if s.action.kind != "wait"][-1:] == [Action.move(x, y)]
+    return [Step(Action.wait() if moved else Action.move(x, y), list(item["bbox"]))]
+
+
+@_plans("click-menu-2")
+def _click_menu_item_by_label_or_icon(p: _Page) -> list[Step]:
+    # open the menu; the item is named by its label, or shown by its icon in the instruction's
+    # band of the screen (then matched against the menu's icons); Playback's four items show
+    # once the pointer rests on it
+    label = re.fullmatch(r'labeled "(.*)"', p.field("target"))
+    items = p.classed("ui-menu-item-wrapper")
+    if not items:
+        return [p.click(p.find(role="button", name="Menu"))]
+    if label:
+        found = [e for e in items if _text_of(e, p.a11y) == label.group(1)]
+    else:
+        found = _items_with_the_shown_icon(p, items)
+    if found:
+        return [p.click(found[0])]
+    parent = [e for e in items if _text_of(e, p.a11y) == "Playback"]
+    if not parent:
+        raise OracleError(f"{p.task}: no menu item fits {p.field('target')!r}")
+    return _rest_pointer_on(p, parent[0])
+
+
+def _dark(image: np.ndarray) -> np.ndarray:
+    return (np.asarray(image, dtype=float).mean(axis=2) < 128).astype(np.float32)
+
+
+def _items_with_the_shown_icon(p: _Page, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The menu items whose icon's dark pixels appear, pixel for pixel, above the task area
+    (where the instruction is drawn)."""
+    import cv2
+
+    if p.screen is None:
+        raise OracleError(f"{p.task}: an icon is found on the screenshot")
+    band = _dark(np.asarray(p.screen)[: p.find(html_id="area")["bbox"][1]])
+    found = []
+    for item in items:
+        icons = [c for c in _children(item, p.a11y) if {"ui-icon"} <= set(_classes(c))]
+        icons = [c for c in icons if "ui-menu-icon" not in _classes(c)]  # not the submenu caret
+        if not icons or "ui-state-active" in _classes(item):
+            continue  # no icon, or drawn light on the highlight
+        x0, y0, x1, y1 = icons[0]["bbox"]
+        mask = _dark(np.asarray(p.screen)[y0:y1, x0:x1])
+        ys, xs = np.nonzero(mask)
+        if not len(xs):
+            continue
+        glyph = mask[max(ys.min() - 1, 0) : ys.max() + 2, max(xs.min() - 1, 0) : xs.max() + 2]
+        if glyph.shape[0] > band.shape[0] or glyph.shape[1] > band.shape[1]:
+            continue
+        misses = cv2.matchTemplate(band, glyph, cv2.TM_SQDIFF).min()
+        if misses <= 1:  # at most one pixel of the glyph's box differs
+            found.append(item)
+    return found
+
+
+PIE_OPENING_WAITS = 3  # click-pie's slices fly out for about half a second (0.25 s a wait)
+
+
+@_plans("click-pie")
+def _open_pie_then_click(p: _Page) -> list[Step]:
+    # click the pie's centre, wait while its slices fly out, then click the label's slice
+    target = p.field("target")
+    spreader = [e for e in p.a11y if e["state"].get("html_id") == "wheelnav-divWheel-spreader"]
+    if not any(s.note == "spread" for s in p.taken):
+        if not spreader:
+            raise OracleError(f"{p.task}: no pie menu on the page")
+        return [p.click(spreader[0])._replace(note="spread")]
+    if sum(s.action.kind == "wait" for s in p.taken) < PIE_OPENING_WAITS:
+        return [Step(Action.wait())]
+    labels = [e for e in p.tagged("tspan") if e["name"] == target]
+    if not labels:
+        raise OracleError(f"{p.task}: the pie has no item {target!r}")
+    x0, y0, x1, y1 = labels[0]["bbox"]  # its slice is drawn under it: the label's centre
+    return [Step(Action.click((x0 + x1) // 2, (y0 + y1) // 2), list(labels[0]["bbox"]))]
+
+
 class MiniWoBOracle:
     """Plans at reset, then hands out one action a step: ``oracle.reset(obs, info)``, ``act()``
     (``next_target_bbox``: the box the next action aims at). A task of :data:`REPLANNED` is
@@ -478,16 +1210,22 @@ class MiniWoBOracle:
         self._instruction = ""
         self._fields: list | None = None
         self._queue: list[Step] = []
+        self._taken: list[Step] = []
 
     def reset(self, obs: dict[str, Any], info: dict[str, Any]) -> None:
         self._instruction, self._fields = obs["instruction"], info.get("fields")
-        self._queue = plan_steps(self.task, self._instruction, info["a11y"], self._fields)
+        self._taken = []
+        self._queue = plan_steps(
+            self.task, self._instruction, info["a11y"], self._fields, screen=obs.get("screenshot")
+        )
 
-    def observe(self, info: dict[str, Any]) -> None:
-        """Plan again from ``info["a11y"]``, the page as it is now (tasks of :data:`REPLANNED`;
-        the others keep the plan made at reset)."""
+    def observe(self, info: dict[str, Any], screen: np.ndarray | None = None) -> None:
+        """Plan again from ``info["a11y"]`` (and ``screen``, the screenshot), the page as it is
+        now (tasks of :data:`REPLANNED`; the others keep the plan made at reset)."""
         if self.replans:
-            self._queue = plan_steps(self.task, self._instruction, info["a11y"], self._fields)
+            self._queue = plan_steps(
+                self.task, self._instruction, info["a11y"], self._fields, tuple(self._taken), screen
+            )
 
     @property
     def next_target_bbox(self) -> list[int] | None:
@@ -495,8 +1233,11 @@ class MiniWoBOracle:
 
     def act(self, obs: dict[str, Any] | None = None, info: dict[str, Any] | None = None) -> Action:
         if info is not None and "a11y" in info:
-            self.observe(info)
-        return self._queue.pop(0).action if self._queue else Action.done()
+            self.observe(info, (obs or {}).get("screenshot"))
+        if not self._queue:
+            return Action.done()
+        self._taken.append(self._queue.pop(0))
+        return self._taken[-1].action
 
 
 # -- gestures: tasks played with drags, the wheel and a spinner's arrows (issue 54) ------------

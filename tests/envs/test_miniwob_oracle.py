@@ -24,7 +24,10 @@ needs_browser = pytest.mark.skipif(
 )
 
 
-def success_rate(task: str, seeds: range) -> float:
+def success_rate(
+    task: str, seeds: range, kinds: tuple[str, ...] = ("click", "type", "wait", "done")
+) -> float:
+    """The oracle's success over ``seeds``; every action one of ``kinds`` (never DOM refs)."""
     from pixelrl.envs.web.env import MiniWoBEnv
 
     env = MiniWoBEnv(task)  # one browser for every seed
@@ -40,7 +43,7 @@ def success_rate(task: str, seeds: range) -> float:
             while not (terminated or truncated):
                 action = oracle.act(obs, info)
                 # pixels, text and pauses (a section sliding open), no DOM refs
-                assert action.kind in ("click", "type", "wait", "done")
+                assert action.kind in kinds
                 obs, reward, terminated, truncated, info = env.step(action)
             wins += bool(info["success"])
     finally:
