@@ -3,6 +3,9 @@
     .venv/bin/python bench/reader.py [--seeds 8] [--no-miniwob] [--failures 15] [--stretch 1.2]
     .venv/bin/python bench/reader.py --no-fold     # the wheel's ONNX graphs as shipped
     .venv/bin/python bench/reader.py --load 5      # load time (fresh processes) and the words
+    .venv/bin/python bench/reader.py --screens /tmp/screens.npz   # screens taken once, then reused
+    /work/main/.venv/bin/python bench/reader.py --screens /tmp/screens.npz  # another checkout's
+                                                   # reader on the same screens (A/B, back to back)
 
 Ground truth (privileged, read here only to score the reader, which sees pixels only):
 
@@ -20,7 +23,8 @@ stripped; "fuzzy": equal after :func:`pixelrl.vision.text_match.normalise`, whic
 0/O and 1/l/I) and its box centre lies in that word's element box. Recall = right ground-truth
 words / all; precision = right read words / all read words; IoU share = right words whose read
 box has IoU >= 0.5 with the ground-truth word box. Time: ms a screen on one core (the process is
-pinned), cache off, models loaded before timing. Goals (issue 41): recall >= 0.95 on MiniWoB++
+pinned), cache off, models loaded before timing; wall ms and CPU ms (``time.process_time``, which
+other processes on a shared machine inflate much less than the wall clock). Goals (issue 41): recall >= 0.95 on MiniWoB++
 task screens, <= 100 ms for a 160x210 screen.
 """
 
@@ -55,6 +59,7 @@ class Tally:
     right: int = 0
     iou_ok: int = 0
     ms: list[float] = field(default_factory=list)
+    cpu_ms: list[float] = field(default_factory=list)
     misses: list[str] = field(default_factory=list)
     wrong: list[str] = field(default_factory=list)
 
@@ -235,8 +240,9 @@ def run_source(name: str, screens, reader, tally: Tally) -> Tally:
     for where, image, truths in list(screens):
         reader.read(image)  # warm: first-call allocations are not the screen's cost
         reader._cache.clear()
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         words = reader.read(image)
+        tally.cpu_ms.append((time.process_time() - cpu) * 1000)
         tally.ms.append((time.perf_counter() - t) * 1000)
         reader._cache.clear()
         score(words, truths, tally, f"{where}: ")
@@ -245,17 +251,48 @@ def run_source(name: str, screens, reader, tally: Tally) -> Tally:
 
 def table(rows: list[tuple[str, Tally]]) -> str:
     head = (f"{'source':<24} {'screens':>7} {'words':>6} {'recall':>7} {'fuzzy':>6} "
-            f"{'precision':>9} {'IoU>=.5':>8} {'ms/screen':>12}")  # fmt: skip
+            f"{'precision':>9} {'IoU>=.5':>8} {'ms/screen':>14} {'CPU ms/screen':>14}")  # fmt: skip
     lines = [head, "-" * len(head)]
     for name, t in rows:
         recall = t.found / max(1, t.truths)
         fuzzy = t.found_fuzzy / max(1, t.truths)
         precision = t.right / max(1, t.read)
         share = t.iou_ok / max(1, t.found)
-        ms = f"{np.median(t.ms):.0f} (p90 {np.percentile(t.ms, 90):.0f})" if t.ms else "-"
+        ms, cpu = _median_p90(t.ms), _median_p90(t.cpu_ms)
         lines.append(f"{name:<24} {len(t.ms):>7} {t.truths:>6} {recall:>7.3f} {fuzzy:>6.3f} "
-                     f"{precision:>9.3f} {share:>8.3f} {ms:>12}")  # fmt: skip
+                     f"{precision:>9.3f} {share:>8.3f} {ms:>14} {cpu:>14}")  # fmt: skip
     return "\n".join(lines)
+
+
+def _median_p90(values: list[float]) -> str:
+    return f"{np.median(values):.0f} (p90 {np.percentile(values, 90):.0f})" if values else "-"
+
+
+def screens_file(path: str, seeds: int, miniwob: bool) -> dict[str, list]:
+    """Every source's screens as ``{source: [(where, image, truths)]}``, taken once and kept in
+    ``path`` (an ``.npz`` of the images and their ground truth as JSON text; read back without
+    pickle), so that two checkouts' readers are timed on the same screens."""
+    import json
+
+    if os.path.exists(path):
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            return {source: [(where, data[f"image{i}"], [Truth(t[0], tuple(t[1]), tuple(t[2]))
+                                                         for t in truths])  # fmt: skip
+                             for i, where, truths in rows] for source, rows in meta.items()}  # fmt: skip
+    sources = {f"desktop {w}x{h}": desktop_screens((w, h), seeds) for w, h in DESKTOP_SIZES}
+    if miniwob:
+        sources = {"MiniWoB++ 160x210": miniwob_screens(seeds), **sources}
+    screens, meta, images = {}, {}, {}
+    for source, gen in sources.items():
+        screens[source] = list(gen)
+        meta[source] = []
+        for where, image, truths in screens[source]:
+            images[f"image{len(images)}"] = image
+            meta[source].append((len(images) - 1, where,
+                                 [(t.text, list(t.box), list(t.area)) for t in truths]))  # fmt: skip
+    np.savez_compressed(path, meta=np.array(json.dumps(meta)), **images)
+    return screens
 
 
 def load_times(repeats: int, fold: bool) -> None:
@@ -309,6 +346,10 @@ def main() -> None:
                         help="ScreenReader(stretch=) (default: the reader's own)")  # fmt: skip
     parser.add_argument("--no-fold", action="store_true",
                         help="run the wheel's ONNX graphs unfolded (ScreenReader(fold=False))")  # fmt: skip
+    parser.add_argument("--rows", type=int, default=None,
+                        help="ScreenReader(rows=): the recogniser's rows a line (default: its own)")  # fmt: skip
+    parser.add_argument("--screens", metavar="FILE.npz", default=None,
+                        help="take the screens once into FILE.npz and read them from it after")  # fmt: skip
     parser.add_argument("--load", type=int, default=0, metavar="N",
                         help="time N loads of a reader in fresh processes instead")  # fmt: skip
     args = parser.parse_args()
@@ -319,17 +360,23 @@ def main() -> None:
 
     kwargs = {} if args.stretch is None else {"stretch": args.stretch}
     kwargs["fold"] = not args.no_fold
+    if args.rows is not None:  # only then: a checkout before the option runs this bench too
+        kwargs["rows"] = args.rows
     reader = ScreenReader(**kwargs).warm_up()
-    print(f"pinned to CPU {cpu}; reader: upscale {reader.upscale or 'auto'}, "
-          f"stretch {reader.stretch}, graphs {'folded' if reader.fold else 'as shipped'}, "
+    import pixelrl
+
+    print(f"pinned to CPU {cpu}; reader from {os.path.dirname(pixelrl.__file__)}: upscale "
+          f"{reader.upscale or 'auto'}, stretch {reader.stretch}, rows "
+          f"{getattr(reader, 'rows', 48)}, graphs {'folded' if reader.fold else 'as shipped'}, "
           "1 ORT thread")  # fmt: skip
-    rows = []
-    if not args.no_miniwob:
-        rows.append(("MiniWoB++ 160x210", run_source("m", miniwob_screens(args.seeds), reader,
-                                                     Tally())))  # fmt: skip
-    for w, h in DESKTOP_SIZES:
-        rows.append((f"desktop {w}x{h}", run_source("d", desktop_screens((w, h), args.seeds),
-                                                    reader, Tally())))  # fmt: skip
+    if args.screens:
+        sources = screens_file(args.screens, args.seeds, not args.no_miniwob).items()
+    else:
+        sources = [(f"desktop {w}x{h}", desktop_screens((w, h), args.seeds))
+                   for w, h in DESKTOP_SIZES]  # fmt: skip
+        if not args.no_miniwob:
+            sources.insert(0, ("MiniWoB++ 160x210", miniwob_screens(args.seeds)))
+    rows = [(name, run_source(name, screens, reader, Tally())) for name, screens in sources]
     print(table(rows))
     for name, t in rows:
         print(f"\n{name}: missed words (first {args.failures} of {len(t.misses)})")

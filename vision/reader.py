@@ -53,6 +53,7 @@ SMALL_SIDE = 400  # screens whose longer side is at most this are upscaled to be
 # in that tile.
 TILE = 2048
 TILE_OVERLAP = 256
+MODEL_ROWS = 48  # PP-OCRv4's recogniser reads lines scaled to this many rows
 
 
 class ReaderError(ValueError):
@@ -269,7 +270,16 @@ class ScreenReader:
             recogniser reads narrow small fonts better a little wide: on 48 MiniWoB++ screens
             (160x210) word recall went 0.862 -> 0.937 at 1.2 (fuzzy 0.894 -> 0.965), 1.3 was
             no better and 1.8 worse; the desktop's 320x240 screens moved 0.902 -> 0.892, its
-            1280x800 ones not at all. The cost grows with it (~+14%).
+            1280x800 ones not at all. The cost grows with it (~+14%). That was with the
+            detector at 1x and all 48 rows; with the detector at 2x and ``rows`` 40, 1.0 reads
+            as well or better (the default since issue 57; ``docs/results/reader.md``).
+        rows: rows of each line the recogniser reads (8..48, a multiple of 8). A line is scaled
+            as the model expects (its crop's height to :data:`MODEL_ROWS`) and then cut to
+            ``rows`` rows centred on its ink: the detector's box pads a line above and below
+            (a third of a MiniWoB++ line's rows hold no ink), and the recogniser's cost grows
+            with its rows as with its columns. 48 reads the whole crop (before issue 57).
+            With ``stretch`` 1.0, 40 rows read 64 held-out MiniWoB++ screens with recall 0.948
+            -> 0.958 and precision 0.834 -> 0.841 at ~0.8x the CPU time; 32 rows lose words.
         cache_size: frames remembered (0: no cache).
         threads: ONNX Runtime threads (intra-op).
         fold: run the models with their elementwise chains folded into the convs
@@ -284,7 +294,8 @@ class ScreenReader:
         text_score: float = 0.5,
         word_score: float = 0.3,
         gap: float = 0.33,
-        stretch: float = 1.2,
+        stretch: float = 1.0,
+        rows: int = 40,
         cache_size: int = 64,
         threads: int = 1,
         fold: bool = True,
@@ -294,6 +305,9 @@ class ScreenReader:
                 raise ReaderError(f"{name} must be a number in [0.25, 8], got {value!r}")
         if not 0.5 <= float(stretch) <= 3:
             raise ReaderError(f"stretch must be a number in [0.5, 3], got {stretch!r}")
+        whole = isinstance(rows, (int, np.integer)) and not isinstance(rows, bool)
+        if not (whole and 8 <= rows <= MODEL_ROWS and rows % 8 == 0):
+            raise ReaderError(f"rows must be a multiple of 8 in [8, {MODEL_ROWS}], got {rows!r}")
         for name, value in (("text_score", text_score), ("word_score", word_score)):
             if not 0 <= float(value) <= 1:
                 raise ReaderError(f"{name} must be in [0, 1], got {value!r}")
@@ -307,6 +321,7 @@ class ScreenReader:
         self.word_score = float(word_score)
         self.gap = float(gap)
         self.stretch = float(stretch)
+        self.rows = int(rows)
         self.cache_size = int(cache_size)
         self.threads = int(threads)
         self.fold = bool(fold)
@@ -392,7 +407,7 @@ class ScreenReader:
         if min(dh, dw) < 32:  # the detector wants some room
             det_in = cv2.copyMakeBorder(det_in, 0, max(0, 32 - dh), 0, max(0, 32 - dw),
                                         cv2.BORDER_REPLICATE)  # fmt: skip
-        boxes, _ = engine.text_det(det_in)
+        boxes = _detect(engine, det_in)
         if boxes is None or len(boxes) == 0:
             return []
         big = bgr
@@ -410,11 +425,13 @@ class ScreenReader:
         words: list[Word] = []
         for rect in rects:
             crop = big[rect[1] : rect[3], rect[0] : rect[2]]
-            result = _recognise(engine, crop, self.stretch)
+            ink = ink_mask(crop)
+            result = _recognise(engine, crop, self.stretch, self.rows, ink)
             text, score = result[0], float(result[1])
             if not text.strip() or score < self.text_score:
                 continue
-            for wtext, (bx0, by0, bx1, by1), wscore in split_line(crop, text, result[2], self.gap):
+            pieces = split_line(crop, text, result[2], self.gap, ink)
+            for wtext, (bx0, by0, bx1, by1), wscore in pieces:
                 if wscore < self.word_score:
                     continue
                 x0 = min(int(np.floor((rect[0] + bx0) / s)), w - 1)
@@ -425,23 +442,62 @@ class ScreenReader:
         return _reading_order(words)
 
 
-def _recognise(engine, crop: np.ndarray, stretch: float = 1.0):
+def _detect(engine, bgr: np.ndarray):
+    """The detector's line boxes (quads) of ``bgr``: rapidocr's ``TextDetector.__call__`` step by
+    step, but for its normalisation, which ran in float64 (~5 ms a MiniWoB++ screen, a twentieth
+    of its reading); a table of the 256 values it can give, computed by the same operations,
+    gives the same float32 input."""
+    det = engine.text_det
+    pre = det.get_preprocess(max(bgr.shape[:2]))
+    resized = pre.resize(bgr)
+    if resized is None:
+        return None
+    table = _normalised(pre.scale, tuple(pre.mean), tuple(pre.std))
+    batch = table[resized, np.arange(3)].transpose(2, 0, 1)[None]
+    preds = det.infer(np.ascontiguousarray(batch))[0]
+    boxes, _ = det.postprocess_op(preds, bgr.shape[:2])
+    return det.filter_tag_det_res(boxes, bgr.shape[:2])
+
+
+@functools.lru_cache(maxsize=4)
+def _normalised(scale: float, mean: tuple, std: tuple) -> np.ndarray:
+    """256×3 float32: what rapidocr's ``DetPreProcess.normalize`` makes of each byte value in
+    each channel (float32 times ``scale``, then float64 ``- mean`` and ``/ std``)."""
+    values = np.arange(256, dtype=np.float32)[:, None] * scale
+    return ((values - np.array(mean)) / np.array(std)).astype(np.float32)
+
+
+def _recognise(engine, crop: np.ndarray, stretch: float = 1.0, rows: int = MODEL_ROWS, ink=None):
     """``(text, score, word_info)`` of one line crop (BGR): the recogniser run on the crop
     alone at its own width times ``stretch`` (rapidocr pads every line of a batch to the widest,
     at least 320 columns; the model's cost grows with the width; reading lines side by side in
-    one call was slower still, 0.16 s against 0.13 s a MiniWoB++ screen)."""
+    one call was slower still, 0.16 s against 0.13 s a MiniWoB++ screen, and so was a batch of a
+    screen's lines padded to one width), on ``rows`` of its rows centred on the line's ``ink``
+    (:func:`ink_mask` of the crop)."""
     import cv2
 
     rec = engine.text_rec
     h, w = crop.shape[:2]
-    width = max(16, int(np.ceil(48.0 * stretch * w / h)))
+    width = max(16, int(np.ceil(MODEL_ROWS * stretch * w / h)))
     padded = -(-width // 8) * 8
-    image = cv2.resize(crop, (width, 48)).astype(np.float32).transpose(2, 0, 1) / 127.5 - 1.0
-    batch = np.zeros((1, 3, 48, padded), dtype=np.float32)
-    batch[0, :, :, :width] = image
+    line = cv2.resize(crop, (width, MODEL_ROWS))
+    if rows < MODEL_ROWS:
+        top = _band_top(ink if ink is not None else ink_mask(crop), rows)
+        line = line[top : top + rows]
+    batch = np.zeros((1, 3, rows, padded), dtype=np.float32)
+    batch[0, :, :, :width] = line.astype(np.float32).transpose(2, 0, 1) / 127.5 - 1.0
     preds = rec.session(batch)[0]
-    return rec.postprocess_op(preds, True, wh_ratio_list=[width / 48.0],
-                              max_wh_ratio=padded / 48.0)[0]  # fmt: skip
+    return rec.postprocess_op(preds, True, wh_ratio_list=[width / MODEL_ROWS],
+                              max_wh_ratio=padded / MODEL_ROWS)[0]  # fmt: skip
+
+
+def _band_top(ink: np.ndarray, rows: int) -> int:
+    """The first of ``rows`` rows (of the line scaled to :data:`MODEL_ROWS`) centred on the
+    ink's rows (the crop's middle when it holds none)."""
+    filled = np.flatnonzero(ink.any(axis=1))
+    middle = (filled[0] + filled[-1] + 1) / 2 if len(filled) else ink.shape[0] / 2
+    centre = middle * MODEL_ROWS / ink.shape[0]
+    return int(np.clip(round(centre - rows / 2), 0, MODEL_ROWS - rows))
 
 
 def _reading_order(words: list[Word]) -> list[Word]:
@@ -502,14 +558,14 @@ def _line_body(ink: np.ndarray) -> np.ndarray:
 
 
 def split_line(
-    crop: np.ndarray, text: str, word_info: list, gap: float = 0.33
+    crop: np.ndarray, text: str, word_info: list, gap: float = 0.33, ink: np.ndarray | None = None
 ) -> list[tuple[str, tuple[int, int, int, int], float]]:
     """Split one recognised line into words: ``[(text, (x0, y0, x1, y1) in crop pixels, score)]``.
 
     ``word_info`` is rapidocr's ``[columns, words, word_columns, states, confidences]`` (CTC
     columns of each character, scaled to the crop's width). A word ends at a space the recogniser
     read or where the ink between two characters has an empty run wider than ``gap`` × the
-    line's ink height."""
+    line's ink height. ``ink``: the crop's :func:`ink_mask`, when the caller has it."""
     h, w = crop.shape[:2]
     columns, _, word_cols, _, confs = word_info
     cols = [c for group in word_cols for c in group]
@@ -519,7 +575,7 @@ def split_line(
         return [(text.strip(), (0, 0, w, h), float(np.mean(confs) if len(confs) else 0.0))]
     centres = [(c + 0.5) * w / float(columns) for c in cols]
     confs = list(confs) + [0.0] * (len(chars) - len(confs))
-    ink = ink_mask(crop)
+    ink = ink_mask(crop) if ink is None else ink
     ink_cols = ink.any(axis=0)
     ink_rows = np.where(ink.any(axis=1))[0]
     height = (ink_rows[-1] - ink_rows[0] + 1) if len(ink_rows) else h
