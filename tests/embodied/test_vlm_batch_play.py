@@ -107,3 +107,19 @@ def test_envs_sharing_grids_see_what_an_env_alone_sees():
     other = gym.make("pixelrl/PointNav-v0", **{**ENV, "scene_seed": 9})
     with pytest.raises(ValueError, match="other scenes"):
         other.unwrapped.sim.share_grids(first.unwrapped.sim)
+
+
+@pytest.mark.parametrize("family", ["smolvlm", "qwen2_vl", "llava"])
+def test_prompts_from_the_rendered_frame_are_the_templates_own(family):
+    """``build_prompt`` renders the chat template once and puts each prompt's text in its frame;
+    the prompt is the template's own rendering, character for character."""
+    from pixelrl.vision.vlm import load_vlm
+
+    codec = AgentSpec().codec(0.25, 30.0)
+    policy = load_vlm(f"tiny-{family}", codec=codec, text_size={"num_hidden_layers": 1})
+    for goal, history, images in [("The goal is 1.0 m away.", [], 1), (" {x}\n", ["stop"], 2),
+                                  ("", ["turn_left(2)", "move_forward(1)"], 3)]:  # fmt: skip
+        text = policy.prompt_text(goal, history)
+        assert policy.build_prompt(goal, history, images) == policy._chat_prompt(text, images)
+    frames = list(policy._chat_frames.values())
+    assert frames and None not in frames  # the frame was used, not every prompt rendered
