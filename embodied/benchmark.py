@@ -259,6 +259,10 @@ class Benchmark:
             start(i)
         while running:
             slots = sorted(running)
+            # Episodes with queued steps play them first, without the model; the others wait,
+            # so every generate asks for all running episodes at once (a full batch), not for
+            # the few whose queues ran out this step. Each episode's own actions are unchanged.
+            slots = [i for i in slots if not getattr(agents[i], "asks", True)] or slots
             actions = agent.act_batch([agents[i] for i in slots], [running[i][1] for i in slots])
             for i, action in zip(slots, actions):
                 k, _, state = running[i]
@@ -274,9 +278,11 @@ class Benchmark:
         import gymnasium as gym
 
         while 1 + len(self._more_envs) < size:
-            self._more_envs.append(
-                gym.make(self.env_id, dataset_path=str(self.dataset), **self._env_options)
-            )
+            env = gym.make(self.env_id, dataset_path=str(self.dataset), **self._env_options)
+            sim = getattr(env.unwrapped, "sim", None)
+            if hasattr(sim, "share_grids"):  # the embedded simulator: each scene's grid once
+                sim.share_grids(self.env.unwrapped.sim)
+            self._more_envs.append(env)
         return [self.env, *self._more_envs[: size - 1]]
 
     def _start(

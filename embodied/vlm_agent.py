@@ -292,6 +292,12 @@ class VLMNavAgent:
         self.turns = 0
         self.idled = False
 
+    @property
+    def asks(self) -> bool:
+        """Whether the next :meth:`act` asks the model (no queued steps left); batched play
+        steps the agents that do not first, so the ones that do ask together."""
+        return not self.queue
+
     def act(self, observations: dict[str, Any]) -> int | str:
         return self.act_batch([self], [observations])[0]
 

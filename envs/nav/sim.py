@@ -330,6 +330,15 @@ class NavSim:
             self._grids[scene_index] = navigation_grid(self.scenes[scene_index], self.agent)
         return self._grids[scene_index]
 
+    def share_grids(self, other: NavSim) -> None:
+        """Use ``other``'s navigation grids (with their geodesic graphs and distance fields)
+        from now on, so sims made from the same options build each scene's grid once (a
+        benchmark's batch of envs). A grid depends on its scene and the agent only, and no
+        episode changes it."""
+        if other.scene_ids != self.scene_ids or other.agent != self.agent:
+            raise ValueError("share_grids: the other sim has other scenes or another agent")
+        self._grids = other._grids
+
     # ------------------------------------------------------------------ episodes
     def new_episode(
         self,
