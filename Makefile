@@ -29,8 +29,13 @@ demo: setup
 
 # From a scratch folder, not the repository root: there the folders on disk (envs/, vision/, ...)
 # would import by their bare names and could hide an install that lacks pixelrl.envs.
+# Two workers, each test file on one of them (its module fixtures built once): on the 2-core
+# machine one pytest process kept ~0.9 of the two cores busy (the rest waiting on browsers, X
+# servers and subprocesses). TEST_WORKERS=0 runs in this process.
+TEST_WORKERS ?= 2
 test: setup
-	cd "$$(mktemp -d)" && HF_HUB_OFFLINE=1 $(abspath $(VENV))/bin/pytest -q --durations=15 $(CURDIR)/tests
+	cd "$$(mktemp -d)" && HF_HUB_OFFLINE=1 $(abspath $(VENV))/bin/pytest -q --durations=15 \
+		-n $(TEST_WORKERS) --dist loadfile $(CURDIR)/tests
 
 bench: setup
 	@for f in bench/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

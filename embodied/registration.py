@@ -6,7 +6,7 @@ it imports nothing heavy: every value is a ``"module:attr"`` string, imported wh
 
 from __future__ import annotations
 
-from pixelrl.recipes import register_recipe
+from pixelrl.recipes import register_recipe, register_variant
 from pixelrl.registry import register
 
 _PPO, _VLM = "pixelrl.embodied.task", "pixelrl.embodied.vlm_train"
@@ -24,6 +24,8 @@ _RECIPES = [
 # fmt: on
 for recipe in _RECIPES:
     register_recipe(*recipe)
+register_variant("embodied/vlm-sft-toolcall", "embodied/configs/vlm_sft_toolcall.yaml", "embodied/vlm-sft",
+                 "embodied/vlm-sft in TRL's tool-call form: a CPU-sized start for scripts/trl_grpo.py")  # fmt: skip
 
 register("bench", "nav", "pixelrl.embodied.cli:add_bench_parser")  # pixelrl bench nav
 register("record_agent", "vlm", "pixelrl.embodied.cli:VLMRecording")  # pixelrl record --agent vlm
