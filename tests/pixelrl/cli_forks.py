@@ -176,3 +176,21 @@ def _serve() -> None:
 
 if __name__ == "__main__":
     _serve()
+
+
+def error_table(cases: list[tuple]):
+    """A CLI error table's module fixture and its test, one case a parameter: in a test module,
+    ``results, test_a_mistake_is_one_error_line = error_table(CASES)`` (pytest collects both by
+    the names given there); each case ``(name, argv, expected)`` must be one error line."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def results(tmp_path_factory) -> dict[str, dict]:
+        return run_cases(cases, tmp_path_factory.mktemp("cwd"))
+
+    @pytest.mark.parametrize("case", cases, ids=[c[0] for c in cases])
+    def test(case, results):
+        name, argv, expected = case
+        assert_one_error_line(results[name], argv, expected)
+
+    return results, test

@@ -4,8 +4,7 @@ task's drags), is one line ``pixelrl train: error: ...``, exit status 2, nothing
 
 from __future__ import annotations
 
-import pytest
-from cli_forks import assert_one_error_line, run_cases
+from cli_forks import error_table
 
 TRAIN = ["train", "gui/ppo", "train.output_dir=run"]
 DRAG = [*TRAIN, "env.id=pixelrl/Desktop-DragToTarget-v0", "policy.bc_samples=4",
@@ -23,12 +22,4 @@ CASES = [
 ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory) -> dict[str, dict]:
-    return run_cases(CASES, tmp_path_factory.mktemp("cwd"))
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_a_wrong_gesture_kind_is_one_error_line_and_exit_2(case, results):
-    name, argv, expected = case
-    assert_one_error_line(results[name], argv, expected)
+results, test_a_wrong_gesture_kind_is_one_error_line_and_exit_2 = error_table(CASES)

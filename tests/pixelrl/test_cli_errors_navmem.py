@@ -4,8 +4,7 @@ status 2, no traceback, nothing written."""
 
 from __future__ import annotations
 
-import pytest
-from cli_forks import assert_one_error_line, run_cases
+from cli_forks import error_table
 
 SFT = ["train", "embodied/vlm-sft", "env.id=pixelrl/ObjectNav-v0", "train.output_dir=run"]
 
@@ -25,12 +24,4 @@ CASES = [
 ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory) -> dict[str, dict]:
-    return run_cases(CASES, tmp_path_factory.mktemp("cwd"))
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_a_wrong_prompt_frames_is_one_error_line_and_exit_2(case, results):
-    name, argv, expected = case
-    assert_one_error_line(results[name], argv, expected)
+results, test_a_wrong_prompt_frames_is_one_error_line_and_exit_2 = error_table(CASES)

@@ -4,8 +4,7 @@ a wrong ``action_format`` of the navigation VLM recipes is one line ``pixelrl tr
 
 from __future__ import annotations
 
-import pytest
-from cli_forks import assert_one_error_line, run_cases
+from cli_forks import error_table
 
 SFT = ["train", "embodied/vlm-sft", "train.output_dir=run"]
 GRPO = ["train", "embodied/vlm-grpo", "train.output_dir=run", "init="]
@@ -19,12 +18,4 @@ CASES = [
 ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory) -> dict[str, dict]:
-    return run_cases(CASES, tmp_path_factory.mktemp("cwd"))
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_a_wrong_navigation_action_format_is_one_error_line(case, results):
-    name, argv, expected = case
-    assert_one_error_line(results[name], argv, expected)
+results, test_a_wrong_navigation_action_format_is_one_error_line = error_table(CASES)

@@ -4,8 +4,7 @@ traceback, nothing written (the cases run forked from one server: tests/pixelrl/
 
 from __future__ import annotations
 
-import pytest
-from cli_forks import assert_one_error_line, run_cases
+from cli_forks import error_table
 
 TRAIN = ["train", "gui/sft", "train.output_dir=run"]
 CASES = [
@@ -20,12 +19,4 @@ CASES = [
 ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory) -> dict[str, dict]:
-    return run_cases(CASES, tmp_path_factory.mktemp("cwd"))
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_a_wrong_action_format_is_one_error_line(case, results):
-    name, argv, expected = case
-    assert_one_error_line(results[name], argv, expected)
+results, test_a_wrong_action_format_is_one_error_line = error_table(CASES)
