@@ -3,8 +3,7 @@ written (the contract of tests/pixelrl/test_cli_errors.py, whose runner this reu
 
 from __future__ import annotations
 
-import pytest
-from cli_forks import assert_one_error_line, run_cases
+from cli_forks import error_table
 from test_cli_errors import CLICK, TRAIN  # tests/pixelrl, beside this file
 
 from pixelrl.threads import usable_cores
@@ -38,12 +37,6 @@ CASES = [
 ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory) -> dict[str, dict]:
-    return run_cases(CASES, tmp_path_factory.mktemp("cwd"), tmp_path_factory.mktemp("data"))
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_a_threads_mistake_is_one_error_line_and_exit_2(case, results):
-    name, argv, expected = case
-    assert_one_error_line(results[name], argv, expected)
+results, test_a_threads_mistake_is_one_error_line_and_exit_2 = error_table(
+    CASES
+)  # no case names {data}
