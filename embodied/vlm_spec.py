@@ -130,3 +130,41 @@ def check_model(cfg: Config) -> None:
     problem = model_source_problem(str(cfg.init or cfg.model))
     if problem:
         raise ConfigError(f"{key}: {problem}")
+
+
+# What a saved agent's answers and prompts mean: GRPO from an ``init`` that learned other values
+# would train a model on prompts or an action language it never saw, and nothing would say so
+# (the answers of a tool-call model do not parse as text: every turn pays the format penalty).
+INIT_AGENT_KEYS = ("task", "action_format", "max_repeat", "max_steps", "max_new_tokens")
+
+
+def check_init_agent(cfg: Config, spec: AgentSpec) -> None:
+    """:class:`ConfigError` naming each prompt / agent key where this run differs from what
+    ``init``'s agent was trained with (its ``pixelrl_nav_agent.json``); an ``init`` without that
+    file (a bare model folder or a hub name) is not checked."""
+    from pathlib import Path
+
+    from pixelrl.embodied.vlm_agent import AGENT_FILE, AgentFileError, read_spec
+
+    if not cfg.init or not (Path(str(cfg.init)) / AGENT_FILE).is_file():
+        return
+    try:
+        trained = read_spec(str(cfg.init))
+    except AgentFileError as e:
+        raise ConfigError(f"init: {e}") from None
+    where = {"task": "env.id", "action_format": "action_format"}
+    differs = [
+        f"{where.get(key, 'agent.' + key)}: {getattr(trained, key)!r} there, "
+        f"{getattr(spec, key)!r} here"
+        for key in INIT_AGENT_KEYS
+        if getattr(trained, key) != getattr(spec, key)
+    ] + [
+        f"prompt.{key}: {getattr(trained.prompt, key)!r} there, {getattr(spec.prompt, key)!r} here"
+        for key in NavPrompt.__dataclass_fields__
+        if getattr(trained.prompt, key) != getattr(spec.prompt, key)
+    ]
+    if differs:
+        raise ConfigError(
+            f"init {cfg.init} was trained with other settings ({'; '.join(differs)}): "
+            f"set them as its {AGENT_FILE} says"
+        )

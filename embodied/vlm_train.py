@@ -53,6 +53,7 @@ from pixelrl.embodied.vlm_demos import record_demonstrations, sft_examples
 from pixelrl.embodied.vlm_episodes import evaluate, play
 from pixelrl.embodied.vlm_spec import (
     agent_spec,
+    check_init_agent,
     check_model,
     check_prompt_sensors,
     check_validation_scenes,
@@ -178,6 +179,8 @@ class NavTask:
                 raise ConfigError(f"grpo.rewards: unknown terms {sorted(unknown)}")
         self.cfg, self.spec = cfg, agent_spec(cfg)
         check_model(cfg)
+        if self.RECIPES.get(cfg.recipe) == "multiturn":
+            check_init_agent(cfg, self.spec)
         self.train_envs: list = []  # multi-turn GRPO: G x starts_per_step envs, kept for the run
         self.replay = FailedStarts(float(cfg.grpo.replay_failed))  # grpo.replay_failed's starts
 

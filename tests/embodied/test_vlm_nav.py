@@ -267,6 +267,25 @@ def test_one_grpo_step_moves_log_probs_toward_the_advantages(sft_run):
         env.close()
 
 
+def test_grpo_from_an_init_trained_with_other_prompt_or_answers_is_one_error_line(
+    sft_run, tmp_path, capsys
+):
+    """GRPO plays prompts and answers its init must know: another prompt, action language or
+    answer length is named, key by key, before any work (it used to train on silently)."""
+    argv = ["train", "embodied/vlm-grpo", f"init={sft_run / 'model'}",
+            f"train.output_dir={tmp_path / 'run'}", "env.kwargs=" + json.dumps(ENV),
+            "train.progress=false"]  # fmt: skip
+    for change, named in [
+        ("prompt.history_steps=3", "prompt.history_steps: 8 there, 3 here"),
+        ("agent.max_repeat=2", "agent.max_repeat: 4 there, 2 here"),
+        ("agent.max_new_tokens=40", "agent.max_new_tokens: 12 there, 40 here"),
+    ]:
+        assert main([*argv, change]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and named in err and "pixelrl_nav_agent.json" in err, err
+        assert not (tmp_path / "run").exists()
+
+
 def test_grpo_recipe_runs_from_the_sft_model(sft_run, tmp_path):
     run = tmp_path / "grpo"
     argv = ["train", "embodied/vlm-grpo", f"init={sft_run / 'model'}", f"train.output_dir={run}",
