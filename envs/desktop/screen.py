@@ -447,15 +447,17 @@ class Desktop(Widget):
         if window:
             state["window"] = window
         if x0 < 0 or y0 < 0 or x1 > t.width or y1 > t.height:
-            bbox = intersect(bbox, (0, 0, t.width, t.height)) or (0, 0, 0, 0)
-        return a11y_element(
-            element_id or widget.id,
-            role,
-            name,
-            bbox,
-            state,
-            self.focus is widget and role != "listitem",
-        )
+            x0, y0, x1, y1 = intersect(bbox, (0, 0, t.width, t.height)) or (0, 0, 0, 0)
+        # a11y_element's dict, built here (once per element and step): ``state`` is the widget's
+        # own fresh dict, so it is kept rather than copied
+        return {
+            "id": element_id or widget.id,
+            "role": role,
+            "name": name,
+            "bbox": [int(x0), int(y0), int(x1), int(y1)],
+            "state": state,
+            "focused": self.focus is widget and role != "listitem",
+        }
 
     def a11y_tree(self) -> list[dict]:
         """Every element on screen, bottom layer first (cached until something changes)."""
