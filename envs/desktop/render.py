@@ -215,8 +215,8 @@ def subtract(rect: Rect, holes: list[Rect]) -> list[Rect]:
         kept = []
         for part in parts:
             x0, y0, x1, y1 = part
-            if hx0 >= x1 or x0 >= hx1 or hy0 >= y1 or y0 >= hy1:
-                kept.append(part)  # the hole misses this part
+            if hx0 >= x1 or x0 >= hx1 or hy0 >= y1 or y0 >= hy1 or hx0 >= hx1 or hy0 >= hy1:
+                kept.append(part)  # the hole misses this part (or is empty)
                 continue
             # the bands above and below the hole, then the pieces left and right of it
             if y0 < hy0:

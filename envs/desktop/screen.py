@@ -24,11 +24,11 @@ from pixelrl.envs.desktop.render import (
 )
 from pixelrl.envs.desktop.theme import Theme
 from pixelrl.envs.desktop.widgets import Icon, Label, Popup, Taskbar, TextField, Widget, Window
-from pixelrl.envs.gui import a11y_element
 from pixelrl.envs.gui_action import MODIFIER_KEYS, Action
 
-# How far an icon's drawing may reach past its rectangle (its label's one-pixel shadow, centred
-# in the cell: one pixel right); an icon is drawn when this margin around it meets bare wallpaper.
+# How far past its rectangle an icon's drawing may reach: none seen (the label is fitted to the
+# cell less 2 pixels, its shadow 1 pixel wide; tests/envs/test_desktop_repaint_shortcuts.py);
+# 2 pixels of margin. A repaint draws an icon when this margin around it meets bare wallpaper.
 ICON_OVERHANG = 2
 
 
