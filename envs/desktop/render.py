@@ -275,6 +275,15 @@ def text_patch(text: str, size: int, bold: bool, color: Color, bg: Color) -> np.
     return patch
 
 
+@lru_cache(maxsize=256)
+def icon_patch(kind: str, size: int, color: Color, bg: Color) -> np.ndarray:
+    """A desktop icon drawn over a solid ``bg`` (cached: what blending it there gives)."""
+    rgb, alpha = icon_rgba(kind, size, color)
+    patch = _composite(alpha, rgb, np.broadcast_to(np.asarray(bg, np.int32), rgb.shape))
+    patch.setflags(write=False)
+    return patch
+
+
 @lru_cache(maxsize=8192)
 def gradient_patch(
     kind: str, key: tuple, color: Color, wallpaper: tuple[int, int, Color, Color], y: int
@@ -293,12 +302,10 @@ def gradient_patch(
         fg = (0, 0, 0)
     else:
         alpha, fg = text_mask(*key), color
-    h = alpha.shape[0]
-    column = gradient(1, height, top, bottom)[max(0, y) : max(0, y) + h]
-    # one pixel a row (h×1×3; black below the screen's last row), broadcast along the row by
-    # _composite instead of written out h×w×3: the same values
-    bg = np.zeros((h, 1, 3), np.int32)
-    bg[: len(column)] = column
+    h, w = alpha.shape[:2]
+    column = gradient(1, height, top, bottom)[max(0, y) : max(0, y) + h, 0]
+    bg = np.zeros((h, w, 3), np.int32)
+    bg[: len(column)] = column[:, None, :]
     patch = _composite(alpha, fg, bg)
     if kind == "label":
         patch[:-1, :-1] = _composite(alpha[1:, 1:], color, patch[:-1, :-1])
@@ -456,9 +463,15 @@ class Canvas:
         x0, y0, x1, y1 = rect
         self.paste(x0, y0, shape_patch(layers, (x1 - x0, y1 - y0), bg))
 
-    def icon(self, kind: str, x: int, y: int, size: int, color: Color) -> None:
-        rgb, alpha = icon_rgba(kind, size, color)
-        self.blend(x, y, alpha, rgb)
+    def icon(
+        self, kind: str, x: int, y: int, size: int, color: Color, bg: Color | None = None
+    ) -> None:
+        """A desktop icon at (x, y); over a solid ``bg`` (a selected icon's) a cached patch."""
+        if bg is not None:
+            self.paste(x, y, icon_patch(kind, size, color, bg))
+        else:
+            rgb, alpha = icon_rgba(kind, size, color)
+            self.blend(x, y, alpha, rgb)
 
     def on_wallpaper(
         self, kind: str, key: tuple, x: int, y: int, color: Color, wallpaper: tuple

@@ -1195,7 +1195,7 @@ class Icon(Widget):
         wallpaper = self.desktop.wallpaper_key
         if self.selected:
             c.fill(r, p.selection)
-            c.icon(self.kind, ix, iy, s, self.color)
+            c.icon(self.kind, ix, iy, s, self.color, bg=p.selection)
         else:  # straight on the wallpaper: a cached patch
             c.on_wallpaper("icon", (self.kind, s), ix, iy, self.color, wallpaper)
         if self.editor is None:

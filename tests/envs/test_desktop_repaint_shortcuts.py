@@ -1,9 +1,10 @@
 """The emulated desktop's drawing shortcuts show the pixels of drawing everything (issue 57 item 3).
 
 A repaint skips what an opaque layer hides (the wallpaper under windows, icons under them,
-windows below one that covers the repaint), text patches come from a blend table, icon and label
-patches blend over one wallpaper pixel a row, and a11y elements are built in place. Each is
-compared here with the plain way of doing the same, over seeded episodes of every family.
+windows below one that covers the repaint), text patches come from a blend table, and a11y
+elements are built in place. Each is compared here with the plain way of doing the same, over
+seeded episodes of every family (the wallpaper patches' blend is checked too: it is the other
+way a cached patch is made).
 """
 
 from __future__ import annotations
@@ -144,6 +145,22 @@ def test_text_patches_are_the_plain_blend():
                 want = composite_over(mask, color, bg_array)
                 got = render.text_patch(text, size, bold, color, bg)
                 assert got.dtype == np.uint8 and np.array_equal(got, want)
+
+
+def test_an_icon_over_a_solid_colour_is_the_plain_blend():
+    # a selected icon: its cell filled with the selection colour, the icon blended over it
+    for palette in PALETTES:
+        for kind in render.ICON_KINDS:
+            for size, clip in ((40, (0, 0, 60, 60)), (20, (13, 12, 24, 30))):
+                frames = []
+                for cached in (False, True):
+                    canvas = Canvas(np.zeros((60, 60, 3), np.uint8))
+                    canvas.set_clip(clip)
+                    canvas.fill((5, 6, 5 + size + 4, 6 + size + 4), palette.selection)
+                    bg = palette.selection if cached else None
+                    canvas.icon(kind, 7, 8, size, (200, 120, 40), bg=bg)
+                    frames.append(canvas.frame)
+                assert np.array_equal(*frames), (kind, size)
 
 
 def test_wallpaper_patches_are_the_plain_blend():
