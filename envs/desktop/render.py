@@ -379,6 +379,8 @@ class Canvas:
         by0, by1 = min(y0, y1 - width), max(y1, y0 + width)
         if bx0 >= cx1 or bx1 <= cx0 or by0 >= cy1 or by1 <= cy0:
             return  # no edge meets the clip (a repaint elsewhere in the window)
+        if x0 + width <= cx0 and cx1 <= x1 - width and y0 + width <= cy0 and cy1 <= y1 - width:
+            return  # the clip lies inside the edges (a repaint of a widget in the window)
         fill = self.fill
         fill((x0, y0, x1, y0 + width), color)
         fill((x0, y1 - width, x1, y1), color)
