@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pixelrl.envs.desktop.screen import Desktop, wallpaper_key
+from pixelrl.envs.desktop.screen import Desktop, copy_element, wallpaper_key
 from pixelrl.envs.desktop.tasks import FAMILIES, Plan, Task, expert_plan
 from pixelrl.envs.desktop.theme import PALETTES, Theme, check_screen_size, make_theme
 from pixelrl.envs.gui import a11y_to_text, observation_space
@@ -221,7 +221,7 @@ class DesktopEnv(gymnasium.Env):
         # its tree after any change; only a tree handed out before is copied.
         tree = self.desktop.a11y_tree()
         if tree is self._last_tree:
-            tree = _fresh(tree)
+            tree = list(map(copy_element, tree))
         else:
             self._last_tree = tree
         info = {

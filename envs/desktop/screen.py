@@ -13,11 +13,23 @@ from typing import Any
 import numpy as np
 
 from pixelrl.envs.desktop import render
-from pixelrl.envs.desktop.render import Canvas, Rect, contains, intersect, text_width, union
+from pixelrl.envs.desktop.render import (
+    Canvas,
+    Rect,
+    contains,
+    intersect,
+    subtract,
+    text_width,
+    union,
+)
 from pixelrl.envs.desktop.theme import Theme
 from pixelrl.envs.desktop.widgets import Icon, Label, Popup, Taskbar, TextField, Widget, Window
-from pixelrl.envs.gui import a11y_element
 from pixelrl.envs.gui_action import MODIFIER_KEYS, Action
+
+# How far past its rectangle an icon's drawing may reach: none seen (the label is fitted to the
+# cell less 2 pixels, its shadow 1 pixel wide; tests/envs/test_desktop_repaint_shortcuts.py);
+# 2 pixels of margin. A repaint draws an icon when this margin around it meets bare wallpaper.
+ICON_OVERHANG = 2
 
 
 def wallpaper_key(theme: Theme) -> tuple:
@@ -369,15 +381,36 @@ class Desktop(Widget):
         return self.frame
 
     def _repaint(self, rect: Rect) -> None:
-        """Draw every layer, bottom to top, clipped to ``rect``."""
+        """Draw every layer, bottom to top, clipped to ``rect``.
+
+        Windows, the taskbar and the popup are opaque: each starts with a box filling its whole
+        rectangle. So what lies under them is not drawn (those pixels would all be overwritten):
+        the wallpaper only where no layer covers ``rect``, an icon only where something of it
+        may show, no window below the top-most one that covers ``rect`` whole.
+        """
         c = self.canvas
         c.set_clip(rect)
         clip = c.clip
-        c.copy_from(self.wallpaper, clip)
-        for icon in self.icons:
-            if intersect(icon.rect, clip):
-                icon.draw(c)
-        for w in self.windows:
+        cx0, cy0, cx1, cy1 = clip
+        windows = self.windows
+        lowest = len(windows)
+        while lowest > 0:
+            lowest -= 1
+            x0, y0, x1, y1 = windows[lowest].rect
+            if x0 <= cx0 and y0 <= cy0 and cx1 <= x1 and cy1 <= y1:
+                break  # this window covers the clip: nothing below it shows
+        else:
+            covers = [w.rect for w in windows]
+            covers.append(self.taskbar.rect)
+            if self.popup is not None:
+                covers.append(self.popup.rect)
+            bare = subtract(clip, covers)
+            for piece in bare:
+                c.copy_from(self.wallpaper, piece)
+            for icon in self.icons:
+                if intersect(icon.rect, clip) and _meets_any(icon.rect, bare, ICON_OVERHANG):
+                    icon.draw(c)
+        for w in windows[lowest:]:
             if intersect(w.rect, clip):
                 w.draw(c)
         if intersect(self.taskbar.rect, clip):
@@ -414,15 +447,17 @@ class Desktop(Widget):
         if window:
             state["window"] = window
         if x0 < 0 or y0 < 0 or x1 > t.width or y1 > t.height:
-            bbox = intersect(bbox, (0, 0, t.width, t.height)) or (0, 0, 0, 0)
-        return a11y_element(
-            element_id or widget.id,
-            role,
-            name,
-            bbox,
-            state,
-            self.focus is widget and role != "listitem",
-        )
+            x0, y0, x1, y1 = intersect(bbox, (0, 0, t.width, t.height)) or (0, 0, 0, 0)
+        # a11y_element's dict, built here (once per element and step): ``state`` is the widget's
+        # own fresh dict, so it is kept rather than copied
+        return {
+            "id": element_id or widget.id,
+            "role": role,
+            "name": name,
+            "bbox": [int(x0), int(y0), int(x1), int(y1)],
+            "state": state,
+            "focused": self.focus is widget and role != "listitem",
+        }
 
     def a11y_tree(self) -> list[dict]:
         """Every element on screen, bottom layer first (cached until something changes)."""
@@ -443,3 +478,23 @@ class Desktop(Widget):
                 self.popup.a11y(out, "")
             self._a11y = out
         return self._a11y
+
+
+def _meets_any(rect: Rect, others: list[Rect], margin: int = 0) -> bool:
+    """Whether ``rect`` grown by ``margin`` on every side overlaps one of ``others``."""
+    x0, y0, x1, y1 = rect[0] - margin, rect[1] - margin, rect[2] + margin, rect[3] + margin
+    for ox0, oy0, ox1, oy1 in others:
+        if x0 < ox1 and ox0 < x1 and y0 < oy1 and oy0 < y1:
+            return True
+    return False
+
+
+def copy_element(element: dict) -> dict:
+    """A copy of an a11y element that shares no container with it (the leaves are immutable)."""
+    e = element.copy()
+    e["bbox"] = e["bbox"][:]
+    state = e["state"] = e["state"].copy()
+    for key, value in state.items():
+        if type(value) is list:  # a TextField's selection, a Slider's track, an Icon's contents
+            state[key] = value[:]
+    return e

@@ -99,10 +99,18 @@ class Widget:
 
     # -- drawing and hit-testing ----------------------------------------------------------------
     def draw(self, c: Canvas) -> None:
+        children = self.children
+        if not children:
+            return
         cx0, cy0, cx1, cy1 = c.clip
-        for child in self.children:
+        ox, oy = self.origin()  # what each child's abs_rect() would ask again
+        for child in children:
             # intersect(child.abs_rect(), c.clip) is not None, inlined (a test per child a step)
-            x0, y0, x1, y1 = child.abs_rect()
+            if child.parent is self and type(child).abs_rect is Widget.abs_rect:
+                x0, y0, x1, y1 = child.rect
+                x0, y0, x1, y1 = x0 + ox, y0 + oy, x1 + ox, y1 + oy
+            else:  # placed otherwise (a window's close button)
+                x0, y0, x1, y1 = child.abs_rect()
             if x0 < cx1 and cx0 < x1 and y0 < cy1 and cy0 < y1 and x0 < x1 and y0 < y1:
                 child.draw(c)
 
@@ -1187,7 +1195,7 @@ class Icon(Widget):
         wallpaper = self.desktop.wallpaper_key
         if self.selected:
             c.fill(r, p.selection)
-            c.icon(self.kind, ix, iy, s, self.color)
+            c.icon(self.kind, ix, iy, s, self.color, bg=p.selection)
         else:  # straight on the wallpaper: a cached patch
             c.on_wallpaper("icon", (self.kind, s), ix, iy, self.color, wallpaper)
         if self.editor is None:
