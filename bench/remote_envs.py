@@ -23,7 +23,10 @@ with another checkout's Python to compare code: it uses only ``RayVectorEnv``'s 
 its actors' ``pid``.
 
 ``--env CartPole-v1`` (with ``--per-actor``): an env whose step costs microseconds, so the
-figures are the transport's own cost a step.
+figures are the transport's own cost a step. ``--env replay``: the same for the desktop's
+payload: 64 steps of Desktop-Mixed (its screenshots, rewards, episode ends and infos: a11y,
+task, ...) recorded here, then played back by every env at almost no cost a step, so what is
+measured is moving the desktop's answers (frames, infos, ended episodes), not rendering them.
 
 ``--miniwob TASK``: scaling instead. ``pixelrl/MiniWoB-<TASK>-v0`` (one headless Chromium per
 env) with 1, 2, 4 ... browsers: in-process (one ``SyncVectorEnv`` steps them in turn) and in Ray
@@ -34,9 +37,11 @@ figure, the projection for N cores (linear in workers while each has a core of i
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import time
+from collections.abc import Callable
 
 import gymnasium as gym
 from gymnasium.vector.utils import concatenate, create_empty_array
@@ -95,8 +100,53 @@ def chunk(envs: gym.vector.VectorEnv, actions: list, seconds: float, pids: list[
     return steps * envs.num_envs / wall, cpu / (steps * envs.num_envs)
 
 
+class ReplayEnv(gym.Env):
+    """Plays a recorded stream of a desktop's steps back (``--env replay``, module doc)."""
+
+    def __init__(self, tape: tuple) -> None:
+        (self.observation_space, self.action_space), self.first, self.steps = tape
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:
+        super().reset(seed=seed)
+        if seed is not None:  # each env at its own place in the stream; an autoreset goes on
+            self.t = seed % len(self.steps)
+        return self.first
+
+    def step(self, action: object) -> tuple:
+        self.t += 1
+        return self.steps[self.t % len(self.steps)]
+
+
+def record_desktop(kwargs: dict, count: int = 64) -> functools.partial:
+    """A factory of ``ReplayEnv``s of ``count`` steps of Desktop-Mixed with uniform actions."""
+    from pixelrl.envs.remote import make_registered
+
+    env = make_registered(ENV_ID, kwargs)
+    env.action_space.seed(0)
+    first = env.reset(seed=0)
+    steps = []
+    for _ in range(count):
+        steps.append(env.step(env.action_space.sample()))
+        if steps[-1][2] or steps[-1][3]:
+            env.reset()
+    tape = ((env.observation_space, env.action_space), first, steps)
+    env.close()
+    return functools.partial(ReplayEnv, tape)
+
+
+def _vectors(env: str | Callable, n: int, per_actor: int, kwargs: dict) -> tuple:
+    """The factory of one env, and the Ray vector of ``n // per_actor`` actors of them."""
+    from pixelrl.envs.remote import RayVectorEnv, make_registered
+
+    if callable(env):
+        return env, RayVectorEnv(env, n // per_actor, per_actor)
+    ray_envs = RayVectorEnv(env, n // per_actor, per_actor, kwargs=kwargs)
+    return functools.partial(make_registered, env, kwargs), ray_envs
+
+
 def _ray_calls_only(
-    env_id: str, n: int, per_actor: int, kwargs: dict
+    env_id: str | Callable, n: int, per_actor: int, kwargs: dict
 ) -> gym.vector.VectorEnv | None:
     """The same Ray vector with every call through Ray (no socket, as for workers on another
     machine), where this checkout has the socket (``pixelrl.envs.worker_channel``)."""
@@ -104,29 +154,23 @@ def _ray_calls_only(
         from pixelrl.envs import worker_channel
     except ImportError:  # older code: every call goes through Ray already
         return None
-    from pixelrl.envs.remote import RayVectorEnv
-
     kept, worker_channel.SOCKET_DIR = worker_channel.SOCKET_DIR, "/nonexistent/pixelrl"
     try:  # the sockets are made here, at the start (and at restarts, which a bench has none of)
-        return RayVectorEnv(env_id, n // per_actor, per_actor, kwargs=kwargs)
+        return _vectors(env_id, n, per_actor, kwargs)[1]
     finally:
         worker_channel.SOCKET_DIR = kept
 
 
 def side_by_side(
-    env_id: str, n: int, per_actor: int, kwargs: dict, args: argparse.Namespace
+    env_id: str | Callable, n: int, per_actor: int, kwargs: dict, args: argparse.Namespace
 ) -> dict:
     """In-process and Ray (``n // per_actor`` actors) in alternating chunks (module doc); with
     this checkout's code also the Ray vector without its socket, in the same rounds."""
     import ray
 
-    from pixelrl.envs.remote import RayVectorEnv, make_registered
-
-    local = gym.vector.SyncVectorEnv(
-        [lambda: make_registered(env_id, kwargs) for _ in range(n)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
-    contenders = [RayVectorEnv(env_id, n // per_actor, per_actor, kwargs=kwargs)]
+    make, ray_envs = _vectors(env_id, n, per_actor, kwargs)
+    local = gym.vector.SyncVectorEnv([make] * n, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    contenders = [ray_envs]
     plain = _ray_calls_only(env_id, n, per_actor, kwargs)
     contenders += [plain] if plain is not None else []
     try:
@@ -161,7 +205,7 @@ def side_by_side(
     return row
 
 
-def side_by_side_table(env_id: str, kwargs: dict, args: argparse.Namespace) -> None:
+def side_by_side_table(env_id: str | Callable, kwargs: dict, args: argparse.Namespace) -> None:
     print("| envs | Ray actors x envs | in-process steps/s | Ray steps/s | ratio (median) "
           "| ratio spread | CPU µs a step in-process | CPU µs a step Ray "
           "| ratio, Ray calls only | socket / Ray calls |")  # fmt: skip
@@ -231,7 +275,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--per-actor", type=int, nargs="+", help="side by side (module doc)")
     parser.add_argument(
-        "--env", default=ENV_ID, help="with --per-actor: another env (CartPole-v1: the transport)"
+        "--env",
+        default=ENV_ID,
+        help="with --per-actor: another env (CartPole-v1, replay: the transport; module doc)",
     )
     args = parser.parse_args()
     if args.miniwob:
@@ -248,12 +294,15 @@ def main() -> None:
     if args.per_actor:  # Ray as the trainers start it (its workers' priority included)
         ensure_ray(num_cpus=cpus)
         niceness = ray.get(ray.remote(lambda: os.getpriority(os.PRIO_PROCESS, 0)).remote())
-        if args.env != ENV_ID:  # not the desktop: its own defaults
+        env = args.env
+        if env == "replay":  # the desktop's answers, played back (module doc)
+            env = record_desktop(kwargs)
+        elif env != ENV_ID:  # not the desktop: its own defaults
             kwargs = {}
         print(f"{args.env} {width}x{height}, {cpus} CPUs, Ray workers at nice {niceness}, "
               f"{args.repeats} rounds of {args.seconds:g} s chunks (env steps/s, medians)")  # fmt: skip
         try:
-            side_by_side_table(args.env, kwargs, args)
+            side_by_side_table(env, kwargs, args)
         finally:
             ray.shutdown()
         return
