@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import os
+import select
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -571,9 +572,8 @@ class RayVectorEnv(VectorEnv):
         deadline = time.monotonic() + timeout
         on_ray = [(slot, ticket) for slot, ticket in pairs if not isinstance(ticket, _Sent)]
         outcomes = self._ray_outcomes(on_ray, deadline, timeout) if on_ray else {}
-        for slot, ticket in pairs:
-            if isinstance(ticket, _Sent):
-                outcomes[slot.index] = self._channel_outcome(slot, ticket, deadline, timeout)
+        sent = [(slot, ticket) for slot, ticket in pairs if isinstance(ticket, _Sent)]
+        outcomes.update(self._channel_outcomes(sent, deadline, timeout))
         results: dict[int, Any] = {}
         refused: ActionError | None = None
         for slot, _ in pairs:
@@ -620,14 +620,33 @@ class RayVectorEnv(VectorEnv):
                 outcomes[slot.index] = _error_outcome(err.cause)
         return outcomes
 
+    @classmethod
+    def _channel_outcomes(
+        cls, pairs: list[tuple[_Slot, _Sent]], deadline: float, timeout: float
+    ) -> dict[int, tuple[str, Any]]:
+        """Each slot's answer on its channel, as ``_ray_outcomes`` gives them, read in the order
+        they arrive: an answer is unpickled while the slower workers still step."""
+        outcomes = {slot.index: ("fault", sent.lost) for slot, sent in pairs if sent.lost}
+        waiting = {slot.channel.sock.fileno(): slot for slot, sent in pairs if not sent.lost}
+        poller = select.poll()  # poll, not select: no limit on the descriptors' numbers
+        for fd in waiting:
+            poller.register(fd, select.POLLIN)
+        while waiting:
+            ready = poller.poll(max(0.0, deadline - time.monotonic()) * 1e3)
+            if not ready:
+                for slot in waiting.values():
+                    outcomes[slot.index] = ("fault", f"timeout: no answer within {timeout:g} s")
+                break
+            for fd, _ in ready:  # an answer, or its end closed (EOF: read as a fault)
+                poller.unregister(fd)
+                slot = waiting.pop(fd)
+                outcomes[slot.index] = cls._channel_outcome(slot, deadline, timeout)
+        return outcomes
+
     @staticmethod
-    def _channel_outcome(
-        slot: _Slot, sent: _Sent, deadline: float, timeout: float
-    ) -> tuple[str, Any]:
-        """The slot's answer on its channel, as ``_ray_outcomes`` gives it."""
-        if sent.lost is not None:
-            return "fault", sent.lost
-        try:  # the others were waited for first: what is left of the common deadline
+    def _channel_outcome(slot: _Slot, deadline: float, timeout: float) -> tuple[str, Any]:
+        """The slot's answer on its channel (waiting, it has begun to arrive)."""
+        try:  # what is left of the common deadline
             status, value = slot.channel.recv(timeout=max(1e-3, deadline - time.monotonic()))
         except TimeoutError:
             return "fault", f"timeout: no answer within {timeout:g} s"
