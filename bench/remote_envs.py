@@ -16,7 +16,8 @@ the in-process vector and the Ray vector of N/K actors x K envs are both built, 
 alternating chunks (in-process, Ray, in-process, ...) ``--repeats`` times, so a machine whose
 load changes slows both alike; the ratio of each round, their median and spread, and the CPU
 seconds an env step costs each way (this process, plus the actors' processes from ``/proc``;
-Ray's own daemons left out), which load does not inflate much. Where the code has the socket to
+Ray's own daemons left out; the driver's own share in brackets), which load does not inflate
+much. Where the code has the socket to
 the workers (``pixelrl.envs.worker_channel``), a third vector in the same rounds sends every
 call through Ray, as for workers on another machine: the socket's own gain, in one run. Run it
 with another checkout's Python to compare code: it uses only ``RayVectorEnv``'s public API and
@@ -91,13 +92,20 @@ def _cpu_seconds(pids: list[int]) -> float:
 
 
 def chunk(envs: gym.vector.VectorEnv, actions: list, seconds: float, pids: list[int]) -> tuple:
-    """Env steps per wall second and CPU seconds per env step of one chunk of ~``seconds``."""
-    steps, start, cpu = 0, time.perf_counter(), _cpu_seconds(pids)
+    """Env steps per wall second, CPU seconds per env step, and of them this process's (the
+    driver's), of one chunk of ~``seconds``."""
+    steps, start = 0, time.perf_counter()
+    cpu, own = _cpu_seconds(pids), time.process_time()
     while time.perf_counter() - start < seconds:
         envs.step(actions[steps % len(actions)])
         steps += 1
-    wall, cpu = time.perf_counter() - start, _cpu_seconds(pids) - cpu
-    return steps * envs.num_envs / wall, cpu / (steps * envs.num_envs)
+    wall, cpu, own = (
+        time.perf_counter() - start,
+        _cpu_seconds(pids) - cpu,
+        time.process_time() - own,
+    )
+    count = steps * envs.num_envs
+    return count / wall, cpu / count, own / count
 
 
 class ReplayEnv(gym.Env):
@@ -197,6 +205,7 @@ def side_by_side(
         "spread": (ratios[0], ratios[-1]),
         "cpu_local": statistics.median(r[0][1] for r in rounds) * 1e6,
         "cpu_ray": statistics.median(r[1][1] for r in rounds) * 1e6,
+        "cpu_driver": statistics.median(r[1][2] for r in rounds) * 1e6,
         "plain": None,
     }
     if plain is not None:
@@ -207,7 +216,7 @@ def side_by_side(
 
 def side_by_side_table(env_id: str | Callable, kwargs: dict, args: argparse.Namespace) -> None:
     print("| envs | Ray actors x envs | in-process steps/s | Ray steps/s | ratio (median) "
-          "| ratio spread | CPU µs a step in-process | CPU µs a step Ray "
+          "| ratio spread | CPU µs a step in-process | CPU µs a step Ray (driver) "
           "| ratio, Ray calls only | socket / Ray calls |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n in args.envs:
@@ -220,7 +229,8 @@ def side_by_side_table(env_id: str | Callable, kwargs: dict, args: argparse.Name
             gain = "-" if row["plain"] is None else f"{row['socket_gain']:.2f}x"
             print(f"| {n} | {row['split']} | {row['local']:,.0f} | {row['ray']:,.0f} "
                   f"| {row['ratio']:.2f}x | {low:.2f}-{high:.2f}x | {row['cpu_local']:.0f} "
-                  f"| {row['cpu_ray']:.0f} | {plain} | {gain} |", flush=True)  # fmt: skip
+                  f"| {row['cpu_ray']:.0f} ({row['cpu_driver']:.0f}) | {plain} | {gain} |",
+                  flush=True)  # fmt: skip
 
 
 def steps_per_second(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -> float:
