@@ -74,7 +74,7 @@ def _merge_into(
         if isinstance(value, list):  # object items
             if target is None:
                 target = out[key] = np.empty(n, dtype=object)  # all None
-            # one by one: a slice assignment would read an item that is a list as a sequence
+            # one by one: the items as they are (numpy 1.x may read a row of arrays as rows)
             for row, item in enumerate(value, first):
                 target[row] = item
             continue

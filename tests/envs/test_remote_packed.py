@@ -29,6 +29,7 @@ def env_info(rng: np.random.Generator, row: int) -> dict:
     """A varied info: numbers of several dtypes, text, lists, None, arrays, nested and empty
     dicts, and keys that only some envs have."""
     info: dict = {"success": bool(rng.integers(2)), "steps": int(rng.integers(100))}
+    info["bbox"] = [row, 2, 3, 4]  # a list of the same length in every row: still one item each
     if rng.random() < 0.7:
         info["score"] = float(rng.random())
     if rng.random() < 0.5:
