@@ -130,3 +130,18 @@ def test_the_worker_answers_its_channel_on_its_env_thread_and_ray_calls_still_ru
     finally:
         driver.close()
         worker.close()
+
+
+def test_a_request_the_worker_cannot_read_closes_its_channel_not_its_env_thread():
+    worker = EnvWorker(ThreadBound, 1)
+    listener = worker_channel.Listener.create()
+    assert listener is not None and worker.open_channel(listener.path)
+    driver = listener.accept(timeout=30)
+    try:
+        driver.sock.sendall(b"\0\0\0\0\0\0\0\5" + b"junk!")  # a length, then no pickle
+        with pytest.raises(EOFError):  # the worker hung up on it
+            driver.recv(timeout=30)
+        assert worker.call("threads", (), {}) == [worker.envs[0].threads]  # calls through Ray
+    finally:
+        driver.close()
+        worker.close()
