@@ -10,7 +10,10 @@ merging the infos, the ended episodes' last observations) and what the rest of t
 in each actor, its env thread's CPU inside ``EnvWorker.step`` (the envs, their infos batched
 and packed) and around it (reading the request, pickling and sending the answer); and the
 driver's context switches a step. CPU time is what load inflates least: on a busy machine the
-wall time of a step is set by when each process gets a core back, not by this work.
+wall time of a step is set by when each process gets a core back, not by this work; the last
+table says where it goes (timestamps on the machine's monotonic clock, which the driver and the
+actors share): asking, the workers' wake-ups (the second starts late when the first took the
+driver's core), their steps, the answers' trip back, the driver's work after them.
 
 It times this checkout's private methods, so it runs on this checkout's code only (the A/B
 against another checkout is ``bench/remote_envs.py --per-actor``).
@@ -22,6 +25,7 @@ import argparse
 import collections
 import os
 import resource
+import statistics
 import sys
 import time
 
@@ -32,10 +36,12 @@ from pixelrl.envs import packed_infos, remote
 from pixelrl.envs.shared_obs import SharedBuffers
 
 SPENT: dict[str, float] = collections.defaultdict(float)  # the driver's CPU seconds a piece
+ASK, READ = "ask the workers (pickle, send)", "read the answers (wait, unpickle)"
+ENDS: dict[str, float] = {}  # when each piece last ended (perf_counter: the machine's clock)
 
 
 def timed(owner: object, name: str, label: str) -> None:
-    """Wrap ``owner.name`` to add its CPU time to ``SPENT[label]``."""
+    """Wrap ``owner.name`` to add its CPU time to ``SPENT[label]`` and note when it ended."""
     original = getattr(owner, name)
 
     def run(*args, **kwargs):
@@ -44,6 +50,7 @@ def timed(owner: object, name: str, label: str) -> None:
             return original(*args, **kwargs)
         finally:
             SPENT[label] += time.process_time() - start
+            ENDS[label] = time.perf_counter()
 
     setattr(owner, name, run)
 
@@ -51,23 +58,44 @@ def timed(owner: object, name: str, label: str) -> None:
 class TimedWorker(remote.EnvWorker):
     """An env worker that counts its env thread's CPU inside ``step`` and in all."""
 
-    _inside, _steps = 0.0, 0
+    _inside, _steps, _stamps = 0.0, 0, []
 
     def step(self, *args, **kwargs):
-        start = time.thread_time()
+        start, began = time.thread_time(), time.perf_counter()
         try:
             return super().step(*args, **kwargs)
         finally:
             self._inside += time.thread_time() - start
             self._steps += 1
+            self._stamps.append((began, time.perf_counter()))
 
     def start_count(self) -> None:
-        self._inside, self._steps = 0.0, 0
+        self._inside, self._steps, self._stamps = 0.0, 0, []
         self._start = self._env_thread.submit(time.thread_time).result()
 
-    def counted(self) -> tuple[float, int, float]:
+    def counted(self) -> tuple[float, int, float, list]:
         total = self._env_thread.submit(time.thread_time).result() - self._start
-        return self._inside, self._steps, total
+        return self._inside, self._steps, total, self._stamps
+
+
+def timeline(marks: list[tuple[float, float, float, float]], stamps: list[list]) -> None:
+    """Medians over the steps of where a step's wall time goes (module doc)."""
+    rows = collections.defaultdict(list)
+    for i, (start, asked, answered, end) in enumerate(marks):
+        began = [worker[i][0] for worker in stamps]
+        ended = [worker[i][1] for worker in stamps]
+        rows["asking the workers"].append(asked - start)
+        rows["first worker's step starts, after the asking"].append(min(began) - asked)
+        rows["last worker's step starts, after the first's"].append(max(began) - min(began))
+        rows["a worker's step (its envs, infos packed)"].extend(e - b for b, e in zip(began, ended))
+        rows["last answer read, after the last step ended"].append(answered - max(ended))
+        rows["the step's end, after the answers"].append(end - answered)
+        rows["the whole step"].append(end - start)
+    print("\n| a step's wall time, median (p90) | ms |\n|---|---|")
+    for label, values in rows.items():
+        values.sort()
+        print(f"| {label} | {statistics.median(values) * 1e3:.2f} "
+              f"({values[int(0.9 * len(values))] * 1e3:.2f}) |")  # fmt: skip
 
 
 def main() -> None:
@@ -80,8 +108,8 @@ def main() -> None:
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the actors build TimedWorker
     remote.EnvWorker = TimedWorker
     for owner, name, label in [
-        (remote.RayVectorEnv, "_ask", "ask the workers (pickle, send)"),
-        (remote.RayVectorEnv, "_call", "read the answers (wait, unpickle)"),
+        (remote.RayVectorEnv, "_ask", ASK),
+        (remote.RayVectorEnv, "_call", READ),
         (remote.RayVectorEnv, "_batch", "join the observations (a copy)"),
         (packed_infos, "merge", "merge the infos"),
         (SharedBuffers, "take_final", "ended episodes' last observations"),
@@ -111,8 +139,11 @@ def main() -> None:
             time.process_time(),
             time.time(),
         )
+        marks = []  # (start, asked, answered, end) of each step
         for i in range(args.steps):
+            start = time.perf_counter()
             envs.step(actions[i % len(actions)])
+            marks.append((start, ENDS[ASK], ENDS[READ], time.perf_counter()))
         cpu, wall = time.process_time() - cpu, time.time() - wall
         after = resource.getrusage(resource.RUSAGE_SELF)
         counted = ray.get([slot.actor.counted.remote() for slot in envs.slots])
@@ -132,9 +163,10 @@ def main() -> None:
     print(f"| context switches a step: waits, preemptions | {switches[0] / args.steps:.1f}, "
           f"{switches[1] / args.steps:.1f} |")  # fmt: skip
     print("\n| actor | env thread CPU ms a step | inside step() | around it |\n|---|---|---|---|")
-    for index, (inside, steps, total) in enumerate(counted):
+    for index, (inside, steps, total, _) in enumerate(counted):
         print(f"| {index} | {total * ms:.3f} | {inside / steps * 1e3:.3f} "
               f"| {(total - inside) * ms:.3f} |")  # fmt: skip
+    timeline(marks, [stamps[-len(marks) :] for *_, stamps in counted])
 
 
 if __name__ == "__main__":
