@@ -4,6 +4,7 @@ builds them, and the worker answers its channel on the thread its envs live on."
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import gymnasium as gym
@@ -109,12 +110,23 @@ class ThreadBound(gym.Env):
         return np.ones(1, np.float32), 1.0, bool(action), False, {"where": "step"}
 
 
-def test_the_worker_answers_its_channel_on_its_env_thread_and_ray_calls_still_run():
-    worker = EnvWorker(ThreadBound, 2)
+@contextlib.contextmanager
+def served(count: int):
+    """A worker of ``count`` ThreadBound envs in this process, and the driver's end of its
+    channel (Ray's calls are the worker's methods called from this thread)."""
+    worker = EnvWorker(ThreadBound, count)
     listener = worker_channel.Listener.create()
     assert listener is not None and worker.open_channel(listener.path)
     driver = listener.accept(timeout=30)
     try:
+        yield worker, driver
+    finally:
+        driver.close()
+        worker.close()
+
+
+def test_the_worker_answers_its_channel_on_its_env_thread_and_ray_calls_still_run():
+    with served(2) as (worker, driver):
         driver.send(("reset", ([0, 1], None, [True, True])))
         assert driver.recv(timeout=30)[0] == "ok"
         for action in ([0, 1], [1, 0]):
@@ -127,21 +139,11 @@ def test_the_worker_answers_its_channel_on_its_env_thread_and_ray_calls_still_ru
             assert worker.call("threads", (), {}) == [env.threads for env in worker.envs]
         threads = set().union(*(env.threads for env in worker.envs))
         assert len(threads) == 1 and threading.get_ident() not in threads
-    finally:
-        driver.close()
-        worker.close()
 
 
 def test_a_request_the_worker_cannot_read_closes_its_channel_not_its_env_thread():
-    worker = EnvWorker(ThreadBound, 1)
-    listener = worker_channel.Listener.create()
-    assert listener is not None and worker.open_channel(listener.path)
-    driver = listener.accept(timeout=30)
-    try:
+    with served(1) as (worker, driver):
         driver.sock.sendall(b"\0\0\0\0\0\0\0\5" + b"junk!")  # a length, then no pickle
         with pytest.raises(EOFError):  # the worker hung up on it
             driver.recv(timeout=30)
         assert worker.call("threads", (), {}) == [worker.envs[0].threads]  # calls through Ray
-    finally:
-        driver.close()
-        worker.close()
