@@ -16,14 +16,18 @@ the in-process vector and the Ray vector of N/K actors x K envs are both built, 
 alternating chunks (in-process, Ray, in-process, ...) ``--repeats`` times, so a machine whose
 load changes slows both alike; the ratio of each round, their median and spread, and the CPU
 seconds an env step costs each way (this process, plus the actors' processes from ``/proc``;
-Ray's own daemons left out), which load does not inflate much. Where the code has the socket to
+Ray's own daemons left out; the driver's own share in brackets), which load does not inflate
+much. Where the code has the socket to
 the workers (``pixelrl.envs.worker_channel``), a third vector in the same rounds sends every
 call through Ray, as for workers on another machine: the socket's own gain, in one run. Run it
 with another checkout's Python to compare code: it uses only ``RayVectorEnv``'s public API and
 its actors' ``pid``.
 
 ``--env CartPole-v1`` (with ``--per-actor``): an env whose step costs microseconds, so the
-figures are the transport's own cost a step.
+figures are the transport's own cost a step. ``--env replay``: the same for the desktop's
+payload: 64 steps of Desktop-Mixed (its screenshots, rewards, episode ends and infos: a11y,
+task, ...) recorded here, then played back by every env at almost no cost a step, so what is
+measured is moving the desktop's answers (frames, infos, ended episodes), not rendering them.
 
 ``--miniwob TASK``: scaling instead. ``pixelrl/MiniWoB-<TASK>-v0`` (one headless Chromium per
 env) with 1, 2, 4 ... browsers: in-process (one ``SyncVectorEnv`` steps them in turn) and in Ray
@@ -34,9 +38,11 @@ figure, the projection for N cores (linear in workers while each has a core of i
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import time
+from collections.abc import Callable
 
 import gymnasium as gym
 from gymnasium.vector.utils import concatenate, create_empty_array
@@ -86,17 +92,69 @@ def _cpu_seconds(pids: list[int]) -> float:
 
 
 def chunk(envs: gym.vector.VectorEnv, actions: list, seconds: float, pids: list[int]) -> tuple:
-    """Env steps per wall second and CPU seconds per env step of one chunk of ~``seconds``."""
-    steps, start, cpu = 0, time.perf_counter(), _cpu_seconds(pids)
+    """Env steps per wall second, CPU seconds per env step, and of them this process's (the
+    driver's), of one chunk of ~``seconds``."""
+    steps, start = 0, time.perf_counter()
+    cpu, own = _cpu_seconds(pids), time.process_time()
     while time.perf_counter() - start < seconds:
         envs.step(actions[steps % len(actions)])
         steps += 1
-    wall, cpu = time.perf_counter() - start, _cpu_seconds(pids) - cpu
-    return steps * envs.num_envs / wall, cpu / (steps * envs.num_envs)
+    wall, cpu, own = (
+        time.perf_counter() - start,
+        _cpu_seconds(pids) - cpu,
+        time.process_time() - own,
+    )
+    count = steps * envs.num_envs
+    return count / wall, cpu / count, own / count
+
+
+class ReplayEnv(gym.Env):
+    """Plays a recorded stream of a desktop's steps back (``--env replay``, module doc)."""
+
+    def __init__(self, tape: tuple) -> None:
+        (self.observation_space, self.action_space), self.first, self.steps = tape
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:
+        super().reset(seed=seed)
+        if seed is not None:  # each env at its own place in the stream; an autoreset goes on
+            self.t = seed % len(self.steps)
+        return self.first
+
+    def step(self, action: object) -> tuple:
+        self.t += 1
+        return self.steps[self.t % len(self.steps)]
+
+
+def record_desktop(kwargs: dict, count: int = 64) -> functools.partial:
+    """A factory of ``ReplayEnv``s of ``count`` steps of Desktop-Mixed with uniform actions."""
+    from pixelrl.envs.remote import make_registered
+
+    env = make_registered(ENV_ID, kwargs)
+    env.action_space.seed(0)
+    first = env.reset(seed=0)
+    steps = []
+    for _ in range(count):
+        steps.append(env.step(env.action_space.sample()))
+        if steps[-1][2] or steps[-1][3]:
+            env.reset()
+    tape = ((env.observation_space, env.action_space), first, steps)
+    env.close()
+    return functools.partial(ReplayEnv, tape)
+
+
+def _vectors(env: str | Callable, n: int, per_actor: int, kwargs: dict) -> tuple:
+    """The factory of one env, and the Ray vector of ``n // per_actor`` actors of them."""
+    from pixelrl.envs.remote import RayVectorEnv, make_registered
+
+    if callable(env):
+        return env, RayVectorEnv(env, n // per_actor, per_actor)
+    ray_envs = RayVectorEnv(env, n // per_actor, per_actor, kwargs=kwargs)
+    return functools.partial(make_registered, env, kwargs), ray_envs
 
 
 def _ray_calls_only(
-    env_id: str, n: int, per_actor: int, kwargs: dict
+    env_id: str | Callable, n: int, per_actor: int, kwargs: dict
 ) -> gym.vector.VectorEnv | None:
     """The same Ray vector with every call through Ray (no socket, as for workers on another
     machine), where this checkout has the socket (``pixelrl.envs.worker_channel``)."""
@@ -104,29 +162,23 @@ def _ray_calls_only(
         from pixelrl.envs import worker_channel
     except ImportError:  # older code: every call goes through Ray already
         return None
-    from pixelrl.envs.remote import RayVectorEnv
-
     kept, worker_channel.SOCKET_DIR = worker_channel.SOCKET_DIR, "/nonexistent/pixelrl"
     try:  # the sockets are made here, at the start (and at restarts, which a bench has none of)
-        return RayVectorEnv(env_id, n // per_actor, per_actor, kwargs=kwargs)
+        return _vectors(env_id, n, per_actor, kwargs)[1]
     finally:
         worker_channel.SOCKET_DIR = kept
 
 
 def side_by_side(
-    env_id: str, n: int, per_actor: int, kwargs: dict, args: argparse.Namespace
+    env_id: str | Callable, n: int, per_actor: int, kwargs: dict, args: argparse.Namespace
 ) -> dict:
     """In-process and Ray (``n // per_actor`` actors) in alternating chunks (module doc); with
     this checkout's code also the Ray vector without its socket, in the same rounds."""
     import ray
 
-    from pixelrl.envs.remote import RayVectorEnv, make_registered
-
-    local = gym.vector.SyncVectorEnv(
-        [lambda: make_registered(env_id, kwargs) for _ in range(n)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
-    contenders = [RayVectorEnv(env_id, n // per_actor, per_actor, kwargs=kwargs)]
+    make, ray_envs = _vectors(env_id, n, per_actor, kwargs)
+    local = gym.vector.SyncVectorEnv([make] * n, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    contenders = [ray_envs]
     plain = _ray_calls_only(env_id, n, per_actor, kwargs)
     contenders += [plain] if plain is not None else []
     try:
@@ -153,6 +205,7 @@ def side_by_side(
         "spread": (ratios[0], ratios[-1]),
         "cpu_local": statistics.median(r[0][1] for r in rounds) * 1e6,
         "cpu_ray": statistics.median(r[1][1] for r in rounds) * 1e6,
+        "cpu_driver": statistics.median(r[1][2] for r in rounds) * 1e6,
         "plain": None,
     }
     if plain is not None:
@@ -161,9 +214,9 @@ def side_by_side(
     return row
 
 
-def side_by_side_table(env_id: str, kwargs: dict, args: argparse.Namespace) -> None:
+def side_by_side_table(env_id: str | Callable, kwargs: dict, args: argparse.Namespace) -> None:
     print("| envs | Ray actors x envs | in-process steps/s | Ray steps/s | ratio (median) "
-          "| ratio spread | CPU µs a step in-process | CPU µs a step Ray "
+          "| ratio spread | CPU µs a step in-process | CPU µs a step Ray (driver) "
           "| ratio, Ray calls only | socket / Ray calls |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n in args.envs:
@@ -176,7 +229,8 @@ def side_by_side_table(env_id: str, kwargs: dict, args: argparse.Namespace) -> N
             gain = "-" if row["plain"] is None else f"{row['socket_gain']:.2f}x"
             print(f"| {n} | {row['split']} | {row['local']:,.0f} | {row['ray']:,.0f} "
                   f"| {row['ratio']:.2f}x | {low:.2f}-{high:.2f}x | {row['cpu_local']:.0f} "
-                  f"| {row['cpu_ray']:.0f} | {plain} | {gain} |", flush=True)  # fmt: skip
+                  f"| {row['cpu_ray']:.0f} ({row['cpu_driver']:.0f}) | {plain} | {gain} |",
+                  flush=True)  # fmt: skip
 
 
 def steps_per_second(envs: gym.vector.VectorEnv, seconds: float, repeats: int) -> float:
@@ -231,7 +285,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--per-actor", type=int, nargs="+", help="side by side (module doc)")
     parser.add_argument(
-        "--env", default=ENV_ID, help="with --per-actor: another env (CartPole-v1: the transport)"
+        "--env",
+        default=ENV_ID,
+        help="with --per-actor: another env (CartPole-v1, replay: the transport; module doc)",
     )
     args = parser.parse_args()
     if args.miniwob:
@@ -248,12 +304,15 @@ def main() -> None:
     if args.per_actor:  # Ray as the trainers start it (its workers' priority included)
         ensure_ray(num_cpus=cpus)
         niceness = ray.get(ray.remote(lambda: os.getpriority(os.PRIO_PROCESS, 0)).remote())
-        if args.env != ENV_ID:  # not the desktop: its own defaults
+        env = args.env
+        if env == "replay":  # the desktop's answers, played back (module doc)
+            env = record_desktop(kwargs)
+        elif env != ENV_ID:  # not the desktop: its own defaults
             kwargs = {}
         print(f"{args.env} {width}x{height}, {cpus} CPUs, Ray workers at nice {niceness}, "
               f"{args.repeats} rounds of {args.seconds:g} s chunks (env steps/s, medians)")  # fmt: skip
         try:
-            side_by_side_table(args.env, kwargs, args)
+            side_by_side_table(env, kwargs, args)
         finally:
             ray.shutdown()
         return

@@ -9,11 +9,13 @@ every trainer here uses): a finished env is reset in the same step, its last obs
 in ``info["final_obs"]`` / ``info["final_info"]``; ``reset(seed=s)`` seeds env ``i`` with ``s+i``.
 
 Transport: each worker answers in the vector's layout (its envs' observations batched, infos
-merged), so the driver only joins the workers' blocks. A worker on the driver's machine writes
-the large observation arrays into shared memory instead of its answer (``pixelrl.envs.shared_obs``)
-and, from its first answer on, serves ``reset`` / ``step`` over a Unix socket instead of Ray's
-calls (``pixelrl.envs.worker_channel``: one message each way a step, without Ray's ~2 ms a call);
-Ray still starts, places and replaces it. A worker on another machine answers through Ray.
+merged and packed into one buffer and lists, ``pixelrl.envs.packed_infos``), so the driver only
+joins the workers' blocks. A worker on the driver's machine writes the large observation arrays
+into shared memory instead of its answer (``pixelrl.envs.shared_obs``) and, from its first answer
+on, serves ``reset`` / ``step`` over a Unix socket instead of Ray's calls
+(``pixelrl.envs.worker_channel``: one message each way a step, without Ray's ~2 ms a call, read
+and answered on the thread its envs run on); Ray still starts, places and replaces it. A worker
+on another machine answers through Ray.
 
 Ray: joins the running cluster when there is one (``address="auto"``, ``RAY_ADDRESS`` or an
 ``ray.init`` already made), else starts a local one (``ray.init(num_cpus=...)``).
@@ -38,10 +40,9 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
+import select
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +51,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from pixelrl.envs import worker_channel
+from pixelrl.envs import packed_infos, worker_channel
 from pixelrl.envs.gui_action import ActionError
 from pixelrl.envs.shared_obs import SharedBuffers, SharedSpec
 from pixelrl.envs.worker_channel import Channel, Listener
@@ -95,31 +96,6 @@ def _join(space: gym.Space, parts: Sequence[Any]) -> Any:
     return tuple(item for part in parts for item in part)
 
 
-def _merge_infos(parts: Sequence[tuple[int, dict[str, Any]]], n: int) -> dict[str, Any]:
-    """Vector infos of consecutive row blocks (``(first row, infos)``) as the infos of one
-    ``n``-env vector: what ``VectorEnv._add_info`` would have built env by env (the first block
-    holding a key sets its dtype; rows without it stay zero / None and unmasked)."""
-    out: dict[str, Any] = {}
-    for first, infos in parts:
-        _merge_into(out, first, infos, n)
-    return out
-
-
-def _merge_into(out: dict[str, Any], first: int, infos: dict[str, Any], n: int) -> None:
-    for key, value in infos.items():
-        if isinstance(value, dict):  # final_info and other nested infos: the same, one level down
-            _merge_into(out.setdefault(key, {}), first, value, n)
-            continue
-        if key not in out:
-            shape = (n, *value.shape[1:])
-            out[key] = (
-                np.full(shape, None, dtype=object)
-                if value.dtype == object
-                else np.zeros(shape, dtype=value.dtype)
-            )
-        out[key][first : first + len(value)] = value
-
-
 class _InfoLayout:
     """``VectorEnv._add_info`` for a worker, which is not a ``VectorEnv``: its ``num_envs``
     envs' infos in gymnasium's vector layout (values batched, ``_key`` masks)."""
@@ -152,11 +128,13 @@ def make_registered(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
 
 def _on_env_thread(method: Callable) -> Callable:
     """Run a worker's ``method`` on its one env thread, whichever thread asked (Ray's, or the
-    channel's): an env bound to the thread that built it (a GL context) sees only that one,
-    and two calls never touch the envs at once."""
+    env thread itself serving the channel): an env bound to the thread that built it (a GL
+    context) sees only that one, and two calls never touch the envs at once."""
 
     @functools.wraps(method)
     def run(self: EnvWorker, *args: Any, **kwargs: Any) -> Any:
+        if self._env_thread.here():
+            return method(self, *args, **kwargs)
         return self._env_thread.submit(method, self, *args, **kwargs).result()
 
     return run
@@ -176,7 +154,7 @@ class EnvWorker:
         refused_action: Any = None,
     ) -> None:
         fns = list(env_fn) if isinstance(env_fn, list | tuple) else [env_fn] * count
-        self._env_thread = ThreadPoolExecutor(1, thread_name_prefix="env")
+        self._env_thread = worker_channel.EnvThread()
         self.envs = self._env_thread.submit(lambda: [fn() for fn in fns]).result()
         self.refused_action = refused_action
         self._obs_space = self.envs[0].observation_space
@@ -198,34 +176,39 @@ class EnvWorker:
 
     def open_channel(self, path: str) -> bool:
         """Connect to the driver's socket at ``path`` and serve ``reset`` / ``step`` on it from
-        a thread of its own (``pixelrl.envs.worker_channel``); False when the socket is not on
+        the env thread itself (``pixelrl.envs.worker_channel``); False when the socket is not on
         this machine, and Ray carries every call."""
         channel = worker_channel.connect(path)
         if channel is None:
             return False
-        threading.Thread(target=self._serve, args=(channel,), daemon=True).start()
+        self._env_thread.serve(channel, self._answer)
         return True
 
     def _serve(self, channel: Channel) -> None:
-        """Answer the driver's requests, ``(name, args)``, with ``("ok", value)`` or
-        ``("error", exception)``, until it closes the channel."""
-        while True:
-            try:
-                name, args = channel.recv()
-            except (EOFError, OSError):
-                return
-            try:
-                if name not in self.SERVED:
-                    raise ValueError(f"the channel serves {self.SERVED}, not {name!r}")
-                answer = ("ok", getattr(self, name)(*args))
-            except Exception as err:  # noqa: BLE001 - the driver sorts it out, as from Ray
-                answer = ("error", err)
-            try:
-                channel.send(answer)
-            except OSError:  # the driver is gone
-                return
-            except Exception as err:  # noqa: BLE001 - pickling fails before a byte is sent
-                channel.send(("error", RuntimeError(f"the answer cannot be pickled: {err}")))
+        """Answer the driver's requests on ``channel`` until it closes it (from any thread)."""
+        while self._answer(channel):
+            pass
+
+    def _answer(self, channel: Channel) -> bool:
+        """Answer the driver's next request, ``(name, args)``, with ``("ok", value)`` or
+        ``("error", exception)``; False once the driver has closed the channel."""
+        try:
+            name, args = channel.recv()
+        except (EOFError, OSError):
+            return False
+        try:
+            if name not in self.SERVED:
+                raise ValueError(f"the channel serves {self.SERVED}, not {name!r}")
+            answer = ("ok", getattr(self, name)(*args))
+        except Exception as err:  # noqa: BLE001 - the driver sorts it out, as from Ray
+            answer = ("error", err)
+        try:
+            channel.send(answer)
+        except OSError:  # the driver is gone
+            return False
+        except Exception as err:  # noqa: BLE001 - pickling fails before a byte is sent
+            channel.send(("error", RuntimeError(f"the answer cannot be pickled: {err}")))
+        return True
 
     def describe(self) -> dict[str, Any]:
         env = self.envs[0]
@@ -280,6 +263,7 @@ class EnvWorker:
                 obs, info = env.reset()
             infos = layout._add_info(infos, info, i)
             obs_items.append(obs)
+        infos = packed_infos.pack(infos)  # pickled in C, merged slice by slice by the driver
         if shared is not None:
             batch = concatenate(self._obs_space, obs_items, self._copies[copy])
             return (shared.strip(batch), copy), rewards, terminated, truncated, infos
@@ -509,15 +493,29 @@ class RayVectorEnv(VectorEnv):
             listener.close()
 
     def _request(self, slot: _Slot, method: str, *args: Any) -> Any:
-        """Ask the slot's worker for ``method(*args)``: over its channel when it has one, else
-        through Ray; ``_call`` waits for the answers either way."""
-        if slot.channel is None:
-            return getattr(slot.actor, method).remote(*args)
-        try:
-            slot.channel.send((method, args))
-        except OSError as err:  # the actor is gone (its end of the socket closed with it)
-            return _Sent(f"died: {type(err).__name__} on its channel")
-        return _Sent()
+        """Ask the slot's worker for ``method(*args)`` (``_ask`` for one)."""
+        return self._ask([(slot, method, args)])[0][1]
+
+    def _ask(self, asks: list[tuple[_Slot, str, tuple]]) -> list[tuple[_Slot, Any]]:
+        """Ask each slot's worker for ``method(*args)``: over its channel when it has one, else
+        through Ray; ``_call`` waits for the answers either way. Every channel message is
+        pickled before the first is sent: a worker woken by its request may take this
+        process's core, and the next worker's request would wait for it."""
+        messages = [
+            None if slot.channel is None else worker_channel.encode((method, args))
+            for slot, method, args in asks
+        ]
+        pairs = []
+        for (slot, method, args), message in zip(asks, messages):
+            if message is None:
+                pairs.append((slot, getattr(slot.actor, method).remote(*args)))
+                continue
+            try:
+                slot.channel.send_encoded(message)
+                pairs.append((slot, _Sent()))
+            except OSError as err:  # the actor is gone (its end of the socket closed with it)
+                pairs.append((slot, _Sent(f"died: {type(err).__name__} on its channel")))
+        return pairs
 
     def _kill(self, slot: _Slot) -> None:
         import ray
@@ -574,9 +572,8 @@ class RayVectorEnv(VectorEnv):
         deadline = time.monotonic() + timeout
         on_ray = [(slot, ticket) for slot, ticket in pairs if not isinstance(ticket, _Sent)]
         outcomes = self._ray_outcomes(on_ray, deadline, timeout) if on_ray else {}
-        for slot, ticket in pairs:
-            if isinstance(ticket, _Sent):
-                outcomes[slot.index] = self._channel_outcome(slot, ticket, deadline, timeout)
+        sent = [(slot, ticket) for slot, ticket in pairs if isinstance(ticket, _Sent)]
+        outcomes.update(self._channel_outcomes(sent, deadline, timeout))
         results: dict[int, Any] = {}
         refused: ActionError | None = None
         for slot, _ in pairs:
@@ -623,14 +620,33 @@ class RayVectorEnv(VectorEnv):
                 outcomes[slot.index] = _error_outcome(err.cause)
         return outcomes
 
+    @classmethod
+    def _channel_outcomes(
+        cls, pairs: list[tuple[_Slot, _Sent]], deadline: float, timeout: float
+    ) -> dict[int, tuple[str, Any]]:
+        """Each slot's answer on its channel, as ``_ray_outcomes`` gives them, read in the order
+        they arrive: an answer is unpickled while the slower workers still step."""
+        outcomes = {slot.index: ("fault", sent.lost) for slot, sent in pairs if sent.lost}
+        waiting = {slot.channel.sock.fileno(): slot for slot, sent in pairs if not sent.lost}
+        poller = select.poll()  # poll, not select: no limit on the descriptors' numbers
+        for fd in waiting:
+            poller.register(fd, select.POLLIN)
+        while waiting:
+            ready = poller.poll(max(0.0, deadline - time.monotonic()) * 1e3)
+            if not ready:
+                for slot in waiting.values():
+                    outcomes[slot.index] = ("fault", f"timeout: no answer within {timeout:g} s")
+                break
+            for fd, _ in ready:  # an answer, or its end closed (EOF: read as a fault)
+                poller.unregister(fd)
+                slot = waiting.pop(fd)
+                outcomes[slot.index] = cls._channel_outcome(slot, deadline, timeout)
+        return outcomes
+
     @staticmethod
-    def _channel_outcome(
-        slot: _Slot, sent: _Sent, deadline: float, timeout: float
-    ) -> tuple[str, Any]:
-        """The slot's answer on its channel, as ``_ray_outcomes`` gives it."""
-        if sent.lost is not None:
-            return "fault", sent.lost
-        try:  # the others were waited for first: what is left of the common deadline
+    def _channel_outcome(slot: _Slot, deadline: float, timeout: float) -> tuple[str, Any]:
+        """The slot's answer on its channel (waiting, it has begun to arrive)."""
+        try:  # what is left of the common deadline
             status, value = slot.channel.recv(timeout=max(1e-3, deadline - time.monotonic()))
         except TimeoutError:
             return "fault", f"timeout: no answer within {timeout:g} s"
@@ -741,11 +757,12 @@ class RayVectorEnv(VectorEnv):
         count = _length(self.single_action_space, actions) if batched else len(actions)
         if count != n:
             raise ValueError(f"step: {count} actions for {n} envs")
-        calls = []
+        asks = []
         for slot in self.live:
             rows = slice(starts[slot.index], starts[slot.index] + slot.count)
             part = _rows(self.single_action_space, actions, rows) if batched else actions[rows]
-            calls.append((slot, self._request(slot, "step", part, batched)))
+            asks.append((slot, "step", (part, batched)))
+        calls = self._ask(asks)
         results = self._call(calls, self.step_timeout)
         failed = [slot for slot, _ in calls if slot.index not in results]
         fresh = self._restart(failed, starts)
@@ -753,7 +770,7 @@ class RayVectorEnv(VectorEnv):
         rewards = np.zeros(n, dtype=np.float64)
         terminated = np.zeros(n, dtype=bool)
         truncated = np.zeros(n, dtype=bool)
-        answered = []
+        answered, finals = [], []
         for slot, _ in calls:
             if slot.index in results:
                 first = starts[slot.index]
@@ -763,14 +780,17 @@ class RayVectorEnv(VectorEnv):
                 ]
                 if copy is not None:  # written into shared memory, left out of the answer
                     obs = slot.shared.place(obs, copy)
-                    ended = part.get("_final_obs", ())
-                    for j in np.flatnonzero(ended):
-                        part["final_obs"][j] = slot.shared.take_final(part["final_obs"][j], copy, j)
+                    finals.append((slot, first, copy))
                 else:  # on another machine: its buffers here would only hold memory
                     slot.shared = None
                 self._slot_obs[slot.index] = obs
                 answered.append((first, part))
-        infos = _merge_infos(answered, n)
+        infos = packed_infos.merge(answered, n)
+        for slot, first, copy in finals:  # ended episodes' last observations, whole again
+            ended = infos.get("_final_obs", np.zeros(n, dtype=bool))[first : first + slot.count]
+            for j in np.flatnonzero(ended):
+                final = infos["final_obs"][first + j]
+                infos["final_obs"][first + j] = slot.shared.take_final(final, copy, j)
         for slot in failed:
             # the step of this worker's envs never happened: end their episodes (module doc)
             first = starts[slot.index]
