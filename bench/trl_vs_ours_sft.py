@@ -61,12 +61,13 @@ def flow(value) -> str:
     return yaml.safe_dump(value, default_flow_style=True).strip()
 
 
-def recipe_cfg(recipe: str, overrides: list[str]):
-    """``embodied/configs/vlm_sft_toolcall.yaml`` (the SFT start's config; the GRPO recipe
-    shares its keys) as ``recipe``, with ``overrides``."""
+def recipe_cfg(recipe: str, overrides: list[str], start: Path = CONFIG):
+    """``start`` (``embodied/configs/vlm_sft_toolcall.yaml``, or the SFT run's own
+    ``config.yaml``: the GRPO recipe shares its keys, so GRPO prompts as the start was taught)
+    as ``recipe``, with ``overrides``."""
     from pixelrl.embodied.vlm_train import config_for
 
-    cfg = config_for(CONFIG, overrides)
+    cfg = config_for(start, overrides)
     cfg.recipe = recipe
     return cfg
 
@@ -92,13 +93,15 @@ def run_ours(args, init: Path, out: Path, seed: int) -> tuple[float, list[float]
     from pixelrl.embodied.vlm_train import NavTask
     from pixelrl.rl.text.recipe import train
 
+    # the start's own config: its prompt (history, frames) and agent keys, whatever the recipe
+    # file says now
     cfg = recipe_cfg("embodied/vlm-grpo", [
         *common(args), f"init={init}", f"seed={seed}", f"grpo.steps={args.steps}",
         f"grpo.num_samples={args.samples}", f"grpo.starts_per_step={args.starts}",
         f"grpo.lr={args.lr}", "grpo.kl_coef=0", "grpo.lr_schedule=constant",
         "grpo.warmup_ratio=0", "grpo.format_floor=0", "grpo.replay_failed=0",
         f"grpo.rewards={flow(REWARDS)}", f"train.output_dir={out}",
-    ])  # fmt: skip
+    ], init.parent / "config.yaml")  # fmt: skip
     start = cpu_s()
     train(cfg, NavTask(cfg))
     import csv
