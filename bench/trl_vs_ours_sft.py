@@ -37,6 +37,7 @@ import resource
 import shutil
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -60,12 +61,13 @@ def flow(value) -> str:
     return yaml.safe_dump(value, default_flow_style=True).strip()
 
 
-def recipe_cfg(recipe: str, overrides: list[str]):
-    """``embodied/configs/vlm_sft_toolcall.yaml`` (the SFT start's config; the GRPO recipe
-    shares its keys) as ``recipe``, with ``overrides``."""
+def recipe_cfg(recipe: str, overrides: list[str], start: Path = CONFIG):
+    """``start`` (``embodied/configs/vlm_sft_toolcall.yaml``, or the SFT run's own
+    ``config.yaml``: the GRPO recipe shares its keys, so GRPO prompts as the start was taught)
+    as ``recipe``, with ``overrides``."""
     from pixelrl.embodied.vlm_train import config_for
 
-    cfg = config_for(CONFIG, overrides)
+    cfg = config_for(start, overrides)
     cfg.recipe = recipe
     return cfg
 
@@ -81,7 +83,7 @@ def run_sft(args, out: Path) -> tuple[Path, float]:
 
     cfg = recipe_cfg("embodied/vlm-sft", [*common(args), f"seed={args.sft_seed}",
                      f"data.episodes={args.episodes}", f"sft.steps={args.sft_steps}",
-                     f"train.output_dir={out}"])  # fmt: skip
+                     f"train.output_dir={out}", *args.sft_set])  # fmt: skip
     start = cpu_s()
     train(cfg, NavTask(cfg))
     return out / "model", cpu_s() - start
@@ -91,13 +93,15 @@ def run_ours(args, init: Path, out: Path, seed: int) -> tuple[float, list[float]
     from pixelrl.embodied.vlm_train import NavTask
     from pixelrl.rl.text.recipe import train
 
+    # the start's own config: its prompt (history, frames) and agent keys, whatever the recipe
+    # file says now
     cfg = recipe_cfg("embodied/vlm-grpo", [
         *common(args), f"init={init}", f"seed={seed}", f"grpo.steps={args.steps}",
         f"grpo.num_samples={args.samples}", f"grpo.starts_per_step={args.starts}",
         f"grpo.lr={args.lr}", "grpo.kl_coef=0", "grpo.lr_schedule=constant",
         "grpo.warmup_ratio=0", "grpo.format_floor=0", "grpo.replay_failed=0",
         f"grpo.rewards={flow(REWARDS)}", f"train.output_dir={out}",
-    ])  # fmt: skip
+    ], init.parent / "config.yaml")  # fmt: skip
     start = cpu_s()
     train(cfg, NavTask(cfg))
     import csv
@@ -170,6 +174,13 @@ def main() -> None:
     p.add_argument("--sft-seed", type=int, default=1)
     p.add_argument("--episodes", type=int, default=60, help="SFT demonstrations")
     p.add_argument("--sft-steps", type=int, default=600)
+    p.add_argument(
+        "--sft-set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="more config overrides of the SFT start, e.g. tokenizer.tool_tokens=false",
+    )
     p.add_argument("--seeds", type=int, nargs="*", default=[1, 2], help="GRPO seeds, each side")
     p.add_argument("--steps", type=int, default=10, help="our GRPO steps (TRL: the same CPU)")
     p.add_argument("--starts", type=int, default=2)
@@ -217,12 +228,17 @@ def main() -> None:
     made = f"{args.episodes} demos x {args.sft_steps} steps ({sft_cpu:.0f} CPU s)"
     print(f"\nPointNav held-out ({args.held_out} episodes, greedy), SFT start: "
           f"{args.sft if args.sft else made}")  # fmt: skip
-    print("| model | GRPO CPU s | Success [95% CI] | SPL | parsed |")
-    print("|---|---:|---|---:|---:|")
+    print("| model | GRPO CPU s | Success [95% CI] | SPL | parsed | final distance (m) |")
+    print("|---|---:|---|---:|---:|---:|")
     for name, rows in results.items():
         m = measures(rows)
+        dist = np.mean([r["distance_to_goal"] for r in rows])
         print(f"| {name} | {budgets.get(name, 0):.0f} | {m['success']:.3f} "
-              f"[{m['ci_low']:.3f}, {m['ci_high']:.3f}] | {m['spl']:.3f} | {m['parsed']:.2f} |")  # fmt: skip
+              f"[{m['ci_low']:.3f}, {m['ci_high']:.3f}] | {m['spl']:.3f} | {m['parsed']:.2f} "
+              f"| {dist:.2f} |")  # fmt: skip
+    for name, rows in results.items():  # what the unparsed answers were, most common first
+        why = Counter(reason for r in rows for reason in r.get("refused", ()))
+        print(f"{name}: refused answers {sum(why.values())}: {why.most_common(3)}")
     print("\n| pair | Success diff [paired bootstrap 95% CI] | only 2nd / only 1st | McNemar p |")
     print("|---|---|---|---:|")
     for seed in args.seeds:

@@ -97,7 +97,7 @@ def main() -> None:
 def play_agent(folder: str | Path, seeds: list[int], n_envs: int = 8) -> list[dict]:
     """A VLM agent folder (``RUN/model``) on ``seeds`` (held-out starts of its run's
     ``env.eval_kwargs``), greedy, ``n_envs`` episodes per ``generate``: each episode's
-    measures and its share of parsed answers."""
+    measures, its share of parsed answers and why the others were refused."""
     from pixelrl.embodied import vlm_train as vt
     from pixelrl.embodied.vlm_agent import load_agent
     from pixelrl.embodied.vlm_episodes import play
@@ -116,8 +116,10 @@ def play_agent(folder: str | Path, seeds: list[int], n_envs: int = 8) -> list[di
     for env in envs:
         env.close()
     return [
-        {**e.measures, "parsed": np.mean([t.completion.parsed for t in e.turns])} for e in episodes
-    ]
+        {**e.measures, "parsed": np.mean([t.completion.parsed for t in e.turns]),
+         "refused": [str(t.completion.error)[:60] for t in e.turns if not t.completion.parsed]}
+        for e in episodes
+    ]  # fmt: skip
 
 
 def measures(rows: list[dict]) -> dict[str, float]:

@@ -72,7 +72,10 @@ from pixelrl.rl.text.rows import Episode, Example
 
 DEFAULTS: dict[str, Any] = text_defaults({
     "model": "tiny-smolvlm",
-    "tokenizer": {"vocab_size": 800},  # tiny-<family>: BPE over the codec's and goals' words
+    # tiny-<family>: BPE over the codec's and goals' words; with action_format toolcall the
+    # tags and tool names whole (a call 19 tokens, not 29: the split names were recombined into
+    # tools that do not exist; docs/results/trl_vs_ours.md)
+    "tokenizer": {"vocab_size": 800, "tool_tokens": True},
     "env": {
         "id": "pixelrl/PointNav-v0",
         "kwargs": {},  # pixelrl.envs.nav options (NavConfig), checked key by key

@@ -18,13 +18,16 @@ def train_bpe_tokenizer(
     special_tokens: Sequence[str],
     corpus: Sequence[str],
     vocab_size: int = 600,
+    whole_words: Sequence[str] = (),
     **named_tokens: str,
 ):
     """A byte-level BPE tokenizer (a transformers fast tokenizer) trained on ``corpus``
     (a policy's: :func:`pixelrl.vision.vlm.tiny_corpus`); digits are always single tokens. ``special_tokens`` get the first ids and are never split;
+    ``whole_words`` are one token each wherever they stand as a word (added, not special:
+    decoding keeps them, as Qwen's ``<tool_call>``; :func:`tool_tokens`);
     ``named_tokens`` set the tokenizer's roles (``eos_token="<|im_end|>"``, ``pad_token=...``,
     ``image_token=...``)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
@@ -44,6 +47,12 @@ def train_bpe_tokenizer(
         show_progress=False,
     )
     tok.train_from_iterator(corpus, trainer)
+    # The byte-level pre-tokenizer splits at every "<", "_" and ">", so no BPE merge can join
+    # "<tool_call>" or "move_forward": they are added whole. single_word: "click" stays inside
+    # "clicks" and "double_click".
+    tok.add_tokens(
+        [AddedToken(w, single_word=True, normalized=False, special=False) for w in whole_words]
+    )
     standard = {
         k: v
         for k, v in named_tokens.items()
@@ -337,12 +346,14 @@ def build_tiny_vlm(
     text_size: dict[str, int] | None = None,
     vision_size: dict[str, int] | None = None,
     vocab_size: int = 600,
+    whole_words: Sequence[str] = (),
 ):
     """``(model, processor)``: a tiny random-initialised model of ``family`` (text model hidden
     64, 2 layers; a 2-layer vision tower on 32-64 px images) and its processor, with a byte-level
     BPE tokenizer of ``vocab_size`` tokens trained on ``corpus`` (the action language's and
     the task's words: :func:`pixelrl.vision.vlm.tiny_corpus`). Offline; seeded. A corpus with the task's own words wants a larger vocabulary, so
-    that each word becomes one token.
+    that each word becomes one token; ``whole_words`` are one token each whatever the corpus
+    (a tool-call model's tags and tool names: :func:`tool_tokens`).
 
     ``text_size`` overrides the language model's shape (``hidden_size``, ``intermediate_size``,
     ``num_hidden_layers``, ``num_attention_heads``, ``num_key_value_heads``) to build a larger
@@ -398,7 +409,7 @@ def build_tiny_vlm(
             f"num_heads {vision['num_heads']}"
         )
     torch.manual_seed(seed)
-    vocab = dict(corpus=corpus, vocab_size=vocab_size)
+    vocab = dict(corpus=corpus, vocab_size=vocab_size, whole_words=tuple(whole_words))
     model, processor = _TINY_BUILDERS[family](vocab, size, vision)
     model.eval()
     return model, processor
@@ -406,6 +417,15 @@ def build_tiny_vlm(
 
 # Tiny families whose image tokens Qwen3-VL's chat template writes (<|vision_start|>...).
 TOOL_CALLING_FAMILIES = ("qwen2_vl", "qwen2_5_vl")
+
+
+def tool_tokens(tools: Sequence[dict]) -> tuple[str, ...]:
+    """The words a tiny tool-calling model's tokenizer keeps whole: the call tags and the name
+    of each tool in ``tools`` (their JSON schemas, as the chat template shows them). Real Qwen
+    tokenizers have ``<tool_call>`` as one token; a tool's name as one token keeps a 64-d model
+    from recombining ``move``, ``_``, ``forward`` into tools that do not exist."""
+    names = [str(tool["function"]["name"]) for tool in tools]
+    return ("<tool_call>", "</tool_call>", *names)
 
 
 def use_tool_chat_template(processor, family: str) -> None:

@@ -54,7 +54,7 @@ from pixelrl.vision.model_source import (
     is_hub_id,
     missing_path_message,
 )
-from pixelrl.vision.tiny_vlm import FAMILIES, build_tiny_vlm, use_tool_chat_template
+from pixelrl.vision.tiny_vlm import FAMILIES, build_tiny_vlm, tool_tokens, use_tool_chat_template
 
 __all__ = ["FAMILIES", "Completion", "VLMPolicy", "load_vlm", "tiny_corpus", "tiny_family"]
 
@@ -935,6 +935,7 @@ def load_vlm(
     vision_size: dict[str, int] | None = None,
     corpus: Sequence[str] | None = None,
     vocab_size: int = 600,
+    whole_tool_tokens: bool = False,
     **policy_kwargs,
 ) -> VLMPolicy:
     """A :class:`VLMPolicy` speaking ``codec`` from a pretrained model (``from_pretrained``: a
@@ -942,17 +943,21 @@ def load_vlm(
     (``"tiny-<family>"``, e.g. ``"tiny-qwen2_vl"``; ``-`` and ``_`` are interchangeable,
     ``tiny-qwen2.5-vl`` works too; ``text_size`` and ``vision_size`` scale a tiny model,
     ``corpus`` (default :func:`tiny_corpus` of the codec) and ``vocab_size`` make its tokenizer,
-    see :func:`pixelrl.vision.tiny_vlm.build_tiny_vlm`)."""
+    see :func:`pixelrl.vision.tiny_vlm.build_tiny_vlm`; with a tool-call codec and
+    ``whole_tool_tokens`` the call tags and tool names are one token each,
+    :func:`~pixelrl.vision.tiny_vlm.tool_tokens`)."""
     import torch
 
     if name_or_path.startswith("tiny-"):
         family = tiny_family(name_or_path)
         corpus = corpus if corpus is not None else tiny_corpus(codec, seed)
+        tools = getattr(codec, "tools", ())  # a tool-call codec: its tools' JSON schemas
+        whole = tool_tokens(tools) if tools and whole_tool_tokens else ()
         model, processor = build_tiny_vlm(
             family, corpus, seed=seed, text_size=text_size, vision_size=vision_size,
-            vocab_size=vocab_size,
+            vocab_size=vocab_size, whole_words=whole,
         )  # fmt: skip
-        if getattr(codec, "tools", ()):  # a tool-call codec: a template that shows the tools
+        if tools:  # a template that shows the tools
             use_tool_chat_template(processor, family)
     else:
         from transformers import AutoModelForImageTextToText, AutoProcessor

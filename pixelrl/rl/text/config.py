@@ -17,7 +17,10 @@ COMMON: dict[str, Any] = {
     "dtype": None,
     "text_size": {},  # tiny-<family>: the language model's shape (pixelrl.vision.tiny_vlm)
     "vision_size": {},  # tiny-<family> but llava: the vision side
-    "tokenizer": {"vocab_size": 600},  # tiny-<family>: the BPE tokenizer's size
+    # tiny-<family>: the BPE tokenizer's size; tool_tokens: with action_format toolcall, the
+    # call tags and each tool's name one token each (pixelrl.vision.tiny_vlm.tool_tokens; a
+    # domain may turn it on: navigation does)
+    "tokenizer": {"vocab_size": 600, "tool_tokens": False},
     "init": "",  # a model folder to start from (an SFT run's model/), over model's weights
     # answers point with an attention pointer head over the image tokens (a <|pointer|> token
     # where a click's point goes; pixelrl.vision.pointer_head) instead of writing coordinates;
@@ -65,8 +68,10 @@ def check_text_config(cfg) -> None:
             check_schedule(str(cfg[key].lr_schedule), cfg[key].warmup_ratio, key)
         except ValueError as e:
             raise ConfigError(str(e)) from None
-    if not isinstance(cfg.pointer_head, bool):
-        raise ConfigError(f"pointer_head must be true or false, got {cfg.pointer_head!r}")
+    for key, value in (("pointer_head", cfg.pointer_head),
+                       ("tokenizer.tool_tokens", cfg.tokenizer.tool_tokens)):  # fmt: skip
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key} must be true or false, got {value!r}")
     _check_pointer_family(cfg)
     floor = cfg.grpo.format_floor
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor < 1:

@@ -27,6 +27,7 @@ def load_text_policy(cfg: Config, codec, corpus: Callable[[], list[str] | None] 
             if getattr(cfg, key):
                 extra[key] = getattr(cfg, key).to_dict()
         extra["vocab_size"] = int(cfg.tokenizer.vocab_size)
+        extra["whole_tool_tokens"] = bool(cfg.tokenizer.tool_tokens)
         texts = corpus() if corpus is not None else None
         if texts is not None:
             extra["corpus"] = texts
