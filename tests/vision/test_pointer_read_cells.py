@@ -136,7 +136,7 @@ def test_pooling_takes_the_max_over_each_box():
 
 @pytest.fixture(scope="module", params=["smolvlm", "qwen2_5_vl"])
 def trained(request):
-    """A pointer policy with reader cells after 20 SFT steps: the named word's box is the
+    """A pointer policy with reader cells after 10 SFT steps: the named word's box is the
     target, so the cells layer has something to learn from."""
     torch.manual_seed(0)
     policy = _policy(request.param)
@@ -145,7 +145,7 @@ def trained(request):
                 for s, b in zip(screens, [(8, 6, 120, 50), (220, 180, 320, 240)])]  # fmt: skip
     opt = torch.optim.AdamW(policy.trainable_parameters(), lr=3e-3)
     policy.model.train()
-    for _ in range(20):
+    for _ in range(10):
         sft_step(policy, opt, examples)
     policy.model.eval()
     return request.param, policy, screens
