@@ -12,6 +12,9 @@ reader (:class:`pixelrl.vision.reader.ScreenReader`, PP-OCR) reads the screensho
   kept when >= ``MATCH_FLOOR``); the best match where boxes overlap;
 - channel 1, **text**: 255 inside the box of every read word (where text is, named or not).
 
+Both are drawn by :func:`pixelrl.vision.read_cells.paint`, which the vision-language policy's
+pointer head shares (``reader_cells``: the same channels pooled to its image tokens).
+
 The policy pools them to its grid beside its learned match maps (Set-of-Mark's idea, in pixels:
 the parse says where the named words are, the CNN says what is clickable next to them).
 
@@ -29,10 +32,18 @@ from typing import Any
 
 import numpy as np
 
-MATCH_FLOOR = 0.75  # an instruction word "names" a read word from this similarity on
+from pixelrl.vision.read_cells import MATCH_FLOOR, instruction_tokens, paint
+
+__all__ = [
+    "MATCH_FLOOR",
+    "REREAD_CHANGE",
+    "ReadMaps",
+    "instruction_tokens",
+    "paint",
+    "shared_reader",
+]
+
 REREAD_CHANGE = 0.02  # re-read when more than this share of the screen's pixels changed
-MIN_TOKEN = 2  # instruction words shorter than this ("a", "1") name nothing
-MAX_TOKENS = 32  # instruction words matched (an instruction is untrusted text: its length too)
 
 _shared: dict[str, Any] = {}
 _lock = threading.Lock()
@@ -47,43 +58,6 @@ def shared_reader():
         if "reader" not in _shared:
             _shared["reader"] = ScreenReader()
         return _shared["reader"]
-
-
-def instruction_tokens(instruction: str) -> list[str]:
-    """The instruction's first ``MAX_TOKENS`` distinct words as the screen may show them: split
-    on spaces, quotes and punctuation kept off, case kept (the matcher ignores it), short words
-    dropped."""
-    from pixelrl.vision.text_match import normalise
-
-    tokens = []
-    for piece in str(instruction).replace(",", " ").split():
-        token = piece.strip("\"'`.,:;!?()[]{}<>\u201c\u201d\u2018\u2019")
-        if len(normalise(token)) >= MIN_TOKEN and token not in tokens:
-            tokens.append(token)
-            if len(tokens) == MAX_TOKENS:
-                break
-    return tokens
-
-
-def paint(words, tokens: list[str], image_map, image_size: tuple[int, int]) -> np.ndarray:
-    """The two read maps (h×w×2 uint8, module doc) of ``words`` (screen pixels) for ``tokens``,
-    drawn in the image that ``image_map`` makes from the screen."""
-    from pixelrl.vision.text_match import similarity
-
-    w, h = image_size
-    maps = np.zeros((h, w, 2), dtype=np.uint8)
-    for word in words:
-        (x0, y0), (x1, y1) = image_map.to_image(np.array(word.box, dtype=np.float64).reshape(2, 2))
-        c0, r0 = max(0, int(np.floor(x0))), max(0, int(np.floor(y0)))
-        c1, r1 = min(w, int(np.ceil(x1))), min(h, int(np.ceil(y1)))
-        if c1 <= c0 or r1 <= r0:
-            continue
-        maps[r0:r1, c0:c1, 1] = 255
-        score = max((similarity(t, word.text) for t in tokens), default=0.0)
-        if score >= MATCH_FLOOR:
-            region = maps[r0:r1, c0:c1, 0]
-            np.maximum(region, np.uint8(round(255 * score)), out=region)
-    return maps
 
 
 class ReadMaps:

@@ -29,6 +29,7 @@ _VARIANTS = [
     ("gui/grounding-sft-marks", "gui_agent/configs/sft_grounding_marks.yaml", "gui/sft", "gui/grounding-sft answering with Set-of-Mark numbers, click(mark=7)"),
     ("gui/grounding-grpo-sft", "gui_agent/configs/grpo_grounding.yaml", "gui/grounding-grpo", "grounding GRPO from gui/grounding-sft's model (init=RUN/model)"),
     ("gui/grounding-pointer-sft", "gui_agent/configs/sft_grounding_pointer.yaml", "gui/sft", "gui/grounding-sft with an attention pointer head: clicks are image cells, not text"),
+    ("gui/grounding-pointer-read-sft", "gui_agent/configs/sft_grounding_pointer_read.yaml", "gui/sft", "gui/grounding-pointer-sft with the screen reader's cells added to the image tokens"),
     ("gui/grounding-pointer-grpo", "gui_agent/configs/grpo_grounding_pointer.yaml", "gui/grounding-grpo", "grounding GRPO through the pointer head from gui/grounding-pointer-sft's model"),
     ("gui/miniwob-vlm-sft", "gui_agent/configs/miniwob_vlm_sft.yaml", "gui/sft", "vision-language policy cloned from the MiniWoB++ oracle"),
     ("gui/miniwob-vlm-grpo", "gui_agent/configs/miniwob_vlm_grpo.yaml", "gui/multiturn-grpo", "multi-turn GRPO on live MiniWoB++ tasks from gui/miniwob-vlm-sft's model"),

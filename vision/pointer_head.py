@@ -40,6 +40,7 @@ POINTER_TOKEN = "<|pointer|>"
 HEAD_FILE = "pointer_head.safetensors"
 # Families whose image tokens have a known place on the screen (image_cells).
 POINTER_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "idefics3", "smolvlm")
+MAX_CELL_CHANNELS = 64  # the reader's channels a head file may map (pixelrl.vision.read_cells: 2)
 
 
 class PointerError(ValueError):
@@ -48,17 +49,31 @@ class PointerError(ValueError):
 
 class PointerHead(nn.Module):
     """Query of the pointer token's hidden state, keys of the image tokens' hidden states, and
-    their scaled dot product: log-probabilities over the image's cells."""
+    their scaled dot product: log-probabilities over the image's cells.
 
-    def __init__(self, hidden_size: int, dim: int | None = None) -> None:
+    ``cells`` (channels, or None): also a map ``cells: Linear(channels -> hidden)`` of what the
+    screen reader read in each image cell (:mod:`pixelrl.vision.read_cells`) to what is added to
+    that cell's image token where the language model receives it (``VLMPolicy(reader_cells=)``).
+    It starts at zero, so a model gains the reader's cells without a change of what it does."""
+
+    def __init__(self, hidden_size: int, dim: int | None = None, cells: int | None = None) -> None:
         super().__init__()
         dim = dim or hidden_size
         self.query = nn.Linear(hidden_size, dim)
         self.key = nn.Linear(hidden_size, dim)
+        self.cells: nn.Linear | None = None
+        if cells:
+            self.add_cells(cells)
 
     @property
     def hidden_size(self) -> int:
         return self.query.in_features
+
+    def add_cells(self, channels: int) -> None:
+        """Give the head its map of the reader's cells (zeros: nothing added until it learns)."""
+        self.cells = nn.Linear(int(channels), self.hidden_size).to(self.query.weight.device)
+        nn.init.zeros_(self.cells.weight)
+        nn.init.zeros_(self.cells.bias)
 
     def forward(self, pointer: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
         """``pointer`` (hidden,), ``image`` (N, hidden) -> (N,) log-probabilities over cells."""
@@ -190,7 +205,12 @@ def load_head(folder, hidden_size: int) -> PointerHead:
         raise PointerError(f"{path}: not a pointer head file ({e})") from None
     weight = tensors.get("query.weight")
     dim = int(weight.shape[0]) if weight is not None and weight.dim() == 2 else 0
-    head = PointerHead(hidden_size, dim or None)
+    # a head saved with the reader's cells (an older file has none: it loads without)
+    cells = tensors.get("cells.weight")
+    channels = int(cells.shape[1]) if cells is not None and cells.dim() == 2 else 0
+    if channels > MAX_CELL_CHANNELS:  # a file is data: its shapes do not size our allocations
+        raise PointerError(f"{path}: {channels} reader channels (at most {MAX_CELL_CHANNELS})")
+    head = PointerHead(hidden_size, dim or None, channels or None)
     expected = {k: tuple(v.shape) for k, v in head.state_dict().items()}
     found = {k: tuple(v.shape) for k, v in tensors.items()}
     if found != expected:

@@ -38,6 +38,7 @@ the spot from :func:`tiny_corpus` (fully offline). Families: ``qwen2_vl``, ``qwe
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 from collections.abc import Callable, Sequence
@@ -136,7 +137,12 @@ class VLMPolicy:
     token in an answer is a click on the image cell its hidden state attends to
     (:mod:`pixelrl.vision.pointer_head`); off (None), points are text. ``screen_parse`` (image -> text, e.g.
     :class:`pixelrl.vision.reader.SetOfMarks`) adds a parse of the screen under the instruction.
-    ``share_prompts`` (default) runs a prompt that a batch repeats
+    ``reader_cells`` (True, or ``(screenshot, instruction, boxes) -> (N, channels)`` such as
+    :class:`pixelrl.vision.read_cells.ReaderCells`) gives the pointer head what the screen reader
+    read where it read it: each image token's pooled channels, mapped by the head's learned
+    ``cells`` layer, are added to that token's features where the language model receives them
+    (M4C, LayoutLM), in ``generate`` and in ``score`` alike; a head saved with that layer turns
+    it on. ``share_prompts`` (default) runs a prompt that a batch repeats
     once; ``False`` runs every row, the same numbers more slowly.
     """
 
@@ -151,6 +157,7 @@ class VLMPolicy:
         share_prompts: bool = True,
         screen_parse: Callable[[Any], str] | None = None,
         pointer_head: Any = None,
+        reader_cells: Any = None,
     ) -> None:
         if codec is None or not callable(getattr(codec, "parse", None)):
             raise TypeError(f"VLMPolicy needs an action codec (parse/render), got {codec!r}")
@@ -179,6 +186,9 @@ class VLMPolicy:
                 f"the tokenizer has the pointer token {_pointer_token()} but the policy has no "
                 f"pointer head ({HEAD_FILE} missing beside the model?)"
             )
+        self.reader_cells = None
+        if reader_cells or (self.pointer is not None and self.pointer.cells is not None):
+            self._attach_reader_cells(reader_cells or True)
         # The last batch encode_prompts made, by content: a GRPO step encodes the same prompts
         # to sample, to score and to score under the reference (a shallow copy shares this).
         self._encoded: dict = {}
@@ -342,7 +352,7 @@ class VLMPolicy:
             kwargs.update(temperature=temperature, top_p=top_p, top_k=top_k)
         else:
             kwargs.update(temperature=None, top_p=None, top_k=None)
-        with torch.no_grad():
+        with torch.no_grad(), self._reading(batch, screenshots, instructions):
             if num_samples > 1 and self.share_prompts and self.family in _PLAIN_POSITION_FAMILIES:
                 out = self._generate_from_shared_prompts(batch, num_samples, kwargs)
             else:
@@ -509,8 +519,9 @@ class VLMPolicy:
                 fill = 1 if key == "token_type_ids" else 0
                 inputs[key] = torch.cat([value, torch.full_like(comp, fill)], 1)
         # Logits at positions P-1 .. P+T-2 predict the T completion tokens; keep only those.
-        out = self.model(**inputs, use_cache=False, logits_to_keep=comp.shape[1] + 1,
-                         output_hidden_states=hidden)  # fmt: skip
+        with self._reading(batch, screenshots, instructions):
+            out = self.model(**inputs, use_cache=False, logits_to_keep=comp.shape[1] + 1,
+                             output_hidden_states=hidden)  # fmt: skip
         if hidden:
             return out.logits[:, :-1], out.hidden_states[-1]
         return out.logits[:, :-1]
@@ -547,6 +558,79 @@ class VLMPolicy:
                 f"pointer_head: a head for hidden size {head.hidden_size}, the model's is {hidden}"
             )
         self.pointer = head.to(self.model.device)
+
+    def _attach_reader_cells(self, reader_cells) -> None:
+        """Feed the pointer head's image tokens what the screen reader read (``True``: a
+        :class:`~pixelrl.vision.read_cells.ReaderCells`): the head gets its ``cells`` layer and
+        the language model a pre-hook that adds it (:func:`_add_read_cells`)."""
+        from pixelrl.vision.pointer_head import PointerError
+
+        if self.pointer is None:
+            raise PointerError(
+                "reader_cells: the reader's cells are added to the pointer head's image tokens; "
+                "this policy has no pointer head (pointer_head=True)"
+            )
+        if reader_cells is True:
+            from pixelrl.vision.read_cells import ReaderCells
+
+            reader_cells = ReaderCells()
+        channels = int(getattr(reader_cells, "channels", 2))
+        if self.pointer.cells is None:
+            self.pointer.add_cells(channels)
+        elif self.pointer.cells.in_features != channels:
+            raise PointerError(
+                f"reader_cells: the head maps {self.pointer.cells.in_features} reader channels, "
+                f"the reader gives {channels}"
+            )
+        language_model = _language_model(self.model)
+        if "_read_cells" not in language_model.__dict__:  # a deep copy carries its hook along
+            language_model.register_forward_pre_hook(_add_read_cells, with_kwargs=True)
+        language_model._read_cells = None
+        self.reader_cells = reader_cells
+
+    @contextlib.contextmanager
+    def _reading(self, batch, screenshots, instructions):
+        """While the model runs on the processor's ``batch`` of these prompts, the language
+        model's pre-hook adds each image token's read features (nothing without reader cells)."""
+        if self.reader_cells is None:
+            yield
+            return
+        language_model = _language_model(self.model)
+        language_model._read_cells = self._read_features(batch, screenshots, instructions)
+        try:
+            yield
+        finally:
+            language_model._read_cells = None
+
+    def _read_features(self, batch, screenshots, instructions) -> tuple:
+        """``(prompts, rows, positions, added)``: for every image token of the batch, its row,
+        its position in the input ids and ``cells(pooled reader channels)`` (M, hidden; the
+        gradient reaches the head's ``cells`` layer through it)."""
+        import torch
+
+        from pixelrl.vision.pointer_head import PointerError, image_cells
+
+        image_token = int(self.model.config.image_token_id)
+        rows, positions, pooled, memo = [], [], [], {}
+        for row, (screenshot, instruction) in enumerate(zip(screenshots, instructions)):
+            size = _size_of(screenshot)
+            cells = image_cells(self.family, batch, row, size, self.processor, image_token)
+            key = (id(screenshot), instruction, cells.boxes.tobytes())  # GRPO repeats a prompt
+            if key not in memo:
+                features = np.asarray(self.reader_cells(screenshot, instruction, cells.boxes))
+                if features.shape != (len(cells.boxes), self.pointer.cells.in_features):
+                    raise PointerError(
+                        f"reader_cells gave features of shape {features.shape} for "
+                        f"{len(cells.boxes)} cells of {self.pointer.cells.in_features} channels"
+                    )
+                memo[key] = features
+            rows.append(np.full(len(cells.positions), row))
+            positions.append(cells.positions)
+            pooled.append(memo[key])
+        weight = self.pointer.cells.weight
+        features = torch.as_tensor(np.concatenate(pooled), dtype=weight.dtype, device=weight.device)
+        return (len(screenshots), torch.as_tensor(np.concatenate(rows)),
+                torch.as_tensor(np.concatenate(positions)), self.pointer.cells(features))  # fmt: skip
 
     def _pointer_logits(self, screenshots, instructions, histories, comp, mask):
         """:meth:`_logits` and, for each row whose completion holds the pointer token, ``(t,
@@ -641,12 +725,10 @@ class VLMPolicy:
         forward, so log-probs and gradients are the same; the repeated prompt work goes."""
         import torch
 
-        prompts = self.encode_prompts(
-            [screenshots[r] for r in distinct],
-            [instructions[r] for r in distinct],
-            [histories[r] for r in distinct],
-        )
-        out = self.model(**prompts, use_cache=True, logits_to_keep=1)
+        rows = [screenshots[r] for r in distinct], [instructions[r] for r in distinct]
+        prompts = self.encode_prompts(*rows, [histories[r] for r in distinct])
+        with self._reading(prompts, *rows):
+            out = self.model(**prompts, use_cache=True, logits_to_keep=1)
         order = torch.tensor(order, device=comp.device)
         first = out.logits[order]  # (B, 1, vocab): the last prompt position predicts token 0
         if comp.shape[1] == 1:
@@ -872,6 +954,47 @@ def _size_of(screenshot) -> tuple[int, int]:
     if hasattr(screenshot, "size") and not isinstance(screenshot, np.ndarray):
         return tuple(screenshot.size)
     return int(np.shape(screenshot)[1]), int(np.shape(screenshot)[0])
+
+
+def _language_model(model):
+    """The decoder that receives the prompt's embeddings with the image features in place
+    (Qwen2-VL / Qwen2.5-VL: ``language_model``; SmolVLM / Idefics3: ``text_model``)."""
+    inner = getattr(_transformers_model(model), "model", None)
+    for name in ("language_model", "text_model"):
+        module = getattr(inner, name, None)
+        if module is not None:
+            return module
+    from pixelrl.vision.pointer_head import PointerError
+
+    raise PointerError(f"reader_cells: no language model found in {type(model).__name__}")
+
+
+def _add_read_cells(module, args, kwargs):
+    """The language model's forward pre-hook: adds the pending read features (set by
+    :meth:`VLMPolicy._reading`) to the image tokens' embeddings on a pass that starts at the
+    prompt's first token. A pass after it (a decoding step, a completion on a cached prompt)
+    holds no image tokens: their features are in the cache already, with the addition."""
+    import torch
+
+    pending = module.__dict__.get("_read_cells")
+    embeds = kwargs.get("inputs_embeds")
+    if pending is None or embeds is None:
+        return None
+    cache = kwargs.get("cache", kwargs.get("past_key_values"))
+    if cache is not None and cache.get_seq_length() > 0:
+        return None
+    prompts, rows, positions, added = pending
+    copies, rest = divmod(embeds.shape[0], prompts)
+    if rest or not copies:
+        raise RuntimeError(f"reader cells for {prompts} prompts, a pass of {embeds.shape[0]} rows")
+    if copies > 1:  # generate's num_return_sequences: each prompt's copies side by side
+        rows = (rows[:, None] * copies + torch.arange(copies)).flatten()
+        positions = positions.repeat_interleave(copies)
+        added = added.repeat_interleave(copies, 0)
+    keep = positions < embeds.shape[1]  # a prefill of the prompt but its last token
+    index = (rows[keep].to(embeds.device), positions[keep].to(embeds.device))
+    kwargs["inputs_embeds"] = embeds.index_put(index, added[keep].to(embeds.dtype), accumulate=True)
+    return args, kwargs
 
 
 def _family_of(model) -> str:

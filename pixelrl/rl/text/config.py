@@ -26,6 +26,9 @@ COMMON: dict[str, Any] = {
     # where a click's point goes; pixelrl.vision.pointer_head) instead of writing coordinates;
     # a model folder saved with its head (pointer_head.safetensors) loads it either way
     "pointer_head": False,
+    # the pointer head's image tokens also get what the screen reader read in their screen box
+    # (pixelrl.vision.read_cells: named and text channels; needs pointer_head and the reader)
+    "reader_cells": False,
     "lora": {"enabled": False, "r": 16, "alpha": 32, "dropout": 0.0},
     "gradient_checkpointing": False,  # recompute activations in backward (large models)
     # under torchrun (pixelrl.rl.text.parallel): ddp (replicated) or fsdp (FSDP2, sharded);
@@ -73,6 +76,13 @@ def check_text_config(cfg) -> None:
         if not isinstance(value, bool):
             raise ConfigError(f"{key} must be true or false, got {value!r}")
     _check_pointer_family(cfg)
+    if not isinstance(cfg.reader_cells, bool):
+        raise ConfigError(f"reader_cells must be true or false, got {cfg.reader_cells!r}")
+    if cfg.reader_cells and not cfg.pointer_head:
+        raise ConfigError(
+            "reader_cells: true needs pointer_head: true (the reader's cells are added to the "
+            "pointer head's image tokens)"
+        )
     floor = cfg.grpo.format_floor
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor < 1:
         raise ConfigError(f"grpo.format_floor must be in [0, 1), got {floor!r}")

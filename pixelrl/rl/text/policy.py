@@ -33,11 +33,13 @@ def load_text_policy(cfg: Config, codec, corpus: Callable[[], list[str] | None] 
             extra["corpus"] = texts
     from pixelrl.config import ConfigError
     from pixelrl.vision.pointer_head import PointerError
+    from pixelrl.vision.reader import ReaderDependencyError
 
     try:
         policy = load_vlm(source, codec, dtype=cfg.dtype, device=cfg.device, seed=int(cfg.seed),
-                          pointer_head=bool(cfg.pointer_head), **extra)  # fmt: skip
-    except PointerError as e:
+                          pointer_head=bool(cfg.pointer_head),
+                          reader_cells=bool(getattr(cfg, "reader_cells", False)), **extra)  # fmt: skip
+    except (PointerError, ReaderDependencyError) as e:
         raise ConfigError(f"{source}: {e}") from None
     policy.screen_parse = screen_parse(cfg, codec)
     if cfg.lora.enabled:
