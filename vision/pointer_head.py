@@ -17,6 +17,13 @@ the image processor, and the squashed global image).
 Training (GUI-Actor's): every cell whose centre lies in the target box is a positive, the target
 mass spread evenly over them (:func:`box_target`); the loss is the cross-entropy against that.
 
+A cell is coarse (a 224-px image of a 320x240 screen: 23x17-px cells), and a target smaller than
+a cell (a 14-px check-box) may hold no cell's centre: then the centre of the right cell misses.
+The optional offset (``PointerHead(offset=True)``, the "in-patch offset" GUI-Actor leaves out)
+says where in its cell to click, ``(x, y)`` in [0, 1] of the cell's box, from the pointer's and
+the cell's hidden states; it is trained by regression towards the box (:func:`offset_target`) and
+starts at the centre, so a head gains it without a change of what it does.
+
 The head's weights are data: a safetensors file beside the model (:data:`HEAD_FILE`), checked
 against the model's hidden size when read (:func:`load_head`). This module imports nothing of
 pixelrl; :class:`pixelrl.vision.vlm.VLMPolicy` (``pointer_head=True``) wires it in.
@@ -34,7 +41,7 @@ import torch
 from torch import nn
 
 __all__ = ["HEAD_FILE", "POINTER_TOKEN", "Cells", "PointerError", "PointerHead", "box_target",
-           "cell_point", "image_cells", "load_head", "save_head"]  # fmt: skip
+           "cell_point", "image_cells", "load_head", "offset_target", "save_head"]  # fmt: skip
 
 POINTER_TOKEN = "<|pointer|>"
 HEAD_FILE = "pointer_head.safetensors"
@@ -54,9 +61,13 @@ class PointerHead(nn.Module):
     ``cells`` (channels, or None): also a map ``cells: Linear(channels -> hidden)`` of what the
     screen reader read in each image cell (:mod:`pixelrl.vision.read_cells`) to what is added to
     that cell's image token where the language model receives it (``VLMPolicy(reader_cells=)``).
-    It starts at zero, so a model gains the reader's cells without a change of what it does."""
+    It starts at zero, so a model gains the reader's cells without a change of what it does.
 
-    def __init__(self, hidden_size: int, dim: int | None = None, cells: int | None = None) -> None:
+    ``offset``: also ``offset: Linear(2 hidden -> 2)``, where in a cell to click (:meth:`where`)."""
+
+    def __init__(
+        self, hidden_size: int, dim: int | None = None, cells: int | None = None, offset: bool = False
+    ) -> None:
         super().__init__()
         dim = dim or hidden_size
         self.query = nn.Linear(hidden_size, dim)
@@ -64,6 +75,9 @@ class PointerHead(nn.Module):
         self.cells: nn.Linear | None = None
         if cells:
             self.add_cells(cells)
+        self.offset: nn.Linear | None = None
+        if offset:
+            self.add_offset()
 
     @property
     def hidden_size(self) -> int:
@@ -74,6 +88,22 @@ class PointerHead(nn.Module):
         self.cells = nn.Linear(int(channels), self.hidden_size).to(self.query.weight.device)
         nn.init.zeros_(self.cells.weight)
         nn.init.zeros_(self.cells.bias)
+
+    def add_offset(self) -> None:
+        """Give the head its in-cell offset (zeros: every click at its cell's centre until it
+        learns)."""
+        self.offset = nn.Linear(2 * self.hidden_size, 2).to(self.query.weight.device)
+        nn.init.zeros_(self.offset.weight)
+        nn.init.zeros_(self.offset.bias)
+
+    def where(self, pointer: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
+        """``pointer`` (hidden,), ``image`` (N, hidden) -> (N, 2): where in each cell a click on
+        it lands, ``(x, y)`` in [0, 1] of the cell's box (its centre, 0.5, without an offset)."""
+        if self.offset is None:
+            return torch.full((image.shape[0], 2), 0.5, device=image.device)
+        dtype = self.offset.weight.dtype
+        both = torch.cat([pointer.to(dtype).expand(image.shape[0], -1), image.to(dtype)], -1)
+        return torch.sigmoid(self.offset(both).float())
 
     def forward(self, pointer: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
         """``pointer`` (hidden,), ``image`` (N, hidden) -> (N,) log-probabilities over cells."""
@@ -157,12 +187,41 @@ def _idefics3_tiles(processor, screen_size: tuple[int, int]) -> tuple[int, int]:
     return int(out["rows"][0][0]), int(out["cols"][0][0])
 
 
-def cell_point(cells: Cells, index: int, screen_size: tuple[int, int]) -> tuple[int, int]:
-    """The screen pixel a click on cell ``index`` points at: its box's centre, on the screen."""
+def cell_point(
+    cells: Cells, index: int, screen_size: tuple[int, int], within: Any = (0.5, 0.5)
+) -> tuple[int, int]:
+    """The screen pixel a click on cell ``index`` points at: ``within`` its box (``(x, y)`` in
+    [0, 1], :meth:`PointerHead.where`; default its centre), on the screen."""
     x0, y0, x1, y1 = cells.boxes[index]
-    x = min(max(int((x0 + x1) / 2), 0), screen_size[0] - 1)
-    y = min(max(int((y0 + y1) / 2), 0), screen_size[1] - 1)
+    fx, fy = (min(max(float(v), 0.0), 1.0) for v in within)
+    # (1 - f) a + f b: at f = 0.5 exactly (a + b) / 2, the centre as it always was
+    x = min(max(int((1 - fx) * x0 + fx * x1), 0), screen_size[0] - 1)
+    y = min(max(int((1 - fy) * y0 + fy * y1), 0), screen_size[1] - 1)
     return x, y
+
+
+# A box's edge quarter is not a target for the offset: a click there lands in it by a pixel's
+# luck (a 14-px check-box: aim within its middle 7 px).
+OFFSET_MARGIN = 0.25
+
+
+def offset_target(cells: Cells, box) -> np.ndarray:
+    """(N, 2) where in each cell the offset should click for the ``[x0, y0, x1, y1)`` box, as
+    ``(x, y)`` in [0, 1] of the cell's box: a cell whose centre lies in the box keeps it (0.5,
+    :func:`box_target`'s positives); another aims at the point of the box's middle (its edge
+    quarters off) nearest its centre, kept off the cell's edges (0.02, 0.98) where the sigmoid
+    saturates."""
+    x0, y0, x1, y1 = (float(v) for v in box)
+    mx, my = OFFSET_MARGIN * (x1 - x0), OFFSET_MARGIN * (y1 - y0)
+    b = cells.boxes
+    cx, cy = (b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2
+    px, py = np.clip(cx, x0 + mx, x1 - mx), np.clip(cy, y0 + my, y1 - my)
+    fx = (px - b[:, 0]) / (b[:, 2] - b[:, 0])
+    fy = (py - b[:, 1]) / (b[:, 3] - b[:, 1])
+    aim = np.clip(np.stack([fx, fy], 1), 0.02, 0.98)
+    inside = (cx >= x0) & (cx < x1) & (cy >= y0) & (cy < y1)
+    aim[inside] = 0.5
+    return aim
 
 
 def box_target(cells: Cells, box) -> np.ndarray:
@@ -210,7 +269,8 @@ def load_head(folder, hidden_size: int) -> PointerHead:
     channels = int(cells.shape[1]) if cells is not None and cells.dim() == 2 else 0
     if channels > MAX_CELL_CHANNELS:  # a file is data: its shapes do not size our allocations
         raise PointerError(f"{path}: {channels} reader channels (at most {MAX_CELL_CHANNELS})")
-    head = PointerHead(hidden_size, dim or None, channels or None)
+    # a head saved with its in-cell offset (the shapes are checked below like the rest)
+    head = PointerHead(hidden_size, dim or None, channels or None, "offset.weight" in tensors)
     expected = {k: tuple(v.shape) for k, v in head.state_dict().items()}
     found = {k: tuple(v.shape) for k, v in tensors.items()}
     if found != expected:

@@ -142,7 +142,9 @@ class VLMPolicy:
     read where it read it: each image token's pooled channels, mapped by the head's learned
     ``cells`` layer, are added to that token's features where the language model receives them
     (M4C, LayoutLM), in ``generate`` and in ``score`` alike; a head saved with that layer turns
-    it on. ``share_prompts`` (default) runs a prompt that a batch repeats
+    it on. ``pointer_offset`` gives the pointer head its in-cell offset (where in the chosen cell
+    to click, trained towards the target box with SFT; a head saved with it turns it on).
+    ``share_prompts`` (default) runs a prompt that a batch repeats
     once; ``False`` runs every row, the same numbers more slowly.
     """
 
@@ -158,6 +160,7 @@ class VLMPolicy:
         screen_parse: Callable[[Any], str] | None = None,
         pointer_head: Any = None,
         reader_cells: Any = None,
+        pointer_offset: bool = False,
     ) -> None:
         if codec is None or not callable(getattr(codec, "parse", None)):
             raise TypeError(f"VLMPolicy needs an action codec (parse/render), got {codec!r}")
@@ -186,6 +189,8 @@ class VLMPolicy:
                 f"the tokenizer has the pointer token {_pointer_token()} but the policy has no "
                 f"pointer head ({HEAD_FILE} missing beside the model?)"
             )
+        if pointer_offset:
+            self._attach_offset()
         self.reader_cells = None
         if reader_cells or (self.pointer is not None and self.pointer.cells is not None):
             self._attach_reader_cells(reader_cells or True)
@@ -449,7 +454,8 @@ class VLMPolicy:
         With a pointer head, a completion's pointer token's log-prob also holds its cell's:
         ``log p(cell)`` of a :class:`Completion`'s ``patch`` (GRPO: the cell is part of the
         action), or, given ``pointer_boxes`` (one ``[x0, y0, x1, y1)`` box or None a row),
-        ``sum_k target_k log p(k)`` over the box's cells (SFT: minus GUI-Actor's cross-entropy)."""
+        ``sum_k target_k log p(k)`` over the box's cells (SFT: minus GUI-Actor's cross-entropy;
+        with the head's offset, minus also its squared error towards the box, target-weighted)."""
         import torch
 
         if len(completions) != len(instructions):
@@ -559,6 +565,18 @@ class VLMPolicy:
             )
         self.pointer = head.to(self.model.device)
 
+    def _attach_offset(self) -> None:
+        """Give the pointer head its in-cell offset (a loaded head that has one keeps it)."""
+        from pixelrl.vision.pointer_head import PointerError
+
+        if self.pointer is None:
+            raise PointerError(
+                "pointer_offset: the offset says where in the pointer head's chosen cell to "
+                "click; this policy has no pointer head (pointer_head=True)"
+            )
+        if self.pointer.offset is None:
+            self.pointer.add_offset()
+
     def _attach_reader_cells(self, reader_cells) -> None:
         """Feed the pointer head's image tokens what the screen reader read (``True``: a
         :class:`~pixelrl.vision.read_cells.ReaderCells`): the head gets its ``cells`` layer and
@@ -634,7 +652,8 @@ class VLMPolicy:
 
     def _pointer_logits(self, screenshots, instructions, histories, comp, mask):
         """:meth:`_logits` and, for each row whose completion holds the pointer token, ``(t,
-        log p over cells, cells)`` at its first pointer token ``t`` (None for other rows)."""
+        log p over cells, cells, where)`` at its first pointer token ``t`` (None for other
+        rows); ``where`` (N, 2): the head's in-cell point of each cell (:meth:`PointerHead.where`)."""
         import torch
 
         from pixelrl.vision.pointer_head import image_cells
@@ -653,27 +672,34 @@ class VLMPolicy:
             cells = image_cells(self.family, batch, row, _size_of(screenshots[row]),
                                 self.processor, image_token)  # fmt: skip
             keys = hidden[row, torch.as_tensor(cells.positions, device=hidden.device)]
-            pointed.append((t, self.pointer(hidden[row, start + t], keys), cells))
+            query = hidden[row, start + t]
+            pointed.append((t, self.pointer(query, keys), cells, self.pointer.where(query, keys)))
         return logits, pointed
 
     def _pointer_terms(self, pointed, completions, boxes, shape):
         """(B, T): each pointing row's cell term at its pointer token (see :meth:`score`)."""
         import torch
 
-        from pixelrl.vision.pointer_head import PointerError, box_target
+        from pixelrl.vision.pointer_head import PointerError, box_target, offset_target
 
         terms = torch.zeros(shape, device=self.model.device)
         for row, found in enumerate(pointed):
             if found is None:
                 continue
-            t, logp, cells = found
+            t, logp, cells, where = found
             patch = getattr(completions[row], "patch", None)
             box = boxes[row] if boxes is not None else None
             if patch is not None:
                 terms[row, t] = logp[int(patch)]
             elif box is not None:
                 target = torch.as_tensor(box_target(cells, box), dtype=logp.dtype)
-                terms[row, t] = (target.to(logp.device) * logp).sum()
+                target = target.to(logp.device)
+                terms[row, t] = (target * logp).sum()
+                if self.pointer.offset is not None:
+                    # minus the offset's squared error, each cell weighted as its target mass
+                    aim = torch.as_tensor(offset_target(cells, box), dtype=where.dtype)
+                    error = ((where - aim.to(where.device)) ** 2).sum(-1)
+                    terms[row, t] = terms[row, t] - (target * error).sum()
             else:
                 raise PointerError(
                     "a completion to score holds the pointer token but names neither its "
@@ -684,7 +710,7 @@ class VLMPolicy:
     def _point(self, completions, screenshots, instructions, histories, do_sample, screen_size):
         """Give each generated completion that holds the pointer token its cell (sampled, or the
         most likely one), that cell's log-prob at the token, and its text and action with the
-        cell's centre written where the token was."""
+        cell's point (its centre, or where the head's offset says) written where the token was."""
         import torch
 
         from pixelrl.vision.pointer_head import cell_point
@@ -697,12 +723,13 @@ class VLMPolicy:
             _, pointed = self._pointer_logits(*([xs[i] for i in rows] for xs in
                                                 (screenshots, instructions, histories)),
                                               comp, mask)  # fmt: skip
-        for i, (t, logp, cells) in zip(rows, pointed):
+        for i, (t, logp, cells, where) in zip(rows, pointed):
             c = completions[i]
             c.patch = int(torch.multinomial(logp.exp(), 1)) if do_sample else int(logp.argmax())
             c.sampled_logprobs[t] += float(logp[c.patch])
             size = _size_of(screenshots[i])
-            point = self.codec.point_text(*cell_point(cells, c.patch, size), size)
+            at = cell_point(cells, c.patch, size, where[c.patch].tolist())
+            point = self.codec.point_text(*at, size)
             c.text = self._text_with_point(c.token_ids, point)
             c.action, c.parsed, c.error = self.parse(c.text, screen_size)
 

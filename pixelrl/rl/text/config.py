@@ -29,6 +29,9 @@ COMMON: dict[str, Any] = {
     # the pointer head's image tokens also get what the screen reader read in their screen box
     # (pixelrl.vision.read_cells: named and text channels; needs pointer_head and the reader)
     "reader_cells": False,
+    # the pointer head also says where in its chosen cell to click (an offset trained towards
+    # the target box by SFT: for targets smaller than a cell, e.g. 14-px check-boxes)
+    "pointer_offset": False,
     "lora": {"enabled": False, "r": 16, "alpha": 32, "dropout": 0.0},
     "gradient_checkpointing": False,  # recompute activations in backward (large models)
     # under torchrun (pixelrl.rl.text.parallel): ddp (replicated) or fsdp (FSDP2, sharded);
@@ -82,6 +85,13 @@ def check_text_config(cfg) -> None:
         raise ConfigError(
             "reader_cells: true needs pointer_head: true (the reader's cells are added to the "
             "pointer head's image tokens)"
+        )
+    if not isinstance(cfg.pointer_offset, bool):
+        raise ConfigError(f"pointer_offset must be true or false, got {cfg.pointer_offset!r}")
+    if cfg.pointer_offset and not cfg.pointer_head:
+        raise ConfigError(
+            "pointer_offset: true needs pointer_head: true (the offset says where in the "
+            "pointer head's chosen cell to click)"
         )
     floor = cfg.grpo.format_floor
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor < 1:

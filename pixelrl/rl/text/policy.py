@@ -38,7 +38,9 @@ def load_text_policy(cfg: Config, codec, corpus: Callable[[], list[str] | None] 
     try:
         policy = load_vlm(source, codec, dtype=cfg.dtype, device=cfg.device, seed=int(cfg.seed),
                           pointer_head=bool(cfg.pointer_head),
-                          reader_cells=bool(getattr(cfg, "reader_cells", False)), **extra)  # fmt: skip
+                          reader_cells=bool(getattr(cfg, "reader_cells", False)),
+                          pointer_offset=bool(getattr(cfg, "pointer_offset", False)),
+                          **extra)  # fmt: skip
     except (PointerError, ReaderDependencyError) as e:
         raise ConfigError(f"{source}: {e}") from None
     policy.screen_parse = screen_parse(cfg, codec)
