@@ -66,7 +66,11 @@ class PointerHead(nn.Module):
     ``offset``: also ``offset: Linear(2 hidden -> 2)``, where in a cell to click (:meth:`where`)."""
 
     def __init__(
-        self, hidden_size: int, dim: int | None = None, cells: int | None = None, offset: bool = False
+        self,
+        hidden_size: int,
+        dim: int | None = None,
+        cells: int | None = None,
+        offset: bool = False,
     ) -> None:
         super().__init__()
         dim = dim or hidden_size

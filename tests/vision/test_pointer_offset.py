@@ -124,8 +124,8 @@ def trained():
 
 def test_sft_teaches_the_offset_to_hit_a_box_the_centre_misses(trained):
     runs, screen = trained
-    (_, cell, point), = _clicks(runs[False], [screen])
-    (_, cell_offset, point_offset), = _clicks(runs[True], [screen])
+    ((_, cell, point),) = _clicks(runs[False], [screen])
+    ((_, cell_offset, point_offset),) = _clicks(runs[True], [screen])
     assert cell == cell_offset == 9  # both learned the right cell: row 1, column 1
     assert point == (60, 45) and not _inside(point, SMALL_BOX)  # its centre
     assert _inside(point_offset, SMALL_BOX), point_offset
