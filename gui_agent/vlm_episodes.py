@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import numpy as np
+
 from pixelrl.config import Config
 from pixelrl.gui_agent.vlm_tasks import env_kwargs
 from pixelrl.rl.text.demos import load_examples
@@ -56,10 +58,16 @@ def sft_examples(roots: list[Path], policy) -> list[Example]:
 
 
 def recorded_examples(policy, data, e: int) -> list[Example]:
-    """Every step of episode ``e`` of the recording ``data`` whose action the GUI codec reads."""
+    """Every step of episode ``e`` of the recording ``data`` whose action the GUI codec reads.
+
+    With a pointer head, a click's point is the head's: the target holds the pointer token
+    where the point was, and the row's ``target_bbox`` (the box the expert aimed at) is the
+    head's target, or, in a recording without one, the few pixels around the expert's point.
+    The history keeps the point as text, as a live episode's history writes it."""
     from pixelrl.envs.recording.codec import action_as_gui
 
     screen, rows = data.screen_size, data.steps(e)
+    boxes = rows["target_bbox"] if "target_bbox" in rows else None
     examples, history = [], []
     for t, text_ in enumerate(rows["action"]):
         action = action_as_gui(str(text_), screen)
@@ -67,9 +75,38 @@ def recorded_examples(policy, data, e: int) -> list[Example]:
             continue
         target = policy.action_text(action, screen)
         instruction = str(rows["instruction"].iloc[t])
-        examples.append(Example(Prompt(data.frame(e, t), instruction, tuple(history)), target))
+        pointed, box = pointer_target(policy, action, target, screen,
+                                      boxes.iloc[t] if boxes is not None else None)  # fmt: skip
+        examples.append(Example(Prompt(data.frame(e, t), instruction, tuple(history)), pointed,
+                                box=box))  # fmt: skip
         history.append(target)
     return examples
+
+
+# Around a recorded click with no target box: a box of the click's own pixels, give or take this.
+POINT_BOX_RADIUS = 2
+
+
+def pointer_target(policy, action, target: str, screen, bbox=None) -> tuple[str, tuple | None]:
+    """``target`` as a pointer head answers it (the click's point text replaced by the pointer
+    token) and the head's target box: ``bbox`` when it holds the click, else the pixels around
+    the click. Unchanged (and no box) without a head, or for an action with no single point."""
+    if policy.pointer is None or action.kind not in ("click", "double_click", "right_click"):
+        return target, None
+    from pixelrl.vision.pointer_head import POINTER_TOKEN
+
+    point = policy.codec.point_text(action.x, action.y, screen)
+    if target.count(point) != 1:
+        return target, None
+    try:  # a recording is data: the box may be missing (None, NaN) or any shape
+        box = [int(v) for v in np.asarray(bbox, dtype=float).reshape(-1)]
+    except (TypeError, ValueError):
+        box = []
+    x, y = action.x, action.y
+    if len(box) != 4 or not (box[0] <= x < box[2] and box[1] <= y < box[3]):
+        r = POINT_BOX_RADIUS
+        box = [x - r, y - r, x + r + 1, y + r + 1]
+    return target.replace(point, POINTER_TOKEN), tuple(box)
 
 
 def play_group(policy, cfg: Config, seed: int, group_size: int, gcfg, env_id: str | None = None,

@@ -1,0 +1,81 @@
+"""Recorded GUI episodes as SFT examples for a pointer head (issue 53): a click's point becomes the
+pointer token and the recorded ``target_bbox`` the head's target (the pixels around the click when
+a recording has none or a box that misses the click); the history keeps the point as text; other
+actions and a policy without a head are unchanged. Tiny models from config, the real desktop
+expert."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from pixelrl.envs.gui_action import Action
+from pixelrl.envs.gui_action.codec import GUIActionCodec
+from pixelrl.gui_agent.vlm_episodes import POINT_BOX_RADIUS, pointer_target, sft_examples
+from pixelrl.vision.pointer_head import POINTER_TOKEN
+from pixelrl.vision.vlm import load_vlm
+
+SCREEN = (320, 240)
+
+
+@pytest.fixture(scope="module")
+def pointing():
+    torch.manual_seed(0)
+    codec = GUIActionCodec.for_model("tiny-smolvlm", "uitars", None)
+    return load_vlm("tiny-smolvlm", codec, seed=0, pointer_head=True, pointer_offset=True,
+                    vision_size={"image_size": 64, "patch_size": 4, "scale_factor": 2})  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    from pixelrl.config import Config
+    from pixelrl.gui_agent.train_vlm import DEFAULTS
+    from pixelrl.gui_agent.vlm_demos import record_expert_episodes
+
+    cfg = Config({**DEFAULTS, "env": {**DEFAULTS["env"], "families": ["click-button"]},
+                  "data": {**DEFAULTS["data"], "episodes": 3},
+                  "train": {**DEFAULTS["train"], "progress": False}})  # fmt: skip
+    return record_expert_episodes(cfg, tmp_path_factory.mktemp("demos")) / "click-button"
+
+
+def test_a_recorded_click_points_through_the_head_at_its_recorded_box(recorded, pointing):
+    from pixelrl.envs.recording import load_episodes
+    from pixelrl.rl.sft import sft_step
+
+    examples = sft_examples([recorded], pointing)
+    data = load_episodes(recorded)
+    boxes = [tuple(int(v) for v in data.steps(e)["target_bbox"].iloc[0]) for e in data.episodes]
+    assert len(examples) == 3
+    for example, box in zip(examples, boxes):
+        assert example.target == f"click(start_box='{POINTER_TOKEN}')"
+        assert example.box == box and box[2] - box[0] > 2 * POINT_BOX_RADIUS + 1
+    opt = torch.optim.AdamW(pointing.trainable_parameters(), lr=1e-3)
+    assert math.isfinite(sft_step(pointing, opt, examples))
+
+
+def test_without_a_head_the_examples_keep_their_points(recorded):
+    plain = load_vlm("tiny-qwen2_vl", GUIActionCodec(), seed=0)
+    examples = sft_examples([recorded], plain)
+    assert all(e.box is None and e.target.startswith("click(start_box='(") for e in examples)
+
+
+@pytest.mark.parametrize("bbox", [None, float("nan"), [1, 2, 3], [0, 0, 10, 10], "junk"])
+def test_a_missing_or_wrong_box_gives_the_pixels_around_the_click(pointing, bbox):
+    click = Action.click(100, 50)
+    target = pointing.action_text(click, SCREEN)
+    pointed, box = pointer_target(pointing, click, target, SCREEN, bbox)
+    r = POINT_BOX_RADIUS
+    assert POINTER_TOKEN in pointed and box == (100 - r, 50 - r, 101 + r, 51 + r)
+
+
+def test_the_history_keeps_the_point_as_text_and_typing_is_unchanged(pointing):
+    typing = Action.type_text("hello")
+    target = pointing.action_text(typing, SCREEN)
+    assert pointer_target(pointing, typing, target, SCREEN, [0, 0, 10, 10]) == (target, None)
+    click = Action.click(10, 20)
+    text = pointing.action_text(click, SCREEN)
+    pointed, box = pointer_target(pointing, click, text, SCREEN, np.array([0, 0, 40, 40]))
+    assert box == (0, 0, 40, 40) and POINTER_TOKEN not in text
