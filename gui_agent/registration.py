@@ -32,6 +32,7 @@ _VARIANTS = [
     ("gui/grounding-pointer-read-sft", "gui_agent/configs/sft_grounding_pointer_read.yaml", "gui/sft", "gui/grounding-pointer-sft with the screen reader's cells added to the image tokens"),
     ("gui/grounding-pointer-grpo", "gui_agent/configs/grpo_grounding_pointer.yaml", "gui/grounding-grpo", "grounding GRPO through the pointer head from gui/grounding-pointer-sft's model"),
     ("gui/miniwob-vlm-sft", "gui_agent/configs/miniwob_vlm_sft.yaml", "gui/sft", "vision-language policy cloned from the MiniWoB++ oracle"),
+    ("gui/miniwob-vlm-pointer-sft", "gui_agent/configs/miniwob_vlm_pointer_sft.yaml", "gui/sft", "gui/miniwob-vlm-sft through the pointer head (in-cell offset, reader cells)"),
     ("gui/miniwob-vlm-grpo", "gui_agent/configs/miniwob_vlm_grpo.yaml", "gui/multiturn-grpo", "multi-turn GRPO on live MiniWoB++ tasks from gui/miniwob-vlm-sft's model"),
 ]
 # fmt: on

@@ -110,6 +110,7 @@ DEFAULTS: dict[str, Any] = text_defaults({
         "sigma_scale": 0.5,  # the Gaussian's σ in box sizes (click_gaussian, gui_g2)
         "seeds_per_step": 2,
     },
+    # episodes: held-out episodes a task (0: none; evaluate the saved model with pixelrl eval)
     "eval": {"interval": 10, "grounding_items": 100, "episodes": 20},
     # Set-of-Mark prompts: the screen reader's words, numbered, each with its centre in the
     # action text's coordinates, under the instruction (pixelrl.vision.reader.SetOfMarks; needs
@@ -138,6 +139,8 @@ DEFAULTS: dict[str, Any] = text_defaults({
 def config_for(recipe_config: str | Path, overrides=()) -> Config:
     cfg = load_config(recipe_config, list(overrides), DEFAULTS)
     check_text_config(cfg)
+    if int(cfg.eval.episodes) < 0:
+        raise ConfigError(f"eval.episodes must be >= 0 (0: no held-out episodes), got {cfg.eval.episodes}")
     if int(cfg.prompt.screen_words) < 1:
         raise ConfigError(f"prompt.screen_words must be >= 1, got {cfg.prompt.screen_words}")
     if cfg.prompt.mark_actions and not cfg.prompt.screen_parse:
@@ -251,6 +254,8 @@ class GUITask:
         from pixelrl.rl.text.adapter import Evaluation
 
         items = _held_out(self.cfg)
+        if items is None and int(self.cfg.eval.episodes) == 0:
+            return Evaluation("success", None)  # evaluated afterwards (pixelrl eval), if at all
         if items is None:
             return Evaluation("success", lambda policy: success_eval(policy, self.cfg))
         tokens = int(self.cfg.grpo.max_new_tokens)

@@ -150,6 +150,13 @@ class RecordEpisodes(gymnasium.Wrapper):
             self._episode = None
         return obs, reward, terminated, truncated, info
 
+    def aim(self, box) -> None:
+        """Record ``box`` as the target of the next action where the env's ``info`` has none
+        (the expert's own aim: ``env.unwrapped.expert_target_bbox`` of the MiniWoB++ oracle)."""
+        if self._episode is None:
+            raise gymnasium.error.ResetNeeded("call reset() before aim(): nothing is being recorded")
+        self._episode.aim(box)
+
     def close(self) -> None:
         if self._episode is not None:
             self._episode.discard()

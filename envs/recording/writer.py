@@ -259,6 +259,12 @@ class EpisodeRecorder:
         self._save_frames(self._pending_obs, 0)
 
     # -- streaming ----------------------------------------------------------------------------
+    def aim(self, box) -> None:
+        """The box the next action aims at, where the observation's ``info`` did not say (an
+        expert that knows its target, e.g. the MiniWoB++ oracle): kept with the next row."""
+        if self._pending_bbox is None:
+            self._pending_bbox = codec.target_bbox({"target_bbox": box})
+
     def add_step(
         self,
         stored_action: str | int,

@@ -7,6 +7,7 @@ expert."""
 from __future__ import annotations
 
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -79,3 +80,43 @@ def test_the_history_keeps_the_point_as_text_and_typing_is_unchanged(pointing):
     text = pointing.action_text(click, SCREEN)
     pointed, box = pointer_target(pointing, click, text, SCREEN, np.array([0, 0, 40, 40]))
     assert box == (0, 0, 40, 40) and POINTER_TOKEN not in text
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None or shutil.which("chromedriver") is None,
+    reason="needs Chromium and chromedriver: apt-get install chromium chromium-driver",
+)
+def test_the_miniwob_oracle_s_aim_is_recorded_with_its_clicks(tmp_path, pointing):
+    """MiniWoB++ has no target box in ``info``: the oracle's own aim is recorded instead, so a
+    pointer head learns from the box it clicked (here a check-box with its label)."""
+    pytest.importorskip("miniwob", reason="needs the web extra")
+    import gymnasium as gym
+
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.families import expert_of
+    from pixelrl.envs.recording import RecordEpisodes, load_episodes
+    from pixelrl.envs.recording.codec import action_as_gui
+    from pixelrl.rl.text.demos import record_expert
+
+    env = RecordEpisodes(gym.make("pixelrl/MiniWoB-click-checkboxes-v0"), tmp_path / "d")
+    record_expert(env, [2], lambda env: expert_of(env).act, "expert", False)
+    rows = load_episodes(tmp_path / "d").steps(0)
+    assert len(rows) >= 2
+    for text, box in zip(rows["action"], rows["target_bbox"]):
+        click = action_as_gui(text, (160, 210))
+        assert click.kind == "click" and box is not None
+        assert box[0] <= click.x < box[2] and box[1] <= click.y < box[3]
+    examples = sft_examples([tmp_path / "d"], pointing)
+    assert [e.box for e in examples] == [tuple(int(v) for v in b) for b in rows["target_bbox"]]
+
+
+def test_aim_before_reset_is_an_error(tmp_path):
+    import gymnasium as gym
+
+    import pixelrl.envs  # noqa: F401
+    from pixelrl.envs.recording import RecordEpisodes
+
+    env = RecordEpisodes(gym.make("pixelrl/Desktop-ClickButton-v0"), tmp_path / "d")
+    with pytest.raises(gym.error.ResetNeeded, match="before aim"):
+        env.aim([0, 0, 10, 10])
+    env.close()

@@ -43,7 +43,9 @@ def dataset_roots(cfg: Config, run, record: Callable[[Path], list[Path]]) -> lis
 def record_expert(env, seeds: Iterable[int], expert: Callable[[Any], Callable[[], Any]],
                   desc: str, progress: bool) -> None:  # fmt: skip
     """One episode from each of ``seeds`` in ``env`` (a ``RecordEpisodes``), played by the
-    expert: ``expert(env)``, called after each reset, gives the function of its next action."""
+    expert: ``expert(env)``, called after each reset, gives the function of its next action.
+    An expert that says what it aims at (``env.unwrapped.expert_target_bbox``, the MiniWoB++
+    oracle's) has it recorded as the row's ``target_bbox`` where ``info`` gave none."""
     from tqdm import tqdm
 
     for seed in tqdm(seeds, desc=desc, disable=not progress):
@@ -51,7 +53,11 @@ def record_expert(env, seeds: Iterable[int], expert: Callable[[Any], Callable[[]
         next_action = expert(env)
         done = False
         while not done:
-            _, _, terminated, truncated, _ = env.step(next_action())
+            action = next_action()
+            aim = getattr(env.unwrapped, "expert_target_bbox", None)
+            if aim is not None:
+                env.aim(aim)
+            _, _, terminated, truncated, _ = env.step(action)
             done = terminated or truncated
     env.close()
 
