@@ -27,9 +27,6 @@ words; the reader's own cache also skips frames it has read.
 
 from __future__ import annotations
 
-import threading
-from typing import Any
-
 import numpy as np
 
 from pixelrl.vision.read_cells import MATCH_FLOOR, instruction_tokens, paint
@@ -45,19 +42,14 @@ __all__ = [
 
 REREAD_CHANGE = 0.02  # re-read when more than this share of the screen's pixels changed
 
-_shared: dict[str, Any] = {}
-_lock = threading.Lock()
-
 
 def shared_reader():
-    """One :class:`~pixelrl.vision.reader.ScreenReader` per process (the ONNX models load once;
-    every env of a vector env shares it)."""
-    from pixelrl.vision.reader import ScreenReader
+    """The process's one :class:`~pixelrl.vision.reader.ScreenReader` (every env of a vector
+    env, the VLM's reader cells and Set-of-Mark parses share it:
+    :func:`pixelrl.vision.reader.shared_reader`)."""
+    from pixelrl.vision.reader import shared_reader as process_reader
 
-    with _lock:
-        if "reader" not in _shared:
-            _shared["reader"] = ScreenReader()
-        return _shared["reader"]
+    return process_reader()
 
 
 class ReadMaps:

@@ -673,8 +673,15 @@ class SetOfMarks:
         return "Screen text: " + (" ".join(marks) if marks else "none")
 
 
-@functools.lru_cache(maxsize=1)
+_shared: dict[str, ScreenReader] = {}
+_shared_lock = threading.Lock()
+
+
 def shared_reader() -> ScreenReader:
-    """The process's screen reader for Set-of-Mark parses: the prompt's parse and a reward's
-    marks of the same screen are one reading (its frame cache)."""
-    return ScreenReader(cache_size=4096)
+    """The process's one screen reader (its ONNX models load once): the prompt's Set-of-Mark
+    parse, a reward's marks, the pointer head's reader cells and the pointer policy's read maps
+    of the same screen are one reading (its frame cache). Env threads may ask at once."""
+    with _shared_lock:
+        if "reader" not in _shared:
+            _shared["reader"] = ScreenReader(cache_size=4096)
+        return _shared["reader"]
