@@ -190,8 +190,16 @@ def load_agent(path: str | Path):
     if text.startswith("tiny-"):
         return VLMAgent(load_vlm(text, GUIActionCodec.for_model(text)))
     if is_model_folder(text):
+        from pixelrl.gui_agent.agent_spec import GUIAgentFileError, read_gui_spec
+
+        try:  # a gui/* recipe's folder says how its answers are written and what its prompt held
+            spec = read_gui_spec(text)
+        except GUIAgentFileError as e:
+            raise CheckpointError(str(e)) from None
+        codec = spec.codec() if spec is not None else GUIActionCodec.for_model(text)
+        parse = spec.screen_parse_for(codec) if spec is not None else None
         try:
-            return VLMAgent(load_vlm(text, GUIActionCodec.for_model(text)))
+            return VLMAgent(load_vlm(text, codec, screen_parse=parse))
         except MODEL_FILE_ERRORS as e:  # a cut or random model.safetensors, a bad config.json
             raise CheckpointError(f"{text}: cannot load the model folder: {e}") from None
     p = Path(text)

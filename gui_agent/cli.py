@@ -11,8 +11,10 @@ folder saved by ``gui/sft`` / ``gui/*-grpo``, or ``tiny-<family>`` (a random bas
 Episodes use held-out (odd) seeds; the grounding set is generated from held-out seeds too
 (``pixelrl.gui_agent.grounding``). A VLM policy plays ``--batch`` episodes together (default 8),
 each in its own env, with one batched ``generate`` per step; ``--batch 1`` plays one at a time.
-``--screen-parse`` gives a VLM policy the Set-of-Mark screen parse it was trained with
-(``prompt.screen_parse=true``). ``--json`` writes the rows.
+A model folder saved by a ``gui/*`` recipe acts as it was trained: its
+``pixelrl_gui_agent.json`` says how its answers are written and whether its prompt held a screen
+parse. ``--screen-parse`` gives another VLM policy (an older folder, a hub model) the
+Set-of-Mark screen parse (``prompt.screen_parse=true``). ``--json`` writes the rows.
 """
 
 from __future__ import annotations

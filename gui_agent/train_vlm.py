@@ -45,6 +45,7 @@ import numpy as np
 
 from pixelrl.config import Config, ConfigError, load_config
 from pixelrl.env_family import names_family
+from pixelrl.gui_agent.agent_spec import save_gui_agent
 from pixelrl.gui_agent.grounding_rewards import GROUNDING_REWARDS
 from pixelrl.gui_agent.vlm_demos import record_tasks
 from pixelrl.gui_agent.vlm_episodes import group_envs, play_group, sft_examples
@@ -140,7 +141,9 @@ def config_for(recipe_config: str | Path, overrides=()) -> Config:
     cfg = load_config(recipe_config, list(overrides), DEFAULTS)
     check_text_config(cfg)
     if int(cfg.eval.episodes) < 0:
-        raise ConfigError(f"eval.episodes must be >= 0 (0: no held-out episodes), got {cfg.eval.episodes}")
+        raise ConfigError(
+            f"eval.episodes must be >= 0 (0: no held-out episodes), got {cfg.eval.episodes}"
+        )
     if int(cfg.prompt.screen_words) < 1:
         raise ConfigError(f"prompt.screen_words must be >= 1, got {cfg.prompt.screen_words}")
     if cfg.prompt.mark_actions and not cfg.prompt.screen_parse:
@@ -280,7 +283,8 @@ class GUITask:
         return examples
 
     def save(self, policy, folder: Path) -> None:
-        policy.save(folder)
+        # the weights and how the agent answers and what its prompt shows (pixelrl eval reads it)
+        save_gui_agent(policy, folder, int(self.cfg.prompt.screen_words))
 
     # one-step GRPO: grounding prompts, click rewards
     def prompts(self) -> list:

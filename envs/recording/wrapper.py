@@ -154,7 +154,9 @@ class RecordEpisodes(gymnasium.Wrapper):
         """Record ``box`` as the target of the next action where the env's ``info`` has none
         (the expert's own aim: ``env.unwrapped.expert_target_bbox`` of the MiniWoB++ oracle)."""
         if self._episode is None:
-            raise gymnasium.error.ResetNeeded("call reset() before aim(): nothing is being recorded")
+            raise gymnasium.error.ResetNeeded(
+                "call reset() before aim(): nothing is being recorded"
+            )
         self._episode.aim(box)
 
     def close(self) -> None:
