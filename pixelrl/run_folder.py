@@ -95,6 +95,7 @@ class Run:
         self.evals.append({"step": step, **row})
         if not self.main:
             return
+        self.write_tables()  # a run stopped later keeps its rows up to here
         shown = "  ".join(
             f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
         )

@@ -421,7 +421,9 @@ class Trainer:
             "observation_space": self.envs.single_observation_space,
             "action_space": self.envs.single_action_space,
         }
-        return save_checkpoint(payload, self.run_dir / "checkpoints" / f"update_{self.update}.pt")
+        path = save_checkpoint(payload, self.run_dir / "checkpoints" / f"update_{self.update}.pt")
+        self.run_folder.write_tables()  # the tables of what the checkpoint holds, on disk now
+        return path
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, num_episodes: int | None = None) -> dict[str, float]:
