@@ -79,20 +79,13 @@ def check_text_config(cfg) -> None:
         if not isinstance(value, bool):
             raise ConfigError(f"{key} must be true or false, got {value!r}")
     _check_pointer_family(cfg)
-    if not isinstance(cfg.reader_cells, bool):
-        raise ConfigError(f"reader_cells must be true or false, got {cfg.reader_cells!r}")
-    if cfg.reader_cells and not cfg.pointer_head:
-        raise ConfigError(
-            "reader_cells: true needs pointer_head: true (the reader's cells are added to the "
-            "pointer head's image tokens)"
-        )
-    if not isinstance(cfg.pointer_offset, bool):
-        raise ConfigError(f"pointer_offset must be true or false, got {cfg.pointer_offset!r}")
-    if cfg.pointer_offset and not cfg.pointer_head:
-        raise ConfigError(
-            "pointer_offset: true needs pointer_head: true (the offset says where in the "
-            "pointer head's chosen cell to click)"
-        )
+    # what only the pointer head can use, and why
+    for key, why in (("reader_cells", "the reader's cells are added to the pointer head's image tokens"),
+                     ("pointer_offset", "the offset says where in the pointer head's chosen cell to click")):  # fmt: skip
+        if not isinstance(cfg[key], bool):
+            raise ConfigError(f"{key} must be true or false, got {cfg[key]!r}")
+        if cfg[key] and not cfg.pointer_head:
+            raise ConfigError(f"{key}: true needs pointer_head: true ({why})")
     floor = cfg.grpo.format_floor
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor < 1:
         raise ConfigError(f"grpo.format_floor must be in [0, 1), got {floor!r}")
