@@ -7,6 +7,8 @@
     python bench/miniwob_table.py oracle --tasks gestures   # the oracle's drag/scroll/slider tasks
     python bench/miniwob_table.py --merge a.json b.json      # one table from runs split by task
                                                              # or by --seed (pooled per task)
+    python bench/miniwob_table.py --merge a.json b.json --markdown \
+        --beside "no memory=docs/results/miniwob_wide_table.csv"  # the docs' table, an older run beside
 
 POLICY is a ``gui/miniwob`` (or ``gui/ppo``) checkpoint, run folder or model folder, or
 ``oracle``. ``--tasks`` names the tasks (``twelve``: the ``gui/miniwob`` recipe's, ``wide``: all
@@ -161,10 +163,21 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--csv", help="write the table here")
     ap.add_argument("--json", help="write the rows (with the run's settings) here")
-    ap.add_argument("--merge", nargs="+", help="print one table from these --json files instead")
+    ap.add_argument("--merge", nargs="+", help="print one table from these --json (or --csv) "
+                    "files instead")  # fmt: skip
+    ap.add_argument("--markdown", action="store_true", help="print the table as markdown (docs)")
+    ap.add_argument("--beside", action="append", default=[], metavar="LABEL=CSV",
+                    help="with --markdown: another run's --csv table as a column (repeatable)")  # fmt: skip
     args = ap.parse_args()
+    try:
+        beside = dict(read_beside(item) for item in args.beside)
+        merged = [r for path in args.merge or () for r in read_rows(path)]
+    except ValueError as e:
+        ap.error(str(e))
+    if beside and not args.markdown:
+        ap.error("--beside needs --markdown")
     if args.merge:
-        rows = pool([r for path in args.merge for r in json.load(open(path))["rows"]])
+        rows = pool(merged)
     elif args.policy:
         try:
             tasks = task_list(args.tasks, None) if args.tasks else None
@@ -173,7 +186,9 @@ def main() -> None:
         rows = evaluate_tasks(args.policy, tasks, args.episodes, args.seed)
     else:
         ap.error("give POLICY, or --merge JSON...")
-    print_table(rows)
+    print(markdown_table(rows, beside) if args.markdown else "", end="")
+    if not args.markdown:
+        print_table(rows)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -183,6 +198,76 @@ def main() -> None:
         with open(args.json, "w") as f:
             json.dump({"policy": args.policy, "episodes": args.episodes, "seed": args.seed,
                        "rows": rows}, f, indent=2)  # fmt: skip
+
+
+def read_rows(path: str) -> list[dict]:
+    """The rows of a ``--json`` or ``--csv`` file of this bench; anything else a ValueError."""
+    try:
+        if not path.endswith(".csv"):
+            with open(path) as f:
+                return json.load(f)["rows"]
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        for r in rows:  # csv keeps text: the numbers back, an empty published cell as None
+            r["n"] = int(r["n"])
+            for key in ("success", "ci_low", "ci_high", "seconds"):
+                r[key] = float(r[key])
+            for key in ("human", "ccnet", "pix2act"):
+                r[key] = float(r[key]) if r[key] else None
+        return rows
+    except (OSError, KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{path}: not a --json or --csv table of this bench ({e!r})") from None
+
+
+def read_beside(item: str) -> tuple[str, dict[str, float]]:
+    """``LABEL=CSV`` (a ``--csv`` or ``--json`` table of this bench) as (label, {task: success})."""
+    label, sep, path = item.partition("=")
+    if not sep or not label or not path:
+        raise ValueError(f"--beside takes LABEL=CSV (a --csv table of this bench), got {item!r}")
+    return label, {r["task"]: r["success"] for r in read_rows(path)}
+
+
+def markdown_table(rows: list[dict], beside: dict[str, dict[str, float]] | None = None) -> str:
+    """The table as markdown: per task our success and Wilson 95% interval, the ``beside``
+    runs' success, the published columns; then the means over every task with published
+    figures (with the pooled episodes' interval), the twelve of ``gui/miniwob``, the wide set's
+    further tasks and the tasks Pix2Act reports."""
+    from pixelrl.stats import wilson_interval
+
+    beside = beside or {}
+    head = ["task", "ours [95% CI]", *beside, "human", "CC-Net", "Pix2Act"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["task"], f"{r['success']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]",
+                 *(_fmt(b.get(r["task"])).strip() for b in beside.values()),
+                 *(_fmt(r[k]).strip() for k in ("human", "ccnet", "pix2act"))]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    known = [r for r in rows if r["human"] is not None]
+    further = [r for r in known if r["task"] in PUBLISHED and r["task"] not in TWELVE]
+    groups = [
+        ("{} tasks", known),
+        ("the {} of `gui/miniwob`", [r for r in known if r["task"] in TWELVE]),
+        ("the {} further tasks of the wide set", further),
+        ("the {} Pix2Act tasks", [r for r in known if r["pix2act"] is not None]),
+    ]
+    for name, group in groups:
+        if not group:
+            continue
+        wins = sum(round(r["success"] * r["n"]) for r in group)
+        n = sum(r["n"] for r in group)
+        low, high = wilson_interval(wins, n)
+        ours = f"**{wins / n:.3f}** [{low:.3f}, {high:.3f}]"
+        cells = ["mean, " + name.format(len(group)), ours]
+        for b in beside.values():
+            known_b = [b[r["task"]] for r in group if r["task"] in b]
+            cells.append(
+                f"{sum(known_b) / len(known_b):.3f}" if len(known_b) == len(group) else "-"
+            )
+        for key in ("human", "ccnet", "pix2act"):
+            values = [r[key] for r in group if r[key] is not None]
+            cells.append(f"{sum(values) / len(values):.3f}" if len(values) == len(group) else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def pool(rows: list[dict]) -> list[dict]:
