@@ -82,12 +82,8 @@ class GUIAgentSpec:
         """The action codec the agent was trained with (toolcall: with its tools' schemas)."""
         from pixelrl.envs.gui_action.codec import GUIActionCodec
 
-        tools = ()
-        if self.action_format == "toolcall":
-            from pixelrl.trl_env import gui_tool_schemas
-
-            tools = gui_tool_schemas()
-        return GUIActionCodec(self.action_format, self.coordinates, self.mark_actions, tools)
+        return GUIActionCodec(self.action_format, self.coordinates, self.mark_actions,
+                              tools_for(self.action_format))  # fmt: skip
 
     def screen_parse_for(self, codec):
         """The prompt's Set-of-Mark screen parse (None when it had none)."""
@@ -96,6 +92,16 @@ class GUIAgentSpec:
         from pixelrl.vision.reader import SetOfMarks
 
         return SetOfMarks(codec.point_text, max_words=self.screen_words)
+
+
+def tools_for(action_format: str) -> list[dict] | tuple:
+    """The tools a GUI answer format calls: TRL's GUI environment's schemas for ``toolcall``
+    (shown in the prompt's system turn), none for the text dialects."""
+    if action_format != "toolcall":
+        return ()
+    from pixelrl.trl_env import gui_tool_schemas
+
+    return gui_tool_schemas()
 
 
 def save_gui_agent(policy, folder: str | Path, screen_words: int = 40) -> Path:

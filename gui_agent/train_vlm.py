@@ -45,7 +45,7 @@ import numpy as np
 
 from pixelrl.config import Config, ConfigError, load_config
 from pixelrl.env_family import names_family
-from pixelrl.gui_agent.agent_spec import save_gui_agent
+from pixelrl.gui_agent.agent_spec import save_gui_agent, tools_for
 from pixelrl.gui_agent.grounding_rewards import GROUNDING_REWARDS
 from pixelrl.gui_agent.vlm_demos import record_tasks
 from pixelrl.gui_agent.vlm_episodes import group_envs, play_group, sft_examples
@@ -186,15 +186,10 @@ def gui_codec(cfg: Config, source: str):
     ``toolcall``, the tools' schemas of TRL's GUI environment for the prompt's system turn."""
     from pixelrl.envs.gui_action.codec import GUIActionCodec
 
-    tools = ()
-    if cfg.action_format == "toolcall":
-        from pixelrl.trl_env import gui_tool_schemas
-
-        tools = gui_tool_schemas()
     try:
         return GUIActionCodec.for_model(
             source, cfg.action_format, cfg.coordinates or None, bool(cfg.prompt.mark_actions),
-            tools,
+            tools_for(cfg.action_format),
         )  # fmt: skip
     except ValueError as e:
         key = "coordinates" if cfg.coordinates else "action_format"
