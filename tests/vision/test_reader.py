@@ -197,3 +197,34 @@ def test_the_folded_models_read_the_same_words_as_the_shipped_ones(reader):
         image, _ = bench.desktop_screen(f"pixelrl/Desktop-{family}-v0", (320, 240), seed)
         folded_words = [(w.text, w.box) for w in reader.read(image)]
         assert folded_words and folded_words == [(w.text, w.box) for w in shipped.read(image)]
+
+
+def test_a_line_read_before_is_not_read_again_and_reads_the_same(reader, monkeypatch):
+    import pixelrl.vision.reader as reader_module
+
+    bench = _bench()
+    image, _ = bench.desktop_screen("pixelrl/Desktop-CheckBoxes-v0", (320, 240), 2)
+    ticked = image.copy()
+    ticked[-8:-2, -8:-2] = 0  # another frame (the frame cache misses), the same text lines
+    fresh = ScreenReader(line_cache_size=0)
+    remembering = ScreenReader(line_cache_size=64)
+    fresh._engine = remembering._engine = reader._engine
+    calls = []
+    original = reader_module._recognise
+    monkeypatch.setattr(reader_module, "_recognise", lambda *a: calls.append(1) or original(*a))
+    first = remembering.read(image)
+    lines = len(calls)
+    assert lines >= 3 and remembering.line_misses == lines and remembering.line_hits == 0
+    again = remembering.read(ticked)
+    assert remembering.line_hits == lines  # every line of the first frame found again...
+    assert len(calls) == lines + remembering.line_misses - lines  # ...and not recognised again
+    assert again == fresh.read(ticked) and first == fresh.read(image)  # as read afresh
+    small = ScreenReader(line_cache_size=2)
+    small._engine = reader._engine
+    small.read(image)
+    assert len(small._lines) == 2  # bounded, least recent dropped
+
+
+def test_line_cache_size_must_not_be_negative():
+    with pytest.raises(ReaderError, match="line_cache_size >= 0"):
+        ScreenReader(line_cache_size=-1)
