@@ -17,7 +17,8 @@ and PPO::
         log (history row, progress bar, TensorBoard); PPO: evaluate on held-out scenes, checkpoint
 
 A run folder (``train.output_dir``) gets ``config.yaml``, ``tb/`` (TensorBoard), ``checkpoints/``
-(``update_N.pt`` and ``latest.pt``), ``history.csv``, ``eval.csv`` and ``learning_curve.png``
+(``update_N.pt`` and ``latest.pt``; ``update_0.pt`` is the warm start before any update, to
+evaluate beside a later one), ``history.csv``, ``eval.csv`` and ``learning_curve.png``
 (the last three and ``config.yaml`` written by :class:`pixelrl.run_folder.Run`).
 Resume with ``train.resume=RUN_DIR_OR_CHECKPOINT``: the policy, optimizer, normalisers, counters,
 LR schedule position and random generators continue from the checkpoint (the envs start fresh
@@ -476,8 +477,8 @@ class Trainer:
         start_update, start_frames = self.update, self.frames
         if self.dist.is_main and cfg.eval_at_start and not self.eval_history:
             self._evaluate_and_log()
-            if cfg.checkpoint_interval and self.update == 0:
-                self.save()  # update_0.pt: the policy before any update (a warm start to compare with)
+        if self.dist.is_main and cfg.checkpoint_interval and self.update == 0 and not self.history:
+            self.save()  # update_0.pt: the warm start before any update, to compare RL with
         # the training time so far (wall, CPU seconds), which the time budget bounds
         if self.history:  # resumed: the time the run trained before
             self.train_s = self.history[-1].get("train_minutes", 0.0) * 60

@@ -69,7 +69,14 @@ def test_checkpoint_save_load_and_resume_continue_the_run(tmp_path):
     ]
     frames_per_update = 32 * 4
     first = Trainer(config_for(RECIPE, overrides + [f"train.total_frames={2 * frames_per_update}"]))
+    start = {k: v.clone() for k, v in first.policy.state_dict().items()}
     first.run()
+    # update_0.pt: the policy before any update (the warm start RL is compared with), kept
+    # without eval_at_start too
+    before = load_checkpoint(tmp_path / "checkpoints" / "update_0.pt")
+    assert before["update"] == 0 and before["history"] == []
+    for name, value in start.items():
+        torch.testing.assert_close(before["policy"][name], value, msg=name)
     ckpt = load_checkpoint(tmp_path / "checkpoints" / "update_2.pt")
     assert ckpt["update"] == 2 and ckpt["frames"] == 2 * frames_per_update
     assert load_checkpoint(tmp_path)["update"] == 2  # a run folder resolves to latest.pt
