@@ -63,11 +63,14 @@ def recorded_examples(policy, data, e: int) -> list[Example]:
     With a pointer head, a click's point is the head's: the target holds the pointer token
     where the point was, and the row's ``target_bbox`` (the box the expert aimed at) is the
     head's target, or, in a recording without one, the few pixels around the expert's point.
-    The history keeps the point as text, as a live episode's history writes it."""
+    With mark actions a click names the mark of the prompt's screen parse that lands in that
+    box (:func:`mark_target`). The history keeps the point as text, as a live episode's
+    history writes it."""
     from pixelrl.envs.recording.codec import action_as_gui
 
     screen, rows = data.screen_size, data.steps(e)
     boxes = rows["target_bbox"] if "target_bbox" in rows else None
+    marked = getattr(policy.codec, "mark_actions", False)
     examples, history = [], []
     for t, text_ in enumerate(rows["action"]):
         action = action_as_gui(str(text_), screen)
@@ -75,12 +78,16 @@ def recorded_examples(policy, data, e: int) -> list[Example]:
             continue
         target = policy.action_text(action, screen)
         instruction = str(rows["instruction"].iloc[t])
-        pointed, box = pointer_target(policy, action, target, screen,
-                                      boxes.iloc[t] if boxes is not None else None)  # fmt: skip
-        examples.append(Example(Prompt(data.frame(e, t), instruction, tuple(history)), pointed,
-                                box=box))  # fmt: skip
+        bbox, frame = boxes.iloc[t] if boxes is not None else None, data.frame(e, t)
+        answer, box = pointer_target(policy, action, target, screen, bbox)
+        if marked:
+            answer = mark_target(policy, action, target, screen, bbox, frame)
+        examples.append(Example(Prompt(frame, instruction, tuple(history)), answer, box=box))
         history.append(target)
     return examples
+
+
+CLICK_KINDS = ("click", "double_click", "right_click")
 
 
 # Around a recorded click with no target box: a box of the click's own pixels, give or take this.
@@ -91,22 +98,42 @@ def pointer_target(policy, action, target: str, screen, bbox=None) -> tuple[str,
     """``target`` as a pointer head answers it (the click's point text replaced by the pointer
     token) and the head's target box: ``bbox`` when it holds the click, else the pixels around
     the click. Unchanged (and no box) without a head, or for an action with no single point."""
-    if policy.pointer is None or action.kind not in ("click", "double_click", "right_click"):
+    if policy.pointer is None or action.kind not in CLICK_KINDS:
         return target, None
     from pixelrl.vision.pointer_head import POINTER_TOKEN
 
     point = policy.codec.point_text(action.x, action.y, screen)
     if target.count(point) != 1:
         return target, None
-    try:  # a recording is data: the box may be missing (None, NaN) or any shape
+    box = box_holding(bbox, action.x, action.y)
+    if box is None:
+        r, x, y = POINT_BOX_RADIUS, action.x, action.y
+        box = (x - r, y - r, x + r + 1, y + r + 1)
+    return target.replace(point, POINTER_TOKEN), box
+
+
+def mark_target(policy, action, target: str, screen, bbox, screenshot) -> str:
+    """``target`` as a mark action (``click(mark=7)``) when a mark of ``screenshot``'s screen
+    parse lands in ``bbox`` (the box the expert aimed at, holding its click), as grounding
+    targets name marks (:func:`pixelrl.gui_agent.vlm_grounding.grounding_examples`); else
+    ``target`` (its point: an unread checkbox, an empty field, a recording without a box)."""
+    box = box_holding(bbox, action.x, action.y) if action.kind in CLICK_KINDS else None
+    if box is None:
+        return target
+    marks = policy.screen_parse.boxes(screenshot)
+    return policy.codec.render_target(action, screen, marks, box)[0]
+
+
+def box_holding(bbox, x: int, y: int) -> tuple[int, int, int, int] | None:
+    """A recorded ``target_bbox`` as ``(x0, y0, x1, y1)`` when it is one and holds ``(x, y)``;
+    None for anything else (a recording is data: missing, NaN, any shape)."""
+    try:
         box = [int(v) for v in np.asarray(bbox, dtype=float).reshape(-1)]
     except (TypeError, ValueError):
-        box = []
-    x, y = action.x, action.y
+        return None
     if len(box) != 4 or not (box[0] <= x < box[2] and box[1] <= y < box[3]):
-        r = POINT_BOX_RADIUS
-        box = [x - r, y - r, x + r + 1, y + r + 1]
-    return target.replace(point, POINTER_TOKEN), tuple(box)
+        return None
+    return tuple(box)
 
 
 def play_group(policy, cfg: Config, seed: int, group_size: int, gcfg, env_id: str | None = None,
