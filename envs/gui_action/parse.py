@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from collections.abc import Sequence
 
 from pixelrl.envs.gui_action.action import (
@@ -25,12 +26,21 @@ from pixelrl.envs.gui_action.uitars import _repair_uitars, _uitars_action
 
 def _parse_python(part: str) -> ast.Module:
     try:
-        return ast.parse(part, mode="exec")
+        return _quiet_parse(part)
     except (SyntaxError, ValueError) as first:
         try:
-            return ast.parse(_repair_uitars(part), mode="exec")
+            return _quiet_parse(_repair_uitars(part))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             raise first from None
+
+
+def _quiet_parse(text: str) -> ast.Module:
+    """``ast.parse`` without the compiler's SyntaxWarnings (``1if``: "invalid decimal
+    literal"): a model's text is data, and a warning line on stderr for each answer says
+    nothing the parse's verdict does not."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return ast.parse(text, mode="exec")
 
 
 def _action_tree(text: str) -> tuple[str, ast.Module]:

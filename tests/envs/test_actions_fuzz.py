@@ -153,3 +153,14 @@ def desktop():
     env.reset(seed=0)
     yield env
     env.close()
+
+
+@pytest.mark.parametrize("text", ["click(x=1if 1 else 2, y=3)", "[1for x in y]"])
+def test_text_the_compiler_warns_about_is_refused_without_a_warning(text):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ActionError):
+            parse_action(text)
+    assert not [w for w in caught if issubclass(w.category, SyntaxWarning)], caught
