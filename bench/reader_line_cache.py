@@ -100,7 +100,7 @@ def main() -> None:
         off, on = ScreenReader(line_cache_size=0), ScreenReader()
         off.read(warm), on.read(warm)
         off._cache.clear(), on._cache.clear(), on._lines.clear()
-        on.line_hits = on.line_misses = 0
+        on._lines.hits = on._lines.misses = 0
         cpu_off, words_off = timed(off, frames)
         cpu_on, words_on = timed(on, frames)
         same = words_off == words_on

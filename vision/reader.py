@@ -36,6 +36,7 @@ import hashlib
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -251,6 +252,35 @@ def frame_key(image: np.ndarray) -> tuple:
     return image.shape, str(image.dtype), digest
 
 
+class Memo(OrderedDict):
+    """Results remembered by the pixels they were computed from (:func:`frame_key`), at most
+    ``size`` (0: none), the least recently used dropped first; hits and misses counted. Its own
+    lock: a reader is shared by threads (env workers); a result is computed outside it."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size, self.hits, self.misses = int(size), 0, 0
+        self._lock = threading.Lock()
+
+    def recall(self, pixels: np.ndarray, compute: Callable[[], Any]) -> Any:
+        """``compute()``, or what it gave before for the same pixels."""
+        if not self.size:
+            return compute()
+        key = frame_key(pixels)
+        with self._lock:
+            if key in self:
+                self.move_to_end(key)
+                self.hits += 1
+                return self[key]
+        value = compute()
+        with self._lock:
+            self.misses += 1
+            self[key] = value
+            while len(self) > self.size:
+                self.popitem(last=False)
+        return value
+
+
 class ScreenReader:
     """Reads words off screenshots (module doc).
 
@@ -334,11 +364,24 @@ class ScreenReader:
         self.threads = int(threads)
         self.fold = bool(fold)
         self._engine = None
-        self._cache: OrderedDict[tuple, tuple[Word, ...]] = OrderedDict()
-        self._lines: OrderedDict[tuple, tuple] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = self.misses = 0
-        self.line_hits = self.line_misses = 0
+        self._cache = Memo(self.cache_size)  # frames -> their words
+        self._lines = Memo(self.line_cache_size)  # line crops -> their recognition
+
+    @property
+    def hits(self) -> int:
+        return self._cache.hits
+
+    @property
+    def misses(self) -> int:
+        return self._cache.misses
+
+    @property
+    def line_hits(self) -> int:
+        return self._lines.hits
+
+    @property
+    def line_misses(self) -> int:
+        return self._lines.misses
 
     # -- public -----------------------------------------------------------------------------
     def read(self, image: Any) -> list[Word]:
@@ -347,21 +390,8 @@ class ScreenReader:
         rgb = as_rgb(image)
         if rgb.size == 0 or min(rgb.shape[:2]) < 2 or int(rgb.min()) == int(rgb.max()):
             return []
-        key = frame_key(rgb) if self.cache_size else None
-        if key is not None:
-            with self._lock:
-                if key in self._cache:
-                    self._cache.move_to_end(key)
-                    self.hits += 1
-                    return list(self._cache[key])
-        words = tuple(self._read_tiled(rgb) if max(rgb.shape[:2]) > TILE else self._read(rgb))
-        if key is not None:
-            with self._lock:
-                self.misses += 1
-                self._cache[key] = words
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
-        return list(words)
+        read = self._read_tiled if max(rgb.shape[:2]) > TILE else self._read
+        return list(self._cache.recall(rgb, lambda: tuple(read(rgb))))
 
     def scale_for(self, width: int, height: int) -> float:
         if self.upscale is not None:
@@ -453,21 +483,9 @@ class ScreenReader:
 
     def _recognise_line(self, engine, crop: np.ndarray, ink: np.ndarray) -> tuple:
         """:func:`_recognise` of one line crop, remembered by its pixels (``line_cache_size``)."""
-        key = frame_key(crop) if self.line_cache_size else None
-        if key is not None:
-            with self._lock:
-                if key in self._lines:
-                    self._lines.move_to_end(key)
-                    self.line_hits += 1
-                    return self._lines[key]
-        result = tuple(_recognise(engine, crop, self.stretch, self.rows, ink))
-        if key is not None:
-            with self._lock:
-                self.line_misses += 1
-                self._lines[key] = result
-                while len(self._lines) > self.line_cache_size:
-                    self._lines.popitem(last=False)
-        return result
+        return self._lines.recall(
+            crop, lambda: tuple(_recognise(engine, crop, self.stretch, self.rows, ink))
+        )
 
 
 def _detect(engine, bgr: np.ndarray):

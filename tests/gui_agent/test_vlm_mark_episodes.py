@@ -26,23 +26,11 @@ def marking():
     return load_vlm("tiny-qwen2_vl", codec, seed=0, screen_parse=parse)
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    from pixelrl.config import Config
-    from pixelrl.gui_agent.train_vlm import DEFAULTS
-    from pixelrl.gui_agent.vlm_demos import record_expert_episodes
-
-    cfg = Config({**DEFAULTS, "env": {**DEFAULTS["env"], "families": ["click-button"]},
-                  "data": {**DEFAULTS["data"], "episodes": 3},
-                  "train": {**DEFAULTS["train"], "progress": False}})  # fmt: skip
-    return record_expert_episodes(cfg, tmp_path_factory.mktemp("demos")) / "click-button"
-
-
-def test_a_recorded_click_names_the_mark_inside_its_box(recorded, marking):
+def test_a_recorded_click_names_the_mark_inside_its_box(recorded_click_button, marking):
     from pixelrl.envs.recording import load_episodes
 
-    examples = sft_examples([recorded], marking)
-    data = load_episodes(recorded)
+    examples = sft_examples([recorded_click_button], marking)
+    data = load_episodes(recorded_click_button)
     assert len(examples) == 3
     for example, e in zip(examples, data.episodes):
         assert example.target.startswith("click(mark="), example.target
@@ -53,10 +41,10 @@ def test_a_recorded_click_names_the_mark_inside_its_box(recorded, marking):
         assert example.box is None and example.prompt.history == ()
 
 
-def test_no_mark_in_the_box_or_no_box_keeps_the_point(recorded, marking):
+def test_no_mark_in_the_box_or_no_box_keeps_the_point(recorded_click_button, marking):
     from pixelrl.envs.recording import load_episodes
 
-    data = load_episodes(recorded)
+    data = load_episodes(recorded_click_button)
     frame = data.frame(0, 0)
     click = Action.click(3, 3)  # a corner: no word is drawn there
     target = marking.action_text(click, SCREEN)

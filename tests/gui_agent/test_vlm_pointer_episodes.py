@@ -30,24 +30,14 @@ def pointing():
                     vision_size={"image_size": 64, "patch_size": 4, "scale_factor": 2})  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    from pixelrl.config import Config
-    from pixelrl.gui_agent.train_vlm import DEFAULTS
-    from pixelrl.gui_agent.vlm_demos import record_expert_episodes
-
-    cfg = Config({**DEFAULTS, "env": {**DEFAULTS["env"], "families": ["click-button"]},
-                  "data": {**DEFAULTS["data"], "episodes": 3},
-                  "train": {**DEFAULTS["train"], "progress": False}})  # fmt: skip
-    return record_expert_episodes(cfg, tmp_path_factory.mktemp("demos")) / "click-button"
-
-
-def test_a_recorded_click_points_through_the_head_at_its_recorded_box(recorded, pointing):
+def test_a_recorded_click_points_through_the_head_at_its_recorded_box(
+    recorded_click_button, pointing
+):
     from pixelrl.envs.recording import load_episodes
     from pixelrl.rl.sft import sft_step
 
-    examples = sft_examples([recorded], pointing)
-    data = load_episodes(recorded)
+    examples = sft_examples([recorded_click_button], pointing)
+    data = load_episodes(recorded_click_button)
     boxes = [tuple(int(v) for v in data.steps(e)["target_bbox"].iloc[0]) for e in data.episodes]
     assert len(examples) == 3
     for example, box in zip(examples, boxes):
@@ -57,9 +47,9 @@ def test_a_recorded_click_points_through_the_head_at_its_recorded_box(recorded, 
     assert math.isfinite(sft_step(pointing, opt, examples))
 
 
-def test_without_a_head_the_examples_keep_their_points(recorded):
+def test_without_a_head_the_examples_keep_their_points(recorded_click_button):
     plain = load_vlm("tiny-qwen2_vl", GUIActionCodec(), seed=0)
-    examples = sft_examples([recorded], plain)
+    examples = sft_examples([recorded_click_button], plain)
     assert all(e.box is None and e.target.startswith("click(start_box='(") for e in examples)
 
 
