@@ -37,8 +37,8 @@ def describe(action) -> str:
 
 def landed(action, box: list[int] | None) -> str:
     """``in`` / ``out`` when a pointer action meets a target box, else empty."""
-    if action is None or action.x is None or box is None:
-        return ""
+    if action is None or action.x is None or box is None or len(box) != 4:
+        return ""  # no box, or the oracle's aim is not one box (printed as it is)
     x0, y0, x1, y1 = box
     return "in" if x0 <= action.x <= x1 and y0 <= action.y <= y1 else "out"
 
