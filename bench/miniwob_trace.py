@@ -11,7 +11,8 @@ the ones worth reading::
 
 The oracle only watches: it plans from the page the policy left (tasks it replans) or hands out
 its plan's next step (the others), so once the policy has strayed its "target" is the plan's,
-not necessarily the page's. The last lines give each task's successes and the steps' kinds.
+not necessarily the page's. Where the plan's steps may come in any order (the boxes to tick), a
+click in any box the plan still ticks counts as ``in``. The last lines give each task's successes and the steps' kinds.
 """
 
 from __future__ import annotations
@@ -35,12 +36,13 @@ def describe(action) -> str:
     return action.kind
 
 
-def landed(action, box: list[int] | None) -> str:
-    """``in`` / ``out`` when a pointer action meets a target box, else empty."""
+def landed(action, box: list[int] | None, others: tuple[list[int], ...] = ()) -> str:
+    """``in`` / ``out`` when a pointer action meets a target box (or one of ``others``, the boxes
+    as right as it: the other boxes the plan still ticks), else empty."""
     if action is None or action.x is None or box is None or len(box) != 4:
         return ""  # no box, or the oracle's aim is not one box (printed as it is)
-    x0, y0, x1, y1 = box
-    return "in" if x0 <= action.x <= x1 and y0 <= action.y <= y1 else "out"
+    inside = any(x0 <= action.x <= x1 and y0 <= action.y <= y1 for x0, y0, x1, y1 in (box, *others))
+    return "in" if inside else "out"
 
 
 class Tracer:
@@ -65,11 +67,13 @@ class Tracer:
 
         action = self.agent.act(screenshot, instruction)
         web = self.env.unwrapped
+        others: tuple[list[int], ...] = ()
         try:  # asked after the policy, so the oracle plans from the page the policy acts on
             expert, box = web.expert_action(), web.expert_target_bbox
+            others = web.expert_alternative_bboxes
         except OracleError as e:  # a page the oracle cannot read (the policy broke it)
             expert, box = None, f"oracle: {e}"
-        self.steps.append({"action": action, "expert": expert, "box": box,
+        self.steps.append({"action": action, "expert": expert, "box": box, "others": others,
                            "instruction": instruction})  # fmt: skip
         return action
 
@@ -109,7 +113,7 @@ def trace_task(agent, task: str, args) -> tuple[int, int, Counter]:
                 box = step["box"]
                 aim = f"box {box}" if isinstance(box, list) else (box or "")
                 print(f"  {n:>2} policy {describe(step['action']):<26} "
-                      f"{landed(step['action'], box):<4}oracle {describe(step['expert']):<26} "
+                      f"{landed(step['action'], box, step['others']):<4}oracle {describe(step['expert']):<26} "
                       f"{aim:<24} r {step['reward']:+.2f}")  # fmt: skip
             if shown >= args.episodes:
                 break

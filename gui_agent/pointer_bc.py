@@ -65,8 +65,10 @@ def expert_samples(
                     rows.append(obs[key])
                 actions.append(sample)
                 # the desktop says where its target is in info; MiniWoB's oracle with its action
-                target = info.get("target_bbox", getattr(env.unwrapped, "expert_target_bbox", None))
-                boxes = [target, *info.get("alternative_bboxes", ())]
+                web = env.unwrapped
+                target = info.get("target_bbox", getattr(web, "expert_target_bbox", None))
+                others = getattr(web, "expert_alternative_bboxes", ())
+                boxes = [target, *info.get("alternative_bboxes", others)]
                 masks.append(
                     box_points(boxes, sample, env.pointer_spec, env.image_map, click_margin)
                 )

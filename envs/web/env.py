@@ -106,6 +106,8 @@ class MiniWoBEnv(RealGuiEnv):
     REFUSED_KEYS = ("capslock", "printscreen", "numlock", "scrolllock", "apps")
 
     expert_target_bbox: list[int] | None = None  # the box the last expert action aimed at
+    # boxes as right as that one (the other boxes still to tick; MiniWoBOracle docs)
+    expert_alternative_bboxes: tuple[list[int], ...] = ()
 
     def __init__(
         self,
@@ -227,6 +229,7 @@ class MiniWoBEnv(RealGuiEnv):
         elif self._expert.replans:
             self._expert.observe({"a11y": self._a11y()}, self._last_screenshot)
         self.expert_target_bbox = self._expert.next_target_bbox
+        self.expert_alternative_bboxes = tuple(self._expert.next_alternative_bboxes)
         return self._expert.act()
 
     def _check_supported(self, action: Action) -> None:

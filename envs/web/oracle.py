@@ -154,11 +154,15 @@ class OracleError(ValueError):
 
 class Step(NamedTuple):
     """One planned action and the screen box it aims at (None for typing). ``note``: what the
-    step is for, where a planner reads its own past steps back (:attr:`_Page.taken`)."""
+    step is for, where a planner reads its own past steps back (:attr:`_Page.taken`).
+    ``unordered``: the step belongs to a run of steps the task takes in any order (the boxes to
+    tick): each is as right as the next while it is left to do
+    (:attr:`MiniWoBOracle.next_alternative_bboxes`)."""
 
     action: Action
     target_bbox: list[int] | None = None
     note: str = ""
+    unordered: bool = False
 
 
 def visible_point(target: dict[str, Any], a11y: list[dict[str, Any]]) -> tuple[int, int]:
@@ -405,7 +409,8 @@ def _log_in(p: _Page) -> list[Step]:
 def _tick_targets(p: _Page) -> list[Step]:
     # each named item's label (its box and its text both toggle it), then Submit
     targets = [v for k, v in p.values.items() if k.startswith("target")]
-    return [p.click(_labelled(p.a11y, p.task, name)) for name in targets] + [p.submit()]
+    ticks = [p.click(_labelled(p.a11y, p.task, name))._replace(unordered=True) for name in targets]
+    return ticks + [p.submit()]
 
 
 @_plans("click-dialog")
@@ -1230,6 +1235,22 @@ class MiniWoBOracle:
     @property
     def next_target_bbox(self) -> list[int] | None:
         return self._queue[0].target_bbox if self._queue else None
+
+    @property
+    def next_alternative_bboxes(self) -> list[list[int]]:
+        """The boxes of the planned steps as right as the next one: the rest of its run of
+        :attr:`Step.unordered` steps (the other boxes still to tick), [] for an ordered step.
+        Cloning counts a click in any of them as right, as the desktop expert's
+        ``alternative_bboxes`` (issue 5's check-boxes)."""
+        if not self._queue or not self._queue[0].unordered:
+            return []
+        run = []
+        for step in self._queue[1:]:
+            if not step.unordered:
+                break
+            if step.target_bbox is not None:
+                run.append(list(step.target_bbox))
+        return run
 
     def act(self, obs: dict[str, Any] | None = None, info: dict[str, Any] | None = None) -> Action:
         if info is not None and "a11y" in info:

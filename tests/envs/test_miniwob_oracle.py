@@ -149,3 +149,36 @@ def test_a_date_input_is_clicked_and_scored_on_its_first_segment():
     x, y = click.action.point
     assert 7 <= x < 7 + FIRST_SEGMENT and 62 <= y < 84
     assert typed.action.text == "03/11/2010"
+
+
+def _tick_page() -> list[dict]:
+    """click-checkboxes' page: three labelled boxes and Submit."""
+    page = []
+    for i, name in enumerate(["pcGs7", "AR", "oJV"]):
+        y = 60 + 20 * i
+        page.append(a11y_element(2 * i + 1, "label", "", [2, y, 60, y + 11], {"parent": 0}))
+        page.append(
+            a11y_element(2 * i + 2, "text", name, [20, y, 60, y + 11], {"parent": 2 * i + 1})
+        )
+    page.append(a11y_element(9, "button", "Submit", [2, 150, 98, 180], {"parent": 0}))
+    return page
+
+
+def test_the_boxes_to_tick_are_as_right_in_any_order():
+    # cloning counts a click on any box still to tick as right (issue 54: click-checkboxes-large
+    # 0.30, where the oracle's own order was the only target)
+    oracle = MiniWoBOracle("click-checkboxes")
+    fields = [["target 0", "oJV"], ["target 1", "pcGs7"]]
+    oracle.reset({"instruction": "Select oJV, pcGs7 and click Submit."},
+                 {"a11y": _tick_page(), "fields": fields})  # fmt: skip
+    assert oracle.next_target_bbox == [2, 100, 60, 111]  # oJV first, as the sentence lists it
+    assert oracle.next_alternative_bboxes == [[2, 60, 60, 71]]  # pcGs7 is as right
+    oracle.act()
+    assert oracle.next_target_bbox == [2, 60, 60, 71]
+    assert oracle.next_alternative_bboxes == []  # the last box to tick
+    oracle.act()
+    assert oracle.next_target_bbox == [2, 150, 98, 180]  # Submit: ordered, after the ticks
+    assert oracle.next_alternative_bboxes == []
+    # a task whose steps keep their order has none
+    once = MiniWoBOracle("login-user")
+    assert once.next_alternative_bboxes == []

@@ -262,3 +262,32 @@ def test_with_envs_in_ray_actors_each_worker_runs_its_own_task():
         assert all(s % 2 == 0 for s in info["episode_seed"])  # training seeds in every actor
     finally:
         envs.close()
+
+
+@needs_browser
+def test_cloning_counts_any_box_still_to_tick_as_right():
+    # click-checkboxes-large 0.30 with memory (issue 54): the oracle ticks in the sentence's
+    # order, but each box still to tick is as right as the next (issue 5's desktop check-boxes)
+    from pixelrl.gui_agent import ppo_task
+    from pixelrl.gui_agent.pointer_bc import box_points, expert_samples
+
+    cfg = config_for("gui/miniwob", ["env.tasks=[click-checkboxes]"])
+    spec = ppo_task.pointer_spec(cfg)
+    env = ppo_task.make_env("pixelrl/MiniWoB-click-checkboxes-v0", spec, "train")
+    seen = 0
+    try:
+        for seed in range(0, 12, 2):
+            data = expert_samples(env, 1, seed=seed)  # one step: the oracle's first aim stays
+            web = env.unwrapped
+            target, others = web.expert_target_bbox, web.expert_alternative_bboxes
+            sample, mask = data["action"][0], data["point_mask"][0]
+            alone = box_points([target], sample, spec, env.image_map)
+            assert (mask >= alone).all()
+            for x0, y0, x1, y1 in others:
+                seen += 1
+                point = Action.click((x0 + x1) // 2, (y0 + y1) // 2)
+                cell, offset = encode_action(point, spec, env.image_map)[1:3]
+                assert mask[cell, offset] and not alone[cell, offset]
+    finally:
+        env.close()
+    assert seen > 0, "no training seed named two boxes"
