@@ -291,3 +291,47 @@ def test_cloning_counts_any_box_still_to_tick_as_right():
     finally:
         env.close()
     assert seen > 0, "no training seed named two boxes"
+
+
+def test_the_widest_config_is_sixty_or_more_tasks_with_human_figures():
+    # issue 54's widest set: every task the probe found cloneable that has published figures
+    from pixelrl.recipes import package_file
+
+    table = _table_bench()
+    cfg = config_for(str(package_file("gui_agent/configs/miniwob_widest.yaml")))
+    tasks = list(cfg.env.tasks)
+    assert len(tasks) == len(set(tasks)) >= 60 and cfg.env.num_envs == len(tasks)
+    assert set(tasks) <= set(table.TABLE), "a task without published human figures"
+    wide = config_for(str(package_file("gui_agent/configs/miniwob_wide.yaml")))
+    assert tasks[: len(wide.env.tasks)] == list(wide.env.tasks)  # the 32 first
+    assert miniwob_task.tasks_of(cfg, need_oracle=True) == tasks
+    miniwob_task.pointer_spec(cfg)  # kinds, texts and keys make a spec
+
+
+def _playable(*args: str) -> subprocess.CompletedProcess:
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "bench" / "miniwob_playable.py"
+    return subprocess.run([sys.executable, str(bench), *args], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+
+
+@needs_browser
+def test_the_playable_probe_names_what_a_spec_cannot_type(tmp_path):
+    out = tmp_path / "rows.json"
+    run = _playable("--tasks", "click-test", "enter-text", "--episodes", "1", "--json", str(out),
+                    "policy.texts=[ok]")  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    import json
+
+    rows = {r["task"]: r for r in json.loads(out.read_text())["rows"]}
+    assert rows["click-test"]["playable"] and rows["click-test"]["oracle_success"] == 1
+    assert not rows["enter-text"]["playable"]
+    assert "add '{field:0}' to policy.texts" in rows["enter-text"]["reasons"][0]
+    assert "playable: 1 of 2 tasks" in run.stdout
+
+
+def test_the_playable_probe_refuses_an_unknown_task_in_one_line():
+    run = _playable("--tasks", "click-buton")
+    assert run.returncode == 2
+    assert "click-buton" in run.stderr and "Traceback" not in run.stderr
