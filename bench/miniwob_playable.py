@@ -60,7 +60,7 @@ def why_unplayable(action: Any, env: Any) -> str | None:
     """Why ``encode_action`` gave None for ``action`` (None: a skippable step, dropped as
     cloning drops it). Uses :func:`pointer_bc.refuse_unplayable` for a missing kind."""
     from pixelrl.gui_agent.pointer_bc import SKIPPABLE_KINDS, refuse_unplayable
-    from pixelrl.gui_agent.pointer_env import spec_kind
+    from pixelrl.gui_agent.pointer_env import field_text, spec_kind
 
     spec = env.pointer_spec
     try:
@@ -75,11 +75,12 @@ def why_unplayable(action: Any, env: Any) -> str | None:
         return None
     if kind == "type":
         text = action.text
-        for n, value in enumerate(env.fields):
-            for case, fn in (("", str), (":upper", str.upper), (":lower", str.lower)):
-                if text == fn(value):
-                    return f"type field {n}: add '{{field:{n}{case}}}' to policy.texts"
-                if text.rstrip("\n") == fn(value):
+        for n in range(len(env.fields)):
+            for case in ("", ":upper", ":lower"):  # every template pointer_env's field_text reads
+                template = f"{{field:{n}{case}}}"
+                if text == field_text(template, env.fields):
+                    return f"type field {n}: add '{template}' to policy.texts"
+                if text.rstrip("\n") == field_text(template, env.fields):
                     return f"type field {n} + Enter in one text: no template types it"
         return "type a text that is no task field (computed)"
     if kind == "key":
