@@ -48,7 +48,7 @@ def expert_samples(
     from pixelrl.gui_agent.pointer_env import encode_action
 
     observed: dict[str, list] = {key: [] for key in env.pointer_spec.observation_keys}
-    actions, masks, read_ids, read_cells, last_actions = [], [], [], [], []
+    actions, masks, read_ids, read_cells, last_actions, weights = [], [], [], [], [], []
     history = np.zeros((LAST_ACTIONS, len(env.action_space.nvec)), dtype=np.int64)
     obs, info = env.reset(seed=seed)
     scripted = expert_of(env)  # the env's task family's expert
@@ -76,6 +76,8 @@ def expert_samples(
                 read_ids.append(ids)
                 read_cells.append(cells)
                 last_actions.append(history.copy())
+                # a Submit after k ticks stands for the k-th "all ticked?" decision (1 elsewhere)
+                weights.append(max(1, int(getattr(web, "expert_closes_run", 0))))
                 history = np.concatenate([sample[None] + 1, history[:-1]])  # what a policy played
                 bar.update(1)
             obs, _, terminated, truncated, info = env.step_action(expert)
@@ -88,7 +90,8 @@ def expert_samples(
     return {**{key: np.stack(rows) for key, rows in observed.items()},
             "action": np.stack(actions), "point_mask": np.stack(masks),
             "read_ids": np.stack(read_ids), "read_cells": np.stack(read_cells),
-            "last_actions": np.stack(last_actions)}  # fmt: skip
+            "last_actions": np.stack(last_actions),
+            "stop_weight": np.asarray(weights, dtype=np.float64)}  # fmt: skip
 
 
 # Expert actions cloning skips when the policy's kinds lack them: the end of an episode, and a
@@ -213,6 +216,7 @@ def behaviour_clone(
     reading: float = 0.0,
     named: float = 0.0,
     each_target: float = 0.0,
+    weigh_stops: bool = False,
     callback: Callable[[int, Any, list[float]], None] | None = None,
     every: int = 0,
     stop: Callable[[], str] | None = None,
@@ -232,6 +236,10 @@ def behaviour_clone(
     each-target loss (``PointerPolicy.each_target_log_likelihood``: every equally good target
     outscores the rest, not only their sum). Issue 5, check-boxes: 79-81% held-out success with
     reading alone, 95.0% / 92.5% (two seeds) with ``named=4, each_target=0.25`` as well.
+    ``weigh_stops``: batches draw each sample in proportion to its ``stop_weight``
+    (:func:`batch_indices`), so the Submit that closes k ticks counts as much as the ticks
+    (issue 54: click-checkboxes-large's policy ticked one box too many, its click mass on the
+    Submit button 0.00-0.20 in the "every named box ticked" state of the failed episodes).
     """
     import torch
     from tqdm import tqdm
@@ -247,7 +255,7 @@ def behaviour_clone(
         if stop is not None and (reason := stop()):
             tqdm.write(f"behaviour cloning stopped after {step} of {steps} steps: {reason}")
             break
-        idx = gen.choice(n, min(batch_size, n), replace=False)
+        idx = batch_indices(gen, n, batch_size, data.get("stop_weight") if weigh_stops else None)
         obs = {k: torch.as_tensor(data[k][idx]) for k in policy.spec.observation_keys}
         actions = torch.as_tensor(data["action"][idx])
         mask = torch.as_tensor(data["point_mask"][idx])
@@ -276,6 +284,12 @@ def behaviour_clone(
             callback(len(losses), policy, losses)
             policy.train()
     return losses
+
+
+def batch_indices(gen, n: int, batch_size: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """A batch of distinct sample indices, uniform, or in proportion to ``weights`` (n,)."""
+    p = None if weights is None else weights / weights.sum()
+    return gen.choice(n, min(batch_size, n), replace=False, p=p)
 
 
 def _last_actions(data: dict[str, np.ndarray], idx):

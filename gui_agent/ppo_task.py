@@ -30,7 +30,8 @@ SPEC_KEYS = ("image_size", "cell", "offsets", "kinds", "keys", "max_words", "max
              "subwords", "buckets", "texts", "submit_texts", "reader")  # fmt: skip
 # Options of the behaviour-cloning warm start (pixelrl.gui_agent.pointer_bc), also in ``policy:``.
 WARM_START_KEYS = ("init", "bc_samples", "bc_steps", "bc_batch_size", "bc_lr", "bc_reading",
-                   "bc_named", "bc_each_target", "bc_click_margin", "bc_demos")  # fmt: skip
+                   "bc_named", "bc_each_target", "bc_click_margin", "bc_demos",
+                   "bc_weigh_stops")  # fmt: skip
 
 
 def _plain(value: Any) -> Any:
@@ -116,6 +117,7 @@ def make_policy(
     options = {k: _plain(v) for k, v in dict(cfg.policy).items() if k not in skip}
     kwargs = check_kwargs(PointerPolicy, options, "policy", also=skip, internal=("spec",))
     spec = pointer_spec(cfg)
+    weigh_stops(cfg)  # a wrong value is an error now, not after the demonstrations
     policy = PointerPolicy.from_spaces(observation_space, action_space, spec, **kwargs)
     if warm_start and not cfg.train.get("resume"):
         _warm_start(cfg, policy, spec)
@@ -132,7 +134,16 @@ def bc_options(cfg) -> dict[str, Any]:
         "reading": float(policy.get("bc_reading", 0.0)),
         "named": float(policy.get("bc_named", 0.0)),
         "each_target": float(policy.get("bc_each_target", 0.0)),
+        "weigh_stops": weigh_stops(cfg),
     }
+
+
+def weigh_stops(cfg) -> bool:
+    """``policy.bc_weigh_stops`` (``pointer_bc.behaviour_clone``'s ``weigh_stops``), checked."""
+    value = cfg.policy.get("bc_weigh_stops", False)
+    if not isinstance(value, bool):
+        raise ValueError(f"policy.bc_weigh_stops must be true or false, got {value!r}")
+    return value
 
 
 def _warm_start(cfg, policy, spec: PointerSpec) -> None:

@@ -108,6 +108,7 @@ class MiniWoBEnv(RealGuiEnv):
     expert_target_bbox: list[int] | None = None  # the box the last expert action aimed at
     # boxes as right as that one (the other boxes still to tick; MiniWoBOracle docs)
     expert_alternative_bboxes: tuple[list[int], ...] = ()
+    expert_closes_run: int = 0  # the any-order steps (ticks) that action closes (a Submit)
 
     def __init__(
         self,
@@ -230,6 +231,7 @@ class MiniWoBEnv(RealGuiEnv):
             self._expert.observe({"a11y": self._a11y()}, self._last_screenshot)
         self.expert_target_bbox = self._expert.next_target_bbox
         self.expert_alternative_bboxes = tuple(self._expert.next_alternative_bboxes)
+        self.expert_closes_run = self._expert.next_closes_run
         return self._expert.act()
 
     def _check_supported(self, action: Action) -> None:

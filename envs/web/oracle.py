@@ -1252,6 +1252,21 @@ class MiniWoBOracle:
                 run.append(list(step.target_bbox))
         return run
 
+    @property
+    def next_closes_run(self) -> int:
+        """How many :attr:`Step.unordered` steps the next step closes: the boxes ticked before
+        the Submit that follows them, 0 for any other step. Cloning may draw such a step that
+        many times as often (``policy.bc_weigh_stops``): an episode shows its "all ticked,
+        now Submit" state once against one state a tick."""
+        if not self._queue or self._queue[0].unordered:
+            return 0
+        run = 0
+        for step in reversed(self._taken):
+            if not step.unordered:
+                break
+            run += 1
+        return run
+
     def act(self, obs: dict[str, Any] | None = None, info: dict[str, Any] | None = None) -> Action:
         if info is not None and "a11y" in info:
             self.observe(info, (obs or {}).get("screenshot"))

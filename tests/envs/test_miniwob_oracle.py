@@ -173,12 +173,17 @@ def test_the_boxes_to_tick_are_as_right_in_any_order():
                  {"a11y": _tick_page(), "fields": fields})  # fmt: skip
     assert oracle.next_target_bbox == [2, 100, 60, 111]  # oJV first, as the sentence lists it
     assert oracle.next_alternative_bboxes == [[2, 60, 60, 71]]  # pcGs7 is as right
+    assert oracle.next_closes_run == 0
     oracle.act()
     assert oracle.next_target_bbox == [2, 60, 60, 71]
     assert oracle.next_alternative_bboxes == []  # the last box to tick
+    assert oracle.next_closes_run == 0
     oracle.act()
     assert oracle.next_target_bbox == [2, 150, 98, 180]  # Submit: ordered, after the ticks
     assert oracle.next_alternative_bboxes == []
+    assert oracle.next_closes_run == 2  # it closes both ticks (cloning's bc_weigh_stops)
+    oracle.act()
+    assert oracle.next_closes_run == 0  # the plan is spent
     # a task whose steps keep their order has none
     once = MiniWoBOracle("login-user")
-    assert once.next_alternative_bboxes == []
+    assert once.next_alternative_bboxes == [] and once.next_closes_run == 0

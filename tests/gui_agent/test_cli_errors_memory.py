@@ -1,4 +1,4 @@
-"""The pointer policy's memory options (issue 54) in the command line's error contract
+"""The pointer policy's memory options and the cloning's stop weights (issue 54) in the command line's error contract
 (``tests/pixelrl/test_cli_errors.py``): a wrong value is one line, exit status 2, nothing written."""
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ CASES = [
      "memory must be one of none, actions, got 'lstmm'"),
     ("train-memory-actions-zero", [*TRAIN, "policy.memory=actions", "policy.memory_actions=0"],
      "memory_actions must be an integer >= 1, got 0"),
+    ("train-weigh-stops-not-a-flag", [*TRAIN, "policy.bc_weigh_stops=maybe"],
+     "policy.bc_weigh_stops must be true or false, got 'maybe'"),
 ]  # fmt: skip
 
 

@@ -168,12 +168,12 @@ def test_subwords_give_an_unseen_word_a_vector_from_its_letters():
     assert read.shape == (2, 6) and torch.isfinite(read).all() and torch.isfinite(said).all()
 
 
-def _table_bench():
+def _table_bench(name: str = "miniwob_table"):
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "bench" / "miniwob_table.py"
-    spec = importlib.util.spec_from_file_location("miniwob_table", path)
+    path = Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -199,6 +199,18 @@ def test_the_wide_config_is_every_oracle_task_with_published_figures():
     assert table.task_list(["wide"], agent) == list(table.PUBLISHED)
     with pytest.raises(ValueError, match="'click-buton'.*did you mean.*click-button"):
         table.task_list(["click-buton"], None)
+
+
+def test_the_ticks_bench_reads_the_named_boxes_and_the_mass_on_a_box():
+    ticks = _table_bench("miniwob_ticks")
+    assert ticks.named_boxes("Select oJV, pcGs7 and click Submit.") == ["oJV", "pcGs7"]
+    assert ticks.named_boxes("Select nothing and click Submit.") == []
+    with pytest.raises(SystemExit, match="not a checkbox instruction"):
+        ticks.named_boxes("Click on the button.")
+    heat = np.zeros((4, 5))
+    heat[3, 1], heat[3, 2], heat[0, 0] = 0.5, 0.25, 0.25  # cell 8: centres at 4, 12, 20, ...
+    assert ticks.mass_in(heat, [8, 24, 23, 31], cell=8) == 0.75  # the bottom row's 2nd, 3rd
+    assert ticks.mass_in(heat, [30, 0, 39, 7], cell=8) == 0.0
 
 
 @needs_browser
@@ -291,6 +303,39 @@ def test_cloning_counts_any_box_still_to_tick_as_right():
     finally:
         env.close()
     assert seen > 0, "no training seed named two boxes"
+
+
+@needs_browser
+def test_the_submit_after_k_ticks_weighs_k_and_weighted_batches_draw_it_more():
+    # click-checkboxes-large's policy ticked one box too many (issue 54): an episode shows its
+    # "every box ticked: Submit" state once against one state a tick
+    from pixelrl.gui_agent import ppo_task
+    from pixelrl.gui_agent.pointer_bc import batch_indices, expert_samples
+
+    cfg = config_for("gui/miniwob", ["env.tasks=[click-checkboxes]"])
+    spec = ppo_task.pointer_spec(cfg)
+    env = ppo_task.make_env("pixelrl/MiniWoB-click-checkboxes-v0", spec, "train")
+    try:
+        data = expert_samples(env, 24, seed=4)
+    finally:
+        env.close()
+    firsts = np.flatnonzero((data["last_actions"] == 0).all((1, 2)))  # each episode's first step
+    assert len(firsts) >= 3
+    closed = 0
+    for start, end in zip(firsts[:-1], firsts[1:]):  # whole episodes: k ticks, then Submit
+        weights = data["stop_weight"][start:end]
+        assert (weights[:-1] == 1).all() and weights[-1] == max(1, end - start - 1)
+        closed += end - start - 1 > 1
+    assert closed > 0, "no episode ticked two boxes or more"
+    gen = np.random.default_rng(0)
+    heavy = np.ones(100)
+    heavy[7] = 20.0
+    drawn = np.concatenate([batch_indices(gen, 100, 8, heavy) for _ in range(400)])
+    plain = np.concatenate([batch_indices(gen, 100, 8) for _ in range(400)])
+    assert (drawn == 7).sum() > 5 * (plain == 7).sum() > 0
+    for n, size in ((100, 8), (5, 5)):  # distinct samples, all of them when there are fewer
+        batch = batch_indices(gen, n, 8, heavy[:n])
+        assert sorted(set(batch.tolist())) == sorted(batch.tolist()) and len(batch) == size
 
 
 def test_the_widest_config_is_sixty_or_more_tasks_with_human_figures():
