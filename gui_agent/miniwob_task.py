@@ -14,8 +14,9 @@ The same policy, spec and PPO as ``gui/ppo`` (:mod:`pixelrl.gui_agent.ppo_task`)
 - the warm start clones the family's expert (MiniWoB++'s oracle, :mod:`pixelrl.envs.web.oracle`):
   ``policy.bc_samples`` expert steps split evenly over the tasks, on training seeds, each
   task's episodes written through the demonstration recorder to ``policy.bc_demos/<task>``
-  (a dataset ``pixelrl view`` / ``pixelrl replay`` read) when that is set. A task the expert
-  cannot play is refused before any browser starts.
+  (a dataset ``pixelrl view`` / ``pixelrl replay`` read) when that is set, several tasks at
+  once in ``policy.bc_workers`` processes (:func:`oracle_samples`). A task the expert cannot
+  play is refused before any browser starts.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def make_policy(
 ):
     """The pointer policy (:func:`pixelrl.gui_agent.ppo_task.make_policy`), its warm start
     cloning the oracle on every task of ``env.tasks``."""
+    bc_workers(cfg, 1)  # a wrong value is an error now, not after the policy is built
     policy = ppo_task.make_policy(cfg, observation_space, action_space, warm_start=False)
     if warm_start and not cfg.train.get("resume"):
         ppo_task.load_init(cfg, policy)
@@ -85,33 +87,62 @@ def make_policy(
 def oracle_samples(cfg, count: int, seed: int) -> dict[str, np.ndarray]:
     """``count`` oracle steps on training seeds, split evenly over ``env.tasks`` (in the format
     of :func:`pixelrl.gui_agent.pointer_bc.expert_samples`), each task's episodes recorded to
-    ``policy.bc_demos/<task>`` when that is set."""
+    ``policy.bc_demos/<task>`` when that is set.
+
+    ``policy.bc_workers`` processes record tasks side by side (0, the default: one a core, at
+    most one a task): a task's browser waits on its page most of the time, so one process keeps
+    about one core busy. Task ``i``'s samples depend on ``seed + 1000 i`` alone, so the data is
+    the same for any number of workers."""
+    from tqdm import tqdm
+
+    _, tasks = family_tasks(cfg, "policy.bc_steps=0")
+    progress = bool(cfg.train.progress)
+    jobs = [
+        (task, count // len(tasks) + (i < count % len(tasks)), seed + 1000 * i)
+        for i, task in enumerate(tasks)
+    ]
+    workers = bc_workers(cfg, len(tasks))
+    if workers == 1:
+        parts = [_task_samples(cfg, *job, progress) for job in jobs]
+    else:  # one bar over the tasks: the workers' own bars would write over each other
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        try:
+            futures = [pool.submit(_task_samples, cfg, *job, False) for job in jobs]
+            parts = [f.result() for f in tqdm(futures, "oracle tasks", disable=not progress)]
+        finally:  # after an error the running tasks finish and close their browsers
+            pool.shutdown(wait=True, cancel_futures=True)
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def bc_workers(cfg, tasks: int) -> int:
+    """``policy.bc_workers`` checked; 0 is one a core, and never more than ``tasks``."""
+    import os
+
+    value = cfg.policy.get("bc_workers", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"policy.bc_workers must be an integer >= 0, got {value!r}")
+    return max(1, min(value or os.cpu_count() or 1, tasks))
+
+
+def _task_samples(cfg, task: str, count: int, seed: int, progress: bool) -> dict[str, np.ndarray]:
+    """One task's share of :func:`oracle_samples` (run in a worker process when there are several)."""
     from pathlib import Path
 
     from pixelrl.gui_agent.pointer_bc import expert_samples
 
-    family, tasks = family_tasks(cfg, "policy.bc_steps=0")
-    spec, kwargs = pointer_spec(cfg), ppo_task.env_kwargs(cfg, "train")
+    family = family_tasks(cfg, "policy.bc_steps=0")[0]
+    inner = gym.make(family.env_id(task), **ppo_task.env_kwargs(cfg, "train"))
     demos = cfg.policy.get("bc_demos")
-    parts = []
-    for i, task in enumerate(tasks):
-        inner = gym.make(family.env_id(task), **kwargs)
-        if demos:
-            from pixelrl.envs.recording import RecordEpisodes
+    if demos:
+        from pixelrl.envs.recording import RecordEpisodes
 
-            inner = RecordEpisodes(inner, Path(str(demos)) / task, info_keys=["fields", "success"])
-        env = PointerEnv(SplitSeeds(inner, "train"), spec)
-        try:
-            share = count // len(tasks) + (i < count % len(tasks))
-            parts.append(
-                expert_samples(
-                    env,
-                    share,
-                    seed + 1000 * i,
-                    bool(cfg.train.progress),
-                    float(cfg.policy.get("bc_click_margin", 0.0)),
-                )  # fmt: skip
-            )
-        finally:
-            env.close()
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        inner = RecordEpisodes(inner, Path(str(demos)) / task, info_keys=["fields", "success"])
+    env = PointerEnv(SplitSeeds(inner, "train"), pointer_spec(cfg))
+    try:
+        margin = float(cfg.policy.get("bc_click_margin", 0.0))
+        return expert_samples(env, count, seed, progress, margin)
+    finally:
+        env.close()

@@ -31,7 +31,7 @@ SPEC_KEYS = ("image_size", "cell", "offsets", "kinds", "keys", "max_words", "max
 # Options of the behaviour-cloning warm start (pixelrl.gui_agent.pointer_bc), also in ``policy:``.
 WARM_START_KEYS = ("init", "bc_samples", "bc_steps", "bc_batch_size", "bc_lr", "bc_reading",
                    "bc_named", "bc_each_target", "bc_click_margin", "bc_demos",
-                   "bc_weigh_stops")  # fmt: skip
+                   "bc_weigh_stops", "bc_workers")  # fmt: skip
 
 
 def _plain(value: Any) -> Any:

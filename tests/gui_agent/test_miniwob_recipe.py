@@ -120,6 +120,19 @@ def test_training_demonstrations_never_use_held_out_seeds(tmp_path):
 
 
 @needs_browser
+def test_oracle_samples_are_the_same_from_one_worker_or_two():
+    # the demonstrations are recorded a task a process, side by side: the data must not change
+    one = miniwob_task.oracle_samples(config_for("gui/miniwob", [TWO, "policy.bc_workers=1"]), 8, 0)
+    two = miniwob_task.oracle_samples(config_for("gui/miniwob", [TWO, "policy.bc_workers=2"]), 8, 0)
+    assert one.keys() == two.keys() and len(one["action"]) == 8
+    for key in one:
+        np.testing.assert_array_equal(one[key], two[key], err_msg=key)
+    with pytest.raises(ValueError, match="bc_workers must be an integer >= 0, got 'two'"):
+        miniwob_task.bc_workers(config_for("gui/miniwob", [TWO, "policy.bc_workers=two"]), 2)
+    assert miniwob_task.bc_workers(config_for("gui/miniwob", [TWO, "policy.bc_workers=8"]), 2) == 2
+
+
+@needs_browser
 def test_the_recipe_runs_end_to_end_on_two_tasks(tmp_path):
     from pixelrl.train import train
 
