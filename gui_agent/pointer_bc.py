@@ -217,6 +217,7 @@ def behaviour_clone(
     named: float = 0.0,
     each_target: float = 0.0,
     weigh_stops: bool = False,
+    memory_dropout: float = 0.0,
     callback: Callable[[int, Any, list[float]], None] | None = None,
     every: int = 0,
     stop: Callable[[], str] | None = None,
@@ -240,6 +241,12 @@ def behaviour_clone(
     (:func:`batch_indices`), so the Submit that closes k ticks counts as much as the ticks
     (issue 54: click-checkboxes-large's policy ticked one box too many, its click mass on the
     Submit button 0.00-0.20 in the "every named box ticked" state of the failed episodes).
+    ``memory_dropout``: that share of samples has its earlier actions cut to a random shorter
+    run (:func:`cut_memories`), as if the episode had begun later: a policy with memory should
+    read what is done from the page, not count its own actions (a "copycat" shortcut of cloning
+    from histories, Wen et al. 2020, arXiv:2010.14876, who remove it adversarially; this is the
+    plain remedy. click-checkboxes-large's policy submitted after as many ticks as the sentence
+    names, right or wrong, and after 8 ticks, all its memory holds, when it names 9-12).
     """
     import torch
     from tqdm import tqdm
@@ -260,7 +267,11 @@ def behaviour_clone(
         actions = torch.as_tensor(data["action"][idx])
         mask = torch.as_tensor(data["point_mask"][idx])
         # with memory: each step's earlier expert actions, as act would have carried them
-        heads = policy.heads(obs, policy.history_state(_last_actions(data, idx)))
+        last = _last_actions(data, idx)
+        if memory_dropout > 0 and last is not None:
+            window = getattr(policy, "memory_actions", 0) or last.shape[1]
+            last = torch.as_tensor(cut_memories(last.numpy(), memory_dropout, gen, window))
+        heads = policy.heads(obs, policy.history_state(last))
         loss = -policy.box_log_likelihood(obs, actions, mask, heads=heads).mean()
         if each_target > 0:
             each = policy.each_target_log_likelihood(heads, actions, mask)
@@ -290,6 +301,16 @@ def batch_indices(gen, n: int, batch_size: int, weights: np.ndarray | None = Non
     """A batch of distinct sample indices, uniform, or in proportion to ``weights`` (n,)."""
     p = None if weights is None else weights / weights.sum()
     return gen.choice(n, min(batch_size, n), replace=False, p=p)
+
+
+def cut_memories(last: np.ndarray, share: float, gen, window: int) -> np.ndarray:
+    """``last`` (B, K, A), newest first, with ``share`` of its rows cut: each such row keeps its
+    newest ``j`` actions, ``j`` drawn from 0 .. ``window`` - 1, and zeros after them (what an
+    episode that began ``j`` steps ago remembers)."""
+    cut = last.copy()
+    for row in np.flatnonzero(gen.random(len(last)) < share):
+        cut[row, gen.integers(0, window) :] = 0
+    return cut
 
 
 def _last_actions(data: dict[str, np.ndarray], idx):

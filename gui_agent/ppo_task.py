@@ -31,7 +31,7 @@ SPEC_KEYS = ("image_size", "cell", "offsets", "kinds", "keys", "max_words", "max
 # Options of the behaviour-cloning warm start (pixelrl.gui_agent.pointer_bc), also in ``policy:``.
 WARM_START_KEYS = ("init", "bc_samples", "bc_steps", "bc_batch_size", "bc_lr", "bc_reading",
                    "bc_named", "bc_each_target", "bc_click_margin", "bc_demos",
-                   "bc_weigh_stops", "bc_workers")  # fmt: skip
+                   "bc_weigh_stops", "bc_workers", "bc_memory_dropout")  # fmt: skip
 
 
 def _plain(value: Any) -> Any:
@@ -117,7 +117,8 @@ def make_policy(
     options = {k: _plain(v) for k, v in dict(cfg.policy).items() if k not in skip}
     kwargs = check_kwargs(PointerPolicy, options, "policy", also=skip, internal=("spec",))
     spec = pointer_spec(cfg)
-    weigh_stops(cfg)  # a wrong value is an error now, not after the demonstrations
+    weigh_stops(cfg)  # wrong values are errors now, not after the demonstrations
+    memory_dropout(cfg)
     policy = PointerPolicy.from_spaces(observation_space, action_space, spec, **kwargs)
     if warm_start and not cfg.train.get("resume"):
         _warm_start(cfg, policy, spec)
@@ -135,7 +136,16 @@ def bc_options(cfg) -> dict[str, Any]:
         "named": float(policy.get("bc_named", 0.0)),
         "each_target": float(policy.get("bc_each_target", 0.0)),
         "weigh_stops": weigh_stops(cfg),
+        "memory_dropout": memory_dropout(cfg),
     }
+
+
+def memory_dropout(cfg) -> float:
+    """``policy.bc_memory_dropout`` (``pointer_bc.behaviour_clone``'s ``memory_dropout``), checked."""
+    value = cfg.policy.get("bc_memory_dropout", 0.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"policy.bc_memory_dropout must be a number in [0, 1], got {value!r}")
+    return float(value)
 
 
 def weigh_stops(cfg) -> bool:

@@ -17,6 +17,8 @@ CASES = [
      "memory_actions must be an integer >= 1, got 0"),
     ("train-weigh-stops-not-a-flag", [*TRAIN, "policy.bc_weigh_stops=maybe"],
      "policy.bc_weigh_stops must be true or false, got 'maybe'"),
+    ("train-memory-dropout-above-one", [*TRAIN, "policy.bc_memory_dropout=1.5"],
+     "policy.bc_memory_dropout must be a number in [0, 1], got 1.5"),
     ("train-bc-workers-negative", ["train", "gui/miniwob", "train.output_dir=run",
                                    "policy.bc_workers=-1"],
      "policy.bc_workers must be an integer >= 0, got -1"),

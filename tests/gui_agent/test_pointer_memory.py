@@ -169,3 +169,18 @@ def test_the_eval_agent_carries_its_memory_through_an_episode_and_forgets_it_aft
     assert agent.state == {}
     agent.act(obs["screenshot"], obs["instruction"])
     assert (agent.state["last_actions"][0, :, 0] > 0).sum() == 1
+
+
+def test_memory_dropout_cuts_a_share_of_histories_to_a_shorter_run():
+    from pixelrl.gui_agent.pointer_bc import cut_memories
+
+    last = np.arange(1, 1 + 200 * 8 * 3).reshape(200, 8, 3)  # no zeros: every slot is an action
+    assert (cut_memories(last, 0.0, np.random.default_rng(0), 8) == last).all()
+    cut = cut_memories(last, 0.5, np.random.default_rng(0), 8)
+    kept = (cut != 0).all(-1).sum(1)  # actions left in each history, newest first
+    for row, j in enumerate(kept):
+        assert (cut[row, :j] == last[row, :j]).all() and (cut[row, j:] == 0).all()
+    assert 60 < (kept < 8).sum() < 140  # about half the rows are cut...
+    assert set(kept[kept < 8].tolist()) == set(range(8))  # ...to 0 .. 7 actions
+    window = cut_memories(last, 1.0, np.random.default_rng(1), 2)  # a policy that keeps 2
+    assert set((window != 0).all(-1).sum(1).tolist()) == {0, 1}
