@@ -127,8 +127,10 @@ def test_oracle_samples_are_the_same_from_one_worker_or_two():
     assert one.keys() == two.keys() and len(one["action"]) == 8
     for key in one:
         np.testing.assert_array_equal(one[key], two[key], err_msg=key)
-    with pytest.raises(ValueError, match="bc_workers must be an integer >= 0, got 'two'"):
-        miniwob_task.bc_workers(config_for("gui/miniwob", [TWO, "policy.bc_workers=two"]), 2)
+    with pytest.raises(ValueError, match="bc_workers must be an integer >= 0, got -2"):
+        miniwob_task.bc_workers(config_for("gui/miniwob", [TWO, "policy.bc_workers=-2"]), 2)
+    with pytest.raises(ConfigError, match="bc_workers must be a number"):  # the config's check
+        config_for("gui/miniwob", [TWO, "policy.bc_workers=two"])
     assert miniwob_task.bc_workers(config_for("gui/miniwob", [TWO, "policy.bc_workers=8"]), 2) == 2
 
 

@@ -53,7 +53,9 @@ def test_gives_up_after_the_bound(tmp_path):
     proc, calls = run_script(tmp_path, failures=10_000, wait="1")
     assert proc.returncode == 100
     assert "still holds the package lock after 1s" in proc.stderr
-    assert 2 <= len(calls) <= 30 and all(c.startswith("update") for c in calls)
+    # at least the first try; how many more fit in 1 s depends on the machine's load (one on a
+    # loaded CI runner), retrying itself is the test above's
+    assert 1 <= len(calls) <= 30 and all(c.startswith("update") for c in calls)
 
 
 def test_other_failures_are_not_retried(tmp_path):
