@@ -9,6 +9,7 @@
                                                              # or by --seed (pooled per task)
     python bench/miniwob_table.py --merge a.json b.json --markdown \
         --beside "no memory=docs/results/miniwob_wide_table.csv"  # the docs' table, an older run beside
+    python bench/miniwob_table.py --merge a.json b.json --paired c.json d.json  # episode by episode
 
 POLICY is a ``gui/miniwob`` (or ``gui/ppo``) checkpoint, run folder or model folder, or
 ``oracle``. ``--tasks`` names the tasks (``twelve``: the ``gui/miniwob`` recipe's, ``wide``: all
@@ -37,6 +38,8 @@ import argparse
 import csv
 import json
 import time
+
+import numpy as np
 
 from pixelrl.envs.web.oracle import GESTURE_TASKS, SLIDER_TASKS
 
@@ -168,10 +171,13 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown (docs)")
     ap.add_argument("--beside", action="append", default=[], metavar="LABEL=CSV",
                     help="with --markdown: another run's --csv table as a column (repeatable)")  # fmt: skip
+    ap.add_argument("--paired", nargs="+", metavar="JSON",
+                    help="compare episode by episode with another run's --json table(s)")  # fmt: skip
     args = ap.parse_args()
     try:
         beside = dict(read_beside(item) for item in args.beside)
         merged = [r for path in args.merge or () for r in read_rows(path)]
+        other = pool([r for path in args.paired or () for r in read_rows(path)])
     except ValueError as e:
         ap.error(str(e))
     if beside and not args.markdown:
@@ -189,9 +195,15 @@ def main() -> None:
     print(markdown_table(rows, beside) if args.markdown else "", end="")
     if not args.markdown:
         print_table(rows)
+    if args.paired:
+        try:
+            print("\n" + paired_table(rows, other), end="")
+        except ValueError as e:
+            ap.error(str(e))
     if args.csv:
         with open(args.csv, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            fields = [k for k in rows[0] if k != "outcomes"]  # the episodes: --json only
+            writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
             writer.writeheader()
             writer.writerows(rows)
     if args.json:
@@ -270,6 +282,38 @@ def markdown_table(rows: list[dict], beside: dict[str, dict[str, float]] | None 
     return "\n".join(lines) + "\n"
 
 
+def paired_table(rows: list[dict], other: list[dict]) -> str:
+    """Markdown: per task, this run against ``other`` (rows of another run of this bench) on the
+    episodes both played (the same held-out seeds): each run's success, the episodes only one
+    solved and McNemar's exact p; then the same over every task's episodes pooled."""
+    from pixelrl.stats import mcnemar_exact
+
+    theirs = {r["task"]: dict(map(tuple, r.get("outcomes", []))) for r in other}
+    lines = ["| task | episodes | ours | theirs | only ours | only theirs | McNemar p |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    total = [0, 0, 0, 0]  # episodes, ours, only ours, only theirs
+    for r in rows:
+        mine = dict(map(tuple, r.get("outcomes", [])))
+        seeds = [seed for seed in mine if seed in theirs.get(r["task"], {})]
+        if not seeds:
+            continue
+        a = np.array([mine[seed] for seed in seeds], bool)
+        b = np.array([theirs[r["task"]][seed] for seed in seeds], bool)
+        only_a, only_b = int((a & ~b).sum()), int((b & ~a).sum())
+        lines.append(f"| {r['task']} | {len(seeds)} | {a.mean():.2f} | {b.mean():.2f} | {only_a} | "
+                     f"{only_b} | {mcnemar_exact(only_a, only_b):.3g} |")  # fmt: skip
+        total = [total[0] + len(seeds), total[1] + int(a.sum()), total[2] + only_a,
+                 total[3] + only_b]  # fmt: skip
+    if not total[0]:
+        raise ValueError("--paired: no task has episodes on the same seeds in both runs (tables "
+                         "written before the episodes were kept have none)")  # fmt: skip
+    n, ours, only_a, only_b = total
+    theirs_wins = ours - only_a + only_b
+    lines.append(f"| **all** | {n} | **{ours / n:.3f}** | {theirs_wins / n:.3f} | {only_a} | "
+                 f"{only_b} | {mcnemar_exact(only_a, only_b):.3g} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 def pool(rows: list[dict]) -> list[dict]:
     """One row per task (runs over other seeds pooled: successes summed, interval recomputed),
     in the published table's order."""
@@ -285,6 +329,10 @@ def pool(rows: list[dict]) -> list[dict]:
                 b["n"] + r["n"],
                 b["seconds"] + r["seconds"],
             )
+            if "outcomes" in b and "outcomes" in r:  # both halves kept their episodes
+                b["outcomes"] = b["outcomes"] + r["outcomes"]
+            else:
+                b.pop("outcomes", None)
         else:
             by_task[r["task"]] = {**r, "wins": wins}
     for b in by_task.values():
@@ -313,6 +361,7 @@ def task_list(names: list[str] | None, agent) -> list[str]:
 def evaluate_tasks(policy: str, tasks: list[str] | None, episodes: int, seed: int) -> list[dict]:
     """One row per task: success, its Wilson 95% interval, the published numbers, seconds."""
     from pixelrl.envs import task_family
+    from pixelrl.envs.families import seeds_of
     from pixelrl.gui_agent import evaluate
 
     if policy == "oracle":
@@ -325,14 +374,17 @@ def evaluate_tasks(policy: str, tasks: list[str] | None, episodes: int, seed: in
     rows = []
     for task in tasks:
         tic = time.perf_counter()
-        result = evaluate.evaluate_success(
-            agent, task_family("miniwob").env_id(task), episodes, seed, progress=False
-        )[0]
+        env_id = task_family("miniwob").env_id(task)
+        # evaluate_success's seeds and episodes, each episode's outcome kept (--paired)
+        seeds = seeds_of(env_id).seeds("eval", episodes, np.random.default_rng(seed))
+        results = evaluate.play_episodes(agent, env_id, seeds, progress=False)
+        result = evaluate.success_rows(results, env_id)[0]
         human, ccnet, pix2act = TABLE.get(task, (None, None, None))
         rows.append({"task": task, "n": result["n"], "success": result["success"],
                      "ci_low": result["ci_low"], "ci_high": result["ci_high"],
                      "human": human, "ccnet": ccnet, "pix2act": pix2act,
-                     "seconds": time.perf_counter() - tic})  # fmt: skip
+                     "seconds": time.perf_counter() - tic,
+                     "outcomes": [[int(s), int(r["success"])] for s, r in zip(seeds, results)]})  # fmt: skip
         r = rows[-1]
         print(f"{task:<18}{r['success']:>7.3f}  [{r['ci_low']:.2f}, {r['ci_high']:.2f}]  "
               f"({r['seconds']:.0f} s)", flush=True)  # fmt: skip

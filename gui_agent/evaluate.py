@@ -88,6 +88,12 @@ def evaluate_success(
     if seeds is None:  # the family's held-out split (GUI: odd seeds)
         seeds = seeds_of(env_id).seeds("eval", episodes, np.random.default_rng(seed))
     results = play_episodes(agent, env_id, seeds, env_kwargs, progress, batch_size)
+    return success_rows(results, env_id)
+
+
+def success_rows(results: Sequence[dict[str, Any]], env_id: str) -> list[dict[str, Any]]:
+    """:func:`evaluate_success`'s rows from :func:`play_episodes`' results: per family the
+    success rate, its Wilson interval and the mean return."""
     counts: dict[str, list[float]] = defaultdict(list)
     returns: dict[str, list[float]] = defaultdict(list)
     for result in results:

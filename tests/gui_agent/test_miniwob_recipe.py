@@ -243,6 +243,19 @@ def test_the_table_bench_runs_and_merges(tmp_path):
     table = subprocess.run(run + ["--merge", str(out)], check=True, capture_output=True,
                            text=True).stdout  # fmt: skip
     assert "click-dialog" in table and "human" in table
+    # each episode's seed and outcome is kept: two runs compare episode by episode
+    assert [o[1] for o in rows[0]["outcomes"]] == [1, 1] and all(
+        o[0] % 2 for o in rows[0]["outcomes"]
+    )
+    paired = subprocess.run(run + ["--merge", str(out), "--paired", str(out)], check=True,
+                            capture_output=True, text=True).stdout  # fmt: skip
+    assert "| click-dialog | 2 | 1.00 | 1.00 | 0 | 0 | 1 |" in paired
+    old = tmp_path / "old.json"  # a table from before the episodes were kept
+    old.write_text(json.dumps({"rows": [{k: v for k, v in rows[0].items() if k != "outcomes"}]}))
+    refused = subprocess.run(run + ["--merge", str(out), "--paired", str(old)],
+                             capture_output=True, text=True)  # fmt: skip
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines()[-1].startswith("miniwob_table.py: error: --paired:")
 
 
 @needs_browser

@@ -52,3 +52,11 @@ def test_failed_starts_forget_the_oldest_and_survive_a_checkpoint():
     again = FailedStarts(1.0, size=2)
     again.load_state_dict(replay.state_dict())
     assert again.draw(np.random.default_rng(0), 5) == replay.draw(np.random.default_rng(0), 5)
+
+
+def test_mcnemar_exact_is_the_two_sided_binomial_of_the_discordant_episodes():
+    from pixelrl.stats import mcnemar_exact
+
+    assert mcnemar_exact(0, 0) == 1.0 and mcnemar_exact(3, 3) == 1.0
+    assert mcnemar_exact(5, 0) == mcnemar_exact(0, 5) == 2 / 32  # both tails of 5 fair coins
+    assert abs(mcnemar_exact(9, 1) - 2 * 11 / 1024) < 1e-12  # P(X <= 1) = (1 + 10) / 2^10

@@ -22,6 +22,7 @@ import torch
 from pixelrl.envs.gui_action.codec import GUIActionCodec
 from pixelrl.gui_agent.agents import VLMAgent
 from pixelrl.gui_agent.grounding import grounding_set
+from pixelrl.stats import mcnemar_exact
 from pixelrl.vision.reader import SetOfMarks
 from pixelrl.vision.rewards import point_in_box
 from pixelrl.vision.vlm import load_vlm
@@ -40,16 +41,6 @@ def hits(model: str, items, marks: bool = False) -> np.ndarray:
     return np.asarray(out, dtype=float)
 
 
-def mcnemar_p(b_only: int, a_only: int) -> float:
-    """Exact two-sided McNemar p: the discordant pairs as a fair coin."""
-    n = b_only + a_only
-    if n == 0:
-        return 1.0
-    k = min(b_only, a_only)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-    return min(1.0, 2 * tail)
-
-
 def main(model_a: str, model_b: str, n: int = 400, start: int = 1000, marks_a: bool = False,
          marks_b: bool = False) -> None:  # fmt: skip
     torch.set_num_threads(1)
@@ -66,7 +57,7 @@ def main(model_a: str, model_b: str, n: int = 400, start: int = 1000, marks_a: b
     half = 1.96 * d.std(ddof=1) / math.sqrt(len(d))
     b_only, a_only = int(((b == 1) & (a == 0)).sum()), int(((a == 1) & (b == 0)).sum())
     print(f"paired B - A: {d.mean():+.3f}  95% CI [{d.mean() - half:+.3f}, {d.mean() + half:+.3f}]"
-          f"  only B: {b_only}  only A: {a_only}  McNemar exact p = {mcnemar_p(b_only, a_only):.3g}")  # fmt: skip
+          f"  only B: {b_only}  only A: {a_only}  McNemar exact p = {mcnemar_exact(b_only, a_only):.3g}")  # fmt: skip
 
 
 if __name__ == "__main__":
