@@ -32,6 +32,7 @@ from pixelrl.gui_agent import ppo_task
 from pixelrl.gui_agent.pointer_env import PointerEnv, SplitSeeds
 
 PLAYS_FAMILY = True  # the trainer refuses env.family / env.tasks for recipes without this flag
+DEFAULT_WORKERS = 8  # policy.bc_workers=0: browsers recording demonstrations at once, at most
 
 # ppo_task's spec reads the env's vocabulary when ``texts`` is unset; here texts are task fields
 pointer_spec = ppo_task.pointer_spec
@@ -90,8 +91,8 @@ def oracle_samples(cfg, count: int, seed: int) -> dict[str, np.ndarray]:
     ``policy.bc_demos/<task>`` when that is set.
 
     ``policy.bc_workers`` processes record tasks side by side (0, the default: one a core, at
-    most one a task): a task's browser waits on its page most of the time, so one process keeps
-    about one core busy. Task ``i``'s samples depend on ``seed + 1000 i`` alone, so the data is
+    most 8 and one a task; each holds a browser, ~0.4 GB): a task's browser waits on its page
+    most of the time, so one process keeps about one core busy. Task ``i``'s samples depend on ``seed + 1000 i`` alone, so the data is
     the same for any number of workers."""
     from tqdm import tqdm
 
@@ -118,13 +119,14 @@ def oracle_samples(cfg, count: int, seed: int) -> dict[str, np.ndarray]:
 
 
 def bc_workers(cfg, tasks: int) -> int:
-    """``policy.bc_workers`` checked; 0 is one a core, and never more than ``tasks``."""
+    """``policy.bc_workers`` checked; 0 is one a core up to :data:`DEFAULT_WORKERS`, and never
+    more than ``tasks``."""
     import os
 
     value = cfg.policy.get("bc_workers", 0)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"policy.bc_workers must be an integer >= 0, got {value!r}")
-    return max(1, min(value or os.cpu_count() or 1, tasks))
+    return max(1, min(value or min(os.cpu_count() or 1, DEFAULT_WORKERS), tasks))
 
 
 def _task_samples(cfg, task: str, count: int, seed: int, progress: bool) -> dict[str, np.ndarray]:
