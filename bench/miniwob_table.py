@@ -198,8 +198,8 @@ def main() -> None:
     if args.paired:
         try:
             print("\n" + paired_table(rows, other), end="")
-        except ValueError as e:
-            ap.error(str(e))
+        except (TypeError, ValueError) as e:  # no episodes in common, or malformed ones
+            ap.error(f"--paired: {e}" if isinstance(e, TypeError) else str(e))
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             fields = [k for k in rows[0] if k != "outcomes"]  # the episodes: --json only
