@@ -70,18 +70,12 @@ def make_policy(
     policy = ppo_task.make_policy(cfg, observation_space, action_space, warm_start=False)
     if warm_start and not cfg.train.get("resume"):
         ppo_task.load_init(cfg, policy)
-        steps = int(cfg.policy.get("bc_steps", 0))
-        if steps > 0:
-            from pixelrl.gui_agent.pointer_bc import behaviour_clone
+        if int(cfg.policy.get("bc_steps", 0)) > 0:
             from pixelrl.rl.budget import Budget
 
             stop = Budget.from_config(cfg.train).clock()  # the run's time limits bound cloning too
             data = oracle_samples(cfg, int(cfg.policy.get("bc_samples", 3000)), int(cfg.seed))
-            behaviour_clone(
-                policy, data, steps, seed=int(cfg.seed), progress=bool(cfg.train.progress),
-                stop=stop, **ppo_task.bc_options(cfg),
-            )  # fmt: skip
-            ppo_task.zero_value_head(policy)
+            ppo_task.clone_expert(cfg, policy, data, stop)
     return policy
 
 

@@ -160,23 +160,36 @@ def _warm_start(cfg, policy, spec: PointerSpec) -> None:
     load_init(cfg, policy)
     steps = int(cfg.policy.get("bc_steps", 0))
     if steps > 0:
-        from pixelrl.gui_agent.pointer_bc import behaviour_clone, expert_samples
+        from pixelrl.gui_agent.pointer_bc import expert_samples
         from pixelrl.rl.budget import Budget
 
         stop = Budget.from_config(cfg.train).clock()  # the run's time limits bound cloning too
-
         env = make_env(cfg.env.id, spec, "train", **env_kwargs(cfg, "train"))
-        progress = bool(cfg.train.progress)
         data = expert_samples(
-            env, int(cfg.policy.get("bc_samples", 3000)), int(cfg.seed), progress,
-            float(cfg.policy.get("bc_click_margin", 0.0)),
+            env, int(cfg.policy.get("bc_samples", 3000)), int(cfg.seed),
+            bool(cfg.train.progress), float(cfg.policy.get("bc_click_margin", 0.0)),
         )  # fmt: skip
         env.close()
+        clone_expert(cfg, policy, data, stop)
+
+
+def clone_expert(cfg, policy, data: dict, stop: Callable[[], str] | None = None) -> None:
+    """The warm start's cloning (``pointer_bc.behaviour_clone``) of the expert samples ``data``
+    for ``policy.bc_steps`` steps, until ``stop()`` says why (a time limit), then a zero value
+    head. The env workers wait meanwhile, so their cores join the learner's
+    (:func:`pixelrl.threads.while_workers_wait`)."""
+    from pixelrl.gui_agent.pointer_bc import behaviour_clone
+    from pixelrl.threads import while_workers_wait
+
+    progress = bool(cfg.train.progress)
+    with while_workers_wait() as threads:
+        if progress and threads is not None:
+            print(f"behaviour cloning: torch threads {threads}", flush=True)
         behaviour_clone(
-            policy, data, steps, seed=int(cfg.seed), progress=progress, stop=stop,
-            **bc_options(cfg),
+            policy, data, int(cfg.policy.bc_steps), seed=int(cfg.seed), progress=progress,
+            stop=stop, **bc_options(cfg),
         )  # fmt: skip
-        zero_value_head(policy)
+    zero_value_head(policy)
 
 
 def load_init(cfg, policy) -> None:

@@ -23,6 +23,14 @@ On an idle 2-core machine that is 2; with one other busy process or more, 1. An 
 reason make one line for a command's or run's header (``threads: 1 (auto: 2 cores, load
 2.3)``) and a run folder's ``config.yaml`` keeps the count, so a rerun uses the same.
 
+A phase in which the job's env workers wait (a recipe's warm start: the GUI recipes clone the
+oracle before the first rollout) may take their cores back: :func:`while_workers_wait` applies
+the rule again without the workers, the busy cores measured over half a second of
+``/proc/stat`` (:func:`idle_cores_now`) rather than by the 1-minute load average, which still
+counts the warm start's own recording processes that have just ended. A behaviour-cloning step
+of the pointer policy takes 142 ms on two threads against 247 ms on one
+(``bench/pointer_bc_step.py``, docs/results/desktop_ppo.md).
+
 The vision and env packages do not import the spine: the screen reader takes its count as an
 argument (``ScreenReader(threads=...)``).
 """
@@ -30,6 +38,9 @@ argument (``ScreenReader(threads=...)``).
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -39,6 +50,7 @@ class Threads:
 
     count: int
     why: str
+    workers: int = 0  # env worker processes the rule left cores to (only when it chose)
 
     def __str__(self) -> str:
         return f"{self.count} ({self.why})"
@@ -94,7 +106,55 @@ def choose(requested: int | str | None = None, workers: int = 0) -> Threads:
         why += f", {ranks} ranks"
     if workers:
         why += f", {workers} env workers"
-    return Threads(auto_count(cores, load, ranks, workers), why)
+    return Threads(auto_count(cores, load, ranks, workers), why, workers)
+
+
+def idle_cores_now(seconds: float = 0.5) -> float | None:
+    """The machine's idle cores over the next ``seconds``, from ``/proc/stat`` (Linux); None
+    where it cannot be read. Unlike the load average it forgets a process the moment it ends."""
+
+    def sample() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:9]]  # user .. steal
+        return ticks[3] + ticks[4], sum(ticks)  # idle + iowait, all
+
+    try:
+        idle0, total0 = sample()
+        time.sleep(seconds)
+        idle1, total1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total1 <= total0:
+        return None
+    return (os.cpu_count() or 1) * (idle1 - idle0) / (total1 - total0)
+
+
+@contextmanager
+def while_workers_wait() -> Iterator[Threads | None]:
+    """The learner's threads for a phase in which this job's env workers wait (module doc):
+    the rule again without them, at the machine's load of now; the earlier choice back after.
+    Yields the count in use. A set count, ``OMP_NUM_THREADS``, or a choice that left no cores
+    to workers (or none applied yet) stays as it is."""
+    before = _applied
+    if before is None or not before.workers:
+        yield before
+        return
+    cores = usable_cores()
+    ranks = _env_count("LOCAL_WORLD_SIZE") or 1
+    idle = idle_cores_now()
+    if idle is None:
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+        why = f"auto: {cores} cores, load {load:.1f}"
+    else:
+        load = max(0.0, cores - idle)
+        why = f"auto: {cores} cores, {min(idle, cores):.1f} idle now"
+    why += f", {before.workers} env workers waiting"
+    during = Threads(auto_count(cores, load, ranks, 0), why)
+    use(during)
+    try:
+        yield during
+    finally:
+        use(before)
 
 
 def use(threads: Threads, import_torch: bool = True) -> Threads:

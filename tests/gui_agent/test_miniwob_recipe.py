@@ -135,15 +135,15 @@ def test_oracle_samples_are_the_same_from_one_worker_or_two():
 
 
 @needs_browser
-def test_the_recipe_runs_end_to_end_on_two_tasks(tmp_path):
+def test_the_recipe_runs_end_to_end_on_two_tasks(tmp_path, capsys):
     from pixelrl.train import train
 
     cfg = config_for(
         "gui/miniwob",
         [TWO, "env.num_envs=2", "policy.bc_samples=8", "policy.bc_steps=2",
          "train.total_frames=32", "ppo.num_steps=8", "ppo.critic_warmup_updates=1",
-         "train.eval_interval=0", "train.final_eval=false", "train.progress=false",
-         "train.async=true", f"policy.bc_demos={tmp_path / 'demos'}",
+         "train.eval_interval=0", "train.final_eval=false", "train.progress=true",
+         "train.async=true", "torch_threads=0", f"policy.bc_demos={tmp_path / 'demos'}",
          f"train.output_dir={tmp_path / 'run'}"],
     )  # fmt: skip
     # the env worker (train.async) builds its policy copy without cloning again: a second
@@ -151,6 +151,8 @@ def test_the_recipe_runs_end_to_end_on_two_tasks(tmp_path):
     result = train(cfg)
     assert result["train"]["frames"] == 32
     assert list((tmp_path / "run" / "checkpoints").glob("*.pt"))
+    # the rule left a core to the env worker; it waits while the learner clones (threads.py)
+    assert "1 env workers waiting)" in capsys.readouterr().out
 
 
 def test_subwords_give_an_unseen_word_a_vector_from_its_letters():

@@ -7,7 +7,17 @@ import pytest
 import torch
 import yaml
 
-from pixelrl.threads import Threads, auto_count, check_config_threads, choose, usable_cores, use
+from pixelrl.threads import (
+    Threads,
+    applied,
+    auto_count,
+    check_config_threads,
+    choose,
+    idle_cores_now,
+    usable_cores,
+    use,
+    while_workers_wait,
+)
 
 
 @pytest.mark.parametrize(
@@ -59,6 +69,49 @@ def test_use_sets_torch_and_is_remembered():
         assert str(Threads(1, "auto: 2 cores, load 2.3")) == "1 (auto: 2 cores, load 2.3)"
     finally:
         torch.set_num_threads(before)
+
+
+def test_idle_cores_are_measured_not_remembered():
+    """/proc/stat over a short window: between none and every core of the machine."""
+    import os
+
+    idle = idle_cores_now(0.2)
+    assert idle is not None and 0.0 <= idle <= (os.cpu_count() or 1) + 1e-6
+
+
+def test_a_warm_start_takes_the_waiting_workers_cores_and_gives_them_back(monkeypatch):
+    """The rule left a core to an env worker; while it waits, the rule runs again without it
+    (at the idle cores of now), and after the phase (an error too) the first choice is back."""
+    import pixelrl.threads as threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    monkeypatch.setattr(threads, "usable_cores", lambda: 4)
+    monkeypatch.setattr(threads, "idle_cores_now", lambda seconds=0.5: 3.2)  # one core busy
+    before = torch.get_num_threads()
+    try:
+        first = use(Threads(1, "auto: 4 cores, load 0.0, 3 env workers", workers=3))
+        with while_workers_wait() as during:
+            assert during == Threads(3, "auto: 4 cores, 3.2 idle now, 3 env workers waiting")
+            assert torch.get_num_threads() == 3 and applied() == during
+        assert applied() == first and torch.get_num_threads() == 1
+        with pytest.raises(RuntimeError), while_workers_wait():
+            raise RuntimeError("cloning failed")
+        assert applied() == first and torch.get_num_threads() == 1
+        for kept in (Threads(1, "set"), Threads(2, "OMP_NUM_THREADS=2"), Threads(2, "auto: x")):
+            use(kept)  # a count the user set, or a rule that left no core to workers: as is
+            with while_workers_wait() as during:
+                assert during == kept and torch.get_num_threads() == kept.count
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_the_rule_remembers_the_workers_it_left_cores_to(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert choose(None, workers=1).workers == 1
+    assert choose(1, workers=1).workers == 0  # a set count: nothing to give back
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert choose(None, workers=1).workers == 0
 
 
 @pytest.mark.parametrize("value", [-1, 1.5, "auto", True, None])
