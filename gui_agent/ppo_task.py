@@ -31,7 +31,7 @@ SPEC_KEYS = ("image_size", "cell", "offsets", "kinds", "keys", "max_words", "max
 # Options of the behaviour-cloning warm start (pixelrl.gui_agent.pointer_bc), also in ``policy:``.
 WARM_START_KEYS = ("init", "bc_samples", "bc_steps", "bc_batch_size", "bc_lr", "bc_reading",
                    "bc_named", "bc_each_target", "bc_click_margin", "bc_demos",
-                   "bc_weigh_stops", "bc_workers", "bc_memory_dropout")  # fmt: skip
+                   "bc_weigh_stops", "bc_workers", "bc_memory_dropout", "bc_threads")  # fmt: skip
 
 
 def _plain(value: Any) -> Any:
@@ -119,6 +119,7 @@ def make_policy(
     spec = pointer_spec(cfg)
     weigh_stops(cfg)  # wrong values are errors now, not after the demonstrations
     memory_dropout(cfg)
+    bc_threads(cfg)
     policy = PointerPolicy.from_spaces(observation_space, action_space, spec, **kwargs)
     if warm_start and not cfg.train.get("resume"):
         _warm_start(cfg, policy, spec)
@@ -146,6 +147,18 @@ def memory_dropout(cfg) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise ValueError(f"policy.bc_memory_dropout must be a number in [0, 1], got {value!r}")
     return float(value)
+
+
+def bc_threads(cfg) -> int:
+    """``policy.bc_threads``, checked: torch threads while cloning (0, the default: the thread
+    policy with the waiting env workers' cores, :func:`pixelrl.threads.while_workers_wait`)."""
+    value = cfg.policy.get("bc_threads", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"policy.bc_threads must be a thread count >= 1, or 0 for the thread policy, "
+            f"got {value!r}"
+        )
+    return value
 
 
 def weigh_stops(cfg) -> bool:
@@ -177,14 +190,17 @@ def clone_expert(cfg, policy, data: dict, stop: Callable[[], str] | None = None)
     """The warm start's cloning (``pointer_bc.behaviour_clone``) of the expert samples ``data``
     for ``policy.bc_steps`` steps, until ``stop()`` says why (a time limit), then a zero value
     head. The env workers wait meanwhile, so their cores join the learner's
-    (:func:`pixelrl.threads.while_workers_wait`)."""
+    (:func:`pixelrl.threads.while_workers_wait`; ``policy.bc_threads`` sets a count instead,
+    and the run's config.yaml keeps the count used: a rerun clones bit for bit)."""
     from pixelrl.gui_agent.pointer_bc import behaviour_clone
     from pixelrl.threads import while_workers_wait
 
     progress = bool(cfg.train.progress)
-    with while_workers_wait() as threads:
-        if progress and threads is not None:
-            print(f"behaviour cloning: torch threads {threads}", flush=True)
+    with while_workers_wait(bc_threads(cfg)) as threads:
+        if threads is not None:
+            cfg.policy.bc_threads = threads.count
+            if progress:
+                print(f"behaviour cloning: torch threads {threads}", flush=True)
         behaviour_clone(
             policy, data, int(cfg.policy.bc_steps), seed=int(cfg.seed), progress=progress,
             stop=stop, **bc_options(cfg),

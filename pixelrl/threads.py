@@ -130,12 +130,21 @@ def idle_cores_now(seconds: float = 0.5) -> float | None:
 
 
 @contextmanager
-def while_workers_wait() -> Iterator[Threads | None]:
-    """The learner's threads for a phase in which this job's env workers wait (module doc):
-    the rule again without them, at the machine's load of now; the earlier choice back after.
-    Yields the count in use. A set count, ``OMP_NUM_THREADS``, or a choice that left no cores
-    to workers (or none applied yet) stays as it is."""
+def while_workers_wait(requested: int | str | None = None) -> Iterator[Threads | None]:
+    """The learner's threads for a phase in which this job's env workers wait (module doc),
+    the earlier choice back after; yields the count in use. ``requested`` (a count) is used as
+    given; by default (None / 0 / ``"auto"``) the rule runs again without the workers, at the
+    machine's load of now. A set count, ``OMP_NUM_THREADS``, or a choice that left no cores to
+    workers (or none applied yet) then stays as it is."""
     before = _applied
+    if not is_auto(requested):
+        use(choose(requested))
+        try:
+            yield _applied
+        finally:
+            if before is not None:
+                use(before)
+        return
     if before is None or not before.workers:
         yield before
         return

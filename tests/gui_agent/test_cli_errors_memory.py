@@ -22,6 +22,10 @@ CASES = [
     ("train-bc-workers-negative", ["train", "gui/miniwob", "train.output_dir=run",
                                    "policy.bc_workers=-1"],
      "policy.bc_workers must be an integer >= 0, got -1"),
+    ("train-bc-threads-not-a-count", [*TRAIN, "policy.bc_threads=two"],
+     "policy.bc_threads must be a number (like its default 0), got 'two'"),
+    ("train-bc-threads-negative", [*TRAIN, "policy.bc_threads=-1"],
+     "policy.bc_threads must be a thread count >= 1, or 0 for the thread policy, got -1"),
 ]  # fmt: skip
 
 

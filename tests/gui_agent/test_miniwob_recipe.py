@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+import yaml
 
 from pixelrl.config import ConfigError
 from pixelrl.envs.gui_action import Action, ActionError
@@ -151,8 +152,12 @@ def test_the_recipe_runs_end_to_end_on_two_tasks(tmp_path, capsys):
     result = train(cfg)
     assert result["train"]["frames"] == 32
     assert list((tmp_path / "run" / "checkpoints").glob("*.pt"))
-    # the rule left a core to the env worker; it waits while the learner clones (threads.py)
-    assert "1 env workers waiting)" in capsys.readouterr().out
+    # the rule left a core to the env worker; it waits while the learner clones (threads.py),
+    # and config.yaml keeps the cloning's count for a rerun
+    out = capsys.readouterr().out
+    assert "1 env workers waiting)" in out
+    saved = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert f"behaviour cloning: torch threads {saved['policy']['bc_threads']} (auto:" in out
 
 
 def test_subwords_give_an_unseen_word_a_vector_from_its_letters():

@@ -98,6 +98,9 @@ def test_a_warm_start_takes_the_waiting_workers_cores_and_gives_them_back(monkey
         with pytest.raises(RuntimeError), while_workers_wait():
             raise RuntimeError("cloning failed")
         assert applied() == first and torch.get_num_threads() == 1
+        with while_workers_wait(2) as during:  # a count asked for (policy.bc_threads=2)
+            assert during == Threads(2, "set") and torch.get_num_threads() == 2
+        assert applied() == first and torch.get_num_threads() == 1
         for kept in (Threads(1, "set"), Threads(2, "OMP_NUM_THREADS=2"), Threads(2, "auto: x")):
             use(kept)  # a count the user set, or a rule that left no core to workers: as is
             with while_workers_wait() as during:
