@@ -80,9 +80,18 @@ class ExpertActionMethod:
 
     def __init__(self, env: Any) -> None:
         self.act = env.unwrapped.expert_action
+        # whether act() is right on any state, also one another actor left (DAgger's labels)
+        self.relabels = bool(getattr(env.unwrapped, "expert_relabels", False))
+        self._played = getattr(env.unwrapped, "expert_played", None)
 
     def reset(self) -> None:
         pass  # the env replans from its own state at every call
+
+    def played(self, action: Any) -> None:
+        """``action`` was played instead of (or as) the last ``act()``: the env's expert reads
+        its history from what was played (MiniWoB++'s oracle)."""
+        if self._played is not None:
+            self._played(action)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,49 @@ READ_WORDS = 16  # screen words kept per sample for the reading loss
 # earlier expert actions kept per sample (+ 1 encoded, newest first, zeros before the episode's
 # first): the memory a policy with ``memory: actions`` is cloned with (PointerPolicy.history_state)
 LAST_ACTIONS = 8
+# what each sample holds beside its observation (:func:`expert_samples`, :func:`save_samples`)
+SAMPLE_KEYS = ("action", "point_mask", "read_ids", "read_cells", "last_actions", "stop_weight")
+
+
+class SampleColumns:
+    """The columns of :func:`expert_samples`' result, filled a recorded step at a time."""
+
+    def __init__(self, env, click_margin: float = 0.0) -> None:
+        self.env, self.click_margin = env, click_margin
+        self.observed: dict[str, list] = {key: [] for key in env.pointer_spec.observation_keys}
+        self.rows: dict[str, list] = {key: [] for key in SAMPLE_KEYS}
+
+    def __len__(self) -> int:
+        return len(self.rows["action"])
+
+    def add(self, obs, info, sample: np.ndarray, history: np.ndarray) -> np.ndarray:
+        """Keep the step of ``obs`` (and its ``info``) labelled ``sample``, after the earlier
+        actions ``history``; returns its point mask (the points as right as the label's)."""
+        env = self.env
+        for key, rows in self.observed.items():
+            rows.append(obs[key])
+        # the desktop says where its target is in info; MiniWoB's oracle with its action
+        web = env.unwrapped
+        target = info.get("target_bbox", getattr(web, "expert_target_bbox", None))
+        others = getattr(web, "expert_alternative_bboxes", ())
+        boxes = [target, *info.get("alternative_bboxes", others)]
+        mask = box_points(boxes, sample, env.pointer_spec, env.image_map, self.click_margin)
+        ids, cells = screen_words(info.get("a11y", ()), env.pointer_spec, env.image_map)
+        rows = self.rows
+        rows["action"].append(sample)
+        rows["point_mask"].append(mask)
+        rows["read_ids"].append(ids)
+        rows["read_cells"].append(cells)
+        rows["last_actions"].append(history.copy())
+        # a Submit after k ticks stands for the k-th "all ticked?" decision (1 elsewhere)
+        rows["stop_weight"].append(max(1, int(getattr(web, "expert_closes_run", 0))))
+        return mask
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = {key: np.stack(rows) for key, rows in self.observed.items()}
+        out.update({key: np.stack(rows) for key, rows in self.rows.items()})
+        out["stop_weight"] = out["stop_weight"].astype(np.float64)
+        return out
 
 
 def expert_samples(
@@ -47,37 +90,20 @@ def expert_samples(
     from pixelrl.envs.families import expert_of
     from pixelrl.gui_agent.pointer_env import encode_action
 
-    observed: dict[str, list] = {key: [] for key in env.pointer_spec.observation_keys}
-    actions, masks, read_ids, read_cells, last_actions, weights = [], [], [], [], [], []
+    columns = SampleColumns(env, click_margin)
     history = np.zeros((LAST_ACTIONS, len(env.action_space.nvec)), dtype=np.int64)
     obs, info = env.reset(seed=seed)
     scripted = expert_of(env)  # the env's task family's expert
     scripted.reset()
     bar = tqdm(total=count, desc="expert samples", disable=not progress)
     try:  # the bar is closed before an error line (a kind the policy lacks) is printed
-        while len(actions) < count:
+        while len(columns) < count:
             expert = scripted.act()
             sample = encode_action(expert, env.pointer_spec, env.image_map, env.fields)
             if sample is None:
                 refuse_unplayable(expert, env)  # unless the step may be skipped (a wait)
             else:
-                for key, rows in observed.items():
-                    rows.append(obs[key])
-                actions.append(sample)
-                # the desktop says where its target is in info; MiniWoB's oracle with its action
-                web = env.unwrapped
-                target = info.get("target_bbox", getattr(web, "expert_target_bbox", None))
-                others = getattr(web, "expert_alternative_bboxes", ())
-                boxes = [target, *info.get("alternative_bboxes", others)]
-                masks.append(
-                    box_points(boxes, sample, env.pointer_spec, env.image_map, click_margin)
-                )
-                ids, cells = screen_words(info.get("a11y", ()), env.pointer_spec, env.image_map)
-                read_ids.append(ids)
-                read_cells.append(cells)
-                last_actions.append(history.copy())
-                # a Submit after k ticks stands for the k-th "all ticked?" decision (1 elsewhere)
-                weights.append(max(1, int(getattr(web, "expert_closes_run", 0))))
+                columns.add(obs, info, sample, history)
                 history = np.concatenate([sample[None] + 1, history[:-1]])  # what a policy played
                 bar.update(1)
             obs, _, terminated, truncated, info = env.step_action(expert)
@@ -87,11 +113,72 @@ def expert_samples(
                 history[:] = 0
     finally:
         bar.close()
-    return {**{key: np.stack(rows) for key, rows in observed.items()},
-            "action": np.stack(actions), "point_mask": np.stack(masks),
-            "read_ids": np.stack(read_ids), "read_cells": np.stack(read_cells),
-            "last_actions": np.stack(last_actions),
-            "stop_weight": np.asarray(weights, dtype=np.float64)}  # fmt: skip
+    return columns.arrays()
+
+
+def corrected_samples(
+    env, act: Callable[[dict, np.ndarray], np.ndarray], episodes: int, seed: int = 0,
+    click_margin: float = 0.0, patience: int = 3,
+) -> dict[str, np.ndarray] | None:  # fmt: skip
+    """DAgger's samples (Ross, Gordon & Bagnell 2011, arXiv:1011.0686): ``act(obs, history)``,
+    the cloned policy (``history``: its earlier actions, as :func:`expert_samples` keeps them),
+    plays ``episodes`` episodes of a :class:`PointerEnv` (seeds drawn from ``seed``), and each page it reaches
+    is labelled with the expert's action there. Cloning from the expert's own episodes only
+    shows the pages the expert reaches; a policy that strays once meets pages it was never
+    shown (issue 54: social-media's list after paging, the menus and pies) and compounds the
+    error. The expert must label any page (``relabels``: MiniWoB++'s replanned tasks) and
+    hears what was played (``played``). An episode ends early after ``patience`` steps in a
+    row where the policy does something else than the label (its next pages repeat the
+    mistake), or where the expert cannot plan from the page (a ``ValueError``: OracleError).
+    ``None`` when no step was labelled."""
+    from pixelrl.envs.families import expert_of
+    from pixelrl.gui_agent.pointer_env import encode_action
+
+    scripted = expert_of(env)
+    if not getattr(scripted, "relabels", False):
+        raise ValueError(
+            f"{env.spec.id if env.spec else env}: its expert cannot label pages it did not reach"
+        )
+    spec = env.pointer_spec
+    kinds = list(spec.kinds)
+    columns = SampleColumns(env, click_margin)
+    for episode in range(episodes):
+        obs, info = env.reset(seed=seed if episode == 0 else None)
+        scripted.reset()
+        history = np.zeros((LAST_ACTIONS, len(env.action_space.nvec)), dtype=np.int64)
+        wrong, done = 0, False
+        while not done and wrong < patience:
+            try:
+                expert = scripted.act()
+            except ValueError:  # no plan from this page: the episode teaches nothing more
+                break
+            label = encode_action(expert, spec, env.image_map, env.fields)
+            played = np.asarray(act(obs, history))
+            if label is not None:
+                mask = columns.add(obs, info, label, history)
+                wrong = 0 if agrees(played, label, mask, kinds) else wrong + 1
+            obs, _, terminated, truncated, info = env.step(played)
+            scripted.played(env.last_action)
+            history = np.concatenate([played[None] + 1, history[:-1]])
+            done = terminated or truncated
+    return columns.arrays() if len(columns) else None
+
+
+def agrees(played: np.ndarray, label: np.ndarray, mask: np.ndarray, kinds: list[str]) -> bool:
+    """Whether a policy's sample does what the label does: the same kind, a point the label's
+    mask holds (pointer kinds), the same text (``type``) or key (``key``)."""
+    from pixelrl.gui_agent.pointer_env import POINTER_KINDS
+
+    if played[0] != label[0]:
+        return False
+    kind = kinds[int(label[0])]
+    if kind == "type":
+        return played[3] == label[3]
+    if kind == "key":
+        return played[4] == label[4]
+    if kind in POINTER_KINDS:
+        return bool(mask[int(played[1]), int(played[2])])
+    return True
 
 
 # Expert actions cloning skips when the policy's kinds lack them: the end of an episode, and a
@@ -203,6 +290,66 @@ def _grid_points_inside(bbox, spec, image_map, per_cell: int) -> np.ndarray:
     # (row, oy, col, ox) -> (row, col, oy, ox): cell-major, offsets row-major inside a cell
     s = per_cell
     return inside.reshape(rows, s, cols, s).transpose(0, 2, 1, 3).reshape(spec.num_cells, -1)
+
+
+def save_samples(path, data: dict[str, np.ndarray], about: dict[str, Any]) -> None:
+    """Write samples (:func:`expert_samples`' format) to ``path`` (.npz), with ``about`` (what
+    they were recorded for: tasks, count, seed) as JSON text beside them, for
+    :func:`load_samples`. Written to a temporary name first: a killed run leaves no half file."""
+    import json
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    with open(part, "wb") as f:
+        np.savez(f, **data, about=np.array(json.dumps(about, sort_keys=True)))
+    os.replace(part, path)
+
+
+def load_samples(path, spec, about: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The samples :func:`save_samples` wrote to ``path``, read as data (no pickles) and checked:
+    recorded for the same ``about`` and shaped for ``spec`` (a :class:`PointerSpec`), each
+    array one row a sample. Anything else is a one-line ValueError."""
+    import json
+    import zipfile
+
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            data = {k: f[k] for k in f.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ValueError(f"{path}: not a samples file ({type(e).__name__}: {e})") from None
+    try:
+        theirs = json.loads(str(data.pop("about")))
+    except (KeyError, ValueError):
+        raise ValueError(f"{path}: not a samples file (no 'about' record)") from None
+    if theirs != json.loads(json.dumps(about, sort_keys=True)):
+        changed = sorted(k for k in {*theirs, *about} if theirs.get(k) != about.get(k))
+        raise ValueError(
+            f"{path} holds samples recorded for other settings ({', '.join(changed)}): "
+            "delete it, or point policy.bc_data at another file"
+        )
+    w, h = spec.image_size
+    want = {"image": (-1, h, w, 3), "instruction": (-1, *spec.instruction_shape)}
+    if spec.reader:
+        want["read"] = (-1, h, w, 2)
+    want.update({"action": (-1, len(spec.nvec)), "point_mask": (-1, spec.num_cells, spec.offsets**2),
+                 "read_ids": (-1, READ_WORDS, *spec.instruction_shape[1:]),
+                 "read_cells": (-1, READ_WORDS, spec.num_cells),
+                 "last_actions": (-1, LAST_ACTIONS, len(spec.nvec)), "stop_weight": (-1,)})  # fmt: skip
+    rows = None
+    for key, shape in want.items():
+        have = data.get(key)
+        if have is None or have.dtype == object or have.shape[1:] != shape[1:]:
+            got = "missing" if have is None else f"{have.dtype} {have.shape}"
+            raise ValueError(
+                f"{path}: {key!r} should be (n, {', '.join(map(str, shape[1:]))}), got {got}"
+            )
+        if rows is not None and len(have) != rows:
+            raise ValueError(f"{path}: {key!r} has {len(have)} rows, the others {rows}")
+        rows = len(have)
+    return {k: data[k] for k in want}
 
 
 def behaviour_clone(

@@ -31,7 +31,8 @@ SPEC_KEYS = ("image_size", "cell", "offsets", "kinds", "keys", "max_words", "max
 # Options of the behaviour-cloning warm start (pixelrl.gui_agent.pointer_bc), also in ``policy:``.
 WARM_START_KEYS = ("init", "bc_samples", "bc_steps", "bc_batch_size", "bc_lr", "bc_reading",
                    "bc_named", "bc_each_target", "bc_click_margin", "bc_demos",
-                   "bc_weigh_stops", "bc_workers", "bc_memory_dropout", "bc_threads")  # fmt: skip
+                   "bc_weigh_stops", "bc_workers", "bc_memory_dropout", "bc_threads", "bc_data",
+                   "dagger_episodes", "dagger_steps", "dagger_lr")  # fmt: skip
 
 
 def _plain(value: Any) -> Any:
@@ -186,10 +187,13 @@ def _warm_start(cfg, policy, spec: PointerSpec) -> None:
         clone_expert(cfg, policy, data, stop)
 
 
-def clone_expert(cfg, policy, data: dict, stop: Callable[[], str] | None = None) -> None:
+def clone_expert(
+    cfg, policy, data: dict, stop: Callable[[], str] | None = None,
+    steps: int | None = None, lr: float | None = None,
+) -> None:  # fmt: skip
     """The warm start's cloning (``pointer_bc.behaviour_clone``) of the expert samples ``data``
-    for ``policy.bc_steps`` steps, until ``stop()`` says why (a time limit), then a zero value
-    head. The env workers wait meanwhile, so their cores join the learner's
+    for ``steps`` (``policy.bc_steps``) steps from learning rate ``lr`` (``policy.bc_lr``),
+    until ``stop()`` says why (a time limit), then a zero value head. The env workers wait meanwhile, so their cores join the learner's
     (:func:`pixelrl.threads.while_workers_wait`; ``policy.bc_threads`` sets a count instead,
     and the run's config.yaml keeps the count used: a rerun clones bit for bit)."""
     from pixelrl.gui_agent.pointer_bc import behaviour_clone
@@ -201,9 +205,12 @@ def clone_expert(cfg, policy, data: dict, stop: Callable[[], str] | None = None)
             cfg.policy.bc_threads = threads.count
             if progress:
                 print(f"behaviour cloning: torch threads {threads}", flush=True)
+        options = bc_options(cfg)
+        if lr is not None:
+            options["lr"] = lr
         behaviour_clone(
-            policy, data, int(cfg.policy.bc_steps), seed=int(cfg.seed), progress=progress,
-            stop=stop, **bc_options(cfg),
+            policy, data, int(cfg.policy.bc_steps if steps is None else steps),
+            seed=int(cfg.seed), progress=progress, stop=stop, **options,
         )  # fmt: skip
     zero_value_head(policy)
 

@@ -234,6 +234,20 @@ class MiniWoBEnv(RealGuiEnv):
         self.expert_closes_run = self._expert.next_closes_run
         return self._expert.act()
 
+    @property
+    def expert_relabels(self) -> bool:
+        """Whether :meth:`expert_action` is right on any page, also one a policy left (the
+        tasks the oracle replans from each page; the others hand out a plan made at reset)."""
+        from pixelrl.envs.web.oracle import REPLANNED
+
+        return self.task in REPLANNED
+
+    def expert_played(self, action: Action) -> None:
+        """Tell the oracle what was played after its last :meth:`expert_action`
+        (:meth:`~pixelrl.envs.web.oracle.MiniWoBOracle.played`: a policy's action, DAgger)."""
+        if self._expert is not None:
+            self._expert.played(action)
+
     def _check_supported(self, action: Action) -> None:
         super()._check_supported(action)
         # a wheel turn needs a point

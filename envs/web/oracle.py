@@ -1216,10 +1216,11 @@ class MiniWoBOracle:
         self._fields: list | None = None
         self._queue: list[Step] = []
         self._taken: list[Step] = []
+        self._handed = False  # the last act() handed out a planned step (not "done")
 
     def reset(self, obs: dict[str, Any], info: dict[str, Any]) -> None:
         self._instruction, self._fields = obs["instruction"], info.get("fields")
-        self._taken = []
+        self._taken, self._handed = [], False
         self._queue = plan_steps(
             self.task, self._instruction, info["a11y"], self._fields, screen=obs.get("screenshot")
         )
@@ -1270,10 +1271,39 @@ class MiniWoBOracle:
     def act(self, obs: dict[str, Any] | None = None, info: dict[str, Any] | None = None) -> Action:
         if info is not None and "a11y" in info:
             self.observe(info, (obs or {}).get("screenshot"))
+        self._handed = bool(self._queue)
         if not self._queue:
             return Action.done()
         self._taken.append(self._queue.pop(0))
         return self._taken[-1].action
+
+    def played(self, action: Action) -> None:
+        """``action`` was played after the last :meth:`act`, not necessarily what it handed out
+        (a policy's, where the oracle only labels the pages it leaves: DAgger). The steps taken
+        then hold what was played, so a plan read back from them (the posts clicked, the waits
+        for a pie to open) is the page's history: the handed-out step is kept when ``action``
+        does what it does (:func:`same_step`: the same kind and text, a point in its box), else
+        replaced by a bare step of ``action``. Only tasks the oracle replans read it."""
+        if self._handed and same_step(self._taken[-1], action):
+            return
+        if self._handed:
+            self._taken.pop()
+        self._taken.append(Step(action))
+        self._handed = False
+
+
+def same_step(step: Step, action: Action) -> bool:
+    """Whether ``action`` does what ``step`` plans: the same kind, text and keys, and a point in
+    the step's box (the same point where it has none)."""
+    planned = step.action
+    if (action.kind, action.text, action.keys) != (planned.kind, planned.text, planned.keys):
+        return False
+    if planned.point is None or action.point is None:
+        return planned.point == action.point
+    if step.target_bbox is None:
+        return planned.point == action.point
+    x0, y0, x1, y1 = step.target_bbox
+    return x0 <= action.point[0] <= x1 and y0 <= action.point[1] <= y1
 
 
 # -- gestures: tasks played with drags, the wheel and a spinner's arrows (issue 54) ------------

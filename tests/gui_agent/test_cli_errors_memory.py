@@ -10,6 +10,7 @@ import sys
 import pytest
 
 TRAIN = ["train", "gui/ppo", "train.output_dir=run"]
+MINIWOB = ["train", "gui/miniwob", "train.output_dir=run"]
 CASES = [
     ("train-memory-misspelled", [*TRAIN, "policy.memory=lstmm"],
      "memory must be one of none, actions, got 'lstmm'"),
@@ -19,13 +20,20 @@ CASES = [
      "policy.bc_weigh_stops must be true or false, got 'maybe'"),
     ("train-memory-dropout-above-one", [*TRAIN, "policy.bc_memory_dropout=1.5"],
      "policy.bc_memory_dropout must be a number in [0, 1], got 1.5"),
-    ("train-bc-workers-negative", ["train", "gui/miniwob", "train.output_dir=run",
-                                   "policy.bc_workers=-1"],
+    ("train-bc-workers-negative", [*MINIWOB, "policy.bc_workers=-1"],
      "policy.bc_workers must be an integer >= 0, got -1"),
     ("train-bc-threads-not-a-count", [*TRAIN, "policy.bc_threads=two"],
      "policy.bc_threads must be a number (like its default 0), got 'two'"),
     ("train-bc-threads-negative", [*TRAIN, "policy.bc_threads=-1"],
      "policy.bc_threads must be a thread count >= 1, or 0 for the thread policy, got -1"),
+    ("train-dagger-episodes-negative", [*MINIWOB, "policy.dagger_episodes=-3"],
+     "policy.dagger_episodes must be an integer >= 0, got -3"),
+    ("train-dagger-steps-not-a-count", [*MINIWOB, "policy.dagger_steps=many"],
+     "policy.dagger_steps must be a number (like its default 1000), got 'many'"),
+    ("train-dagger-lr-zero", [*MINIWOB, "policy.dagger_lr=0"],
+     "policy.dagger_lr must be a number > 0, got 0"),
+    ("train-bc-data-not-npz", [*MINIWOB, "policy.bc_data=samples.pkl"],
+     "policy.bc_data must be a path ending in .npz, got 'samples.pkl'"),
 ]  # fmt: skip
 
 
