@@ -114,6 +114,8 @@ def make_policy(
     from pixelrl.config import check_kwargs
     from pixelrl.gui_agent.pointer_policy import PointerPolicy
 
+    if warm_start:  # gui/ppo's own warm start (gui/miniwob's passes False and runs its own)
+        refuse_family_keys(cfg)
     skip = SPEC_KEYS + WARM_START_KEYS
     options = {k: _plain(v) for k, v in dict(cfg.policy).items() if k not in skip}
     kwargs = check_kwargs(PointerPolicy, options, "policy", also=skip, internal=("spec",))
@@ -125,6 +127,21 @@ def make_policy(
     if warm_start and not cfg.train.get("resume"):
         _warm_start(cfg, policy, spec)
     return policy
+
+
+# Warm-start keys only gui/miniwob reads (its oracle's samples file, its DAgger round)
+FAMILY_WARM_START_KEYS = ("bc_data", "dagger_episodes", "dagger_steps", "dagger_lr")
+
+
+def refuse_family_keys(cfg) -> None:
+    """gui/ppo has no samples file and no DAgger round: a key of theirs is an error here, not
+    a run that quietly leaves it out."""
+    given = [k for k in FAMILY_WARM_START_KEYS if k in cfg.policy]
+    if given:
+        raise ValueError(
+            f"policy.{given[0]} is gui/miniwob's (its oracle's samples, its DAgger round); "
+            f"{cfg.get('recipe', 'this recipe')} has none"
+        )
 
 
 def bc_options(cfg) -> dict[str, Any]:

@@ -32,6 +32,9 @@ CASES = [
      "policy.dagger_steps must be a number (like its default 1000), got 'many'"),
     ("train-dagger-lr-zero", [*MINIWOB, "policy.dagger_lr=0"],
      "policy.dagger_lr must be a number > 0, got 0"),
+    ("train-dagger-in-gui-ppo", [*TRAIN, "policy.dagger_episodes=3"],
+     "policy.dagger_episodes is gui/miniwob's (its oracle's samples, its DAgger round); "
+     "gui/ppo has none"),
     ("train-bc-data-not-npz", [*MINIWOB, "policy.bc_data=samples.pkl"],
      "policy.bc_data must be a path ending in .npz, got 'samples.pkl'"),
 ]  # fmt: skip
