@@ -339,9 +339,10 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
         # starts its workers at nice 15 so that its daemons win; ours step the envs the
         # trainer waits on, and at nice 15 anything else running on the machine starves them
         # (docs/results/ray_envs.md: 2-4x slower steps on a loaded machine). RAY_worker_niceness
-        # still decides where it is set.
+        # still decides where it is set. address="local": a new instance even where another
+        # runs on this machine (without it Ray joins that one, and refuses num_cpus there).
         config = {} if "RAY_worker_niceness" in os.environ else {"worker_niceness": 0}
-        ray.init(num_cpus=num_cpus, include_dashboard=False, _system_config=config)
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _system_config=config)
     return True
 
 
