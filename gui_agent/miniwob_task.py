@@ -125,6 +125,8 @@ def corrected_data(cfg, policy, episodes: int, seed: int) -> dict[str, np.ndarra
     state = {k: v.detach().clone() for k, v in policy.state_dict().items()}
     parts = in_workers(cfg, _task_corrections, [(*job, state) for job in jobs], "DAgger tasks")
     parts = [p for p in parts if p is not None]
+    if not parts:  # every episode ended before the oracle could label a page
+        raise ValueError("policy.dagger_episodes: the oracle labelled no page the policy reached")
     if cfg.train.progress:
         print(f"DAgger: {sum(len(p['action']) for p in parts)} pages labelled on "
               f"{len(jobs)} tasks ({episodes} episodes a task)", flush=True)  # fmt: skip
